@@ -1,0 +1,29 @@
+# Switchboard — see README.md.
+GO      ?= go
+CONFIG  ?= config.yaml
+BIN     := bin/gateway
+
+.PHONY: run build test vet fmt bench clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/gateway
+
+## run: start the gateway with config.yaml (stdin REPL when a terminal, HTTP on 127.0.0.1:8080)
+run: build
+	@mkdir -p data
+	./$(BIN) --config $(CONFIG)
+
+## test: every test — unit, wire-level integration, browser
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 10m ./...
+
+## bench: the benchmark report (docs/benchmarks.md)
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf bin

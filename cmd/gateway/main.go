@@ -1,0 +1,316 @@
+// Command gateway runs Switchboard: the session manager, the listeners and
+// the HTTP server, wired from the configuration.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"os/user"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/config"
+	"github.com/switchboard-gw/switchboard/guides"
+	"github.com/switchboard-gw/switchboard/listeners/stdin"
+	"github.com/switchboard-gw/switchboard/providers"
+	"github.com/switchboard-gw/switchboard/providers/anthropic"
+	"github.com/switchboard-gw/switchboard/providers/demo"
+	"github.com/switchboard-gw/switchboard/providers/gemini"
+	"github.com/switchboard-gw/switchboard/providers/openai"
+	"github.com/switchboard-gw/switchboard/sessions"
+	"github.com/switchboard-gw/switchboard/storage"
+	"github.com/switchboard-gw/switchboard/tools"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Environ()); err != nil {
+		fmt.Fprintln(os.Stderr, "gateway:", err)
+		os.Exit(1)
+	}
+}
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// run is main with its dependencies passed in, so tests drive the real
+// wiring with pipes.
+func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer, environ []string) error {
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	configFile := fs.String("config", "config.yaml", "configuration file (YAML)")
+	var sets stringList
+	fs.Var(&sets, "set", "override a config key, e.g. --set http.addr=127.0.0.1:9000 (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := config.Load(*configFile, sets, environ)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, errOut)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	db, err := storage.Open(ctx, cfg.Storage.DSN)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	catalog, err := guides.LoadDir(cfg.Guides.Dir)
+	if err != nil {
+		return err
+	}
+	registry, err := tools.NewRegistry(tools.Builtins(time.Now)...)
+	if err != nil {
+		return err
+	}
+	provs, defaultProvider, err := buildProviders(cfg, environ, log)
+	if err != nil {
+		return err
+	}
+	if err := catalog.Check(func(n string) bool { _, ok := provs[n]; return ok }, func(n string) bool { _, ok := registry.Lookup(n); return ok }); err != nil {
+		return err
+	}
+	if _, ok := catalog.Get(cfg.Guides.Default); !ok {
+		return fmt.Errorf("guides.default: no guide %q in %s (have: %s)", cfg.Guides.Default, cfg.Guides.Dir, strings.Join(catalog.Names(), ", "))
+	}
+
+	sessionsCtx, stopSessions := context.WithCancel(context.Background())
+	manager := sessions.NewManager(sessionsCtx, sessions.Config{
+		Store: db, Guides: catalog, DefaultGuide: cfg.Guides.Default,
+		Providers: provs, DefaultProvider: defaultProvider, Tools: registry,
+		QueueSize: cfg.Sessions.QueueSize, SubscriberBuffer: cfg.Sessions.SubscriberBuffer,
+		IdleTimeout: time.Duration(cfg.Sessions.IdleTimeout), ApprovalTimeout: time.Duration(cfg.Sessions.ApprovalTimeout),
+		ToolTimeout: time.Duration(cfg.Sessions.ToolTimeout), Logger: log,
+	})
+	// Sessions stop after the listeners, so a turn in flight can still be
+	// stored; then the store flushes on Close.
+	defer func() {
+		stopSessions()
+		manager.Wait()
+	}()
+
+	errc := make(chan error, 2)
+	running := 0
+
+	srv, err := listenHTTP(cfg, log)
+	if err != nil {
+		return err
+	}
+	running++
+	go func() { errc <- serveHTTP(ctx, srv, log) }()
+
+	if useStdin(cfg.Listeners.Stdin.Enabled, in) {
+		interactive := isTerminal(in)
+		l := &stdin.Listener{
+			In: in, Out: out, Interactive: interactive, Author: localUser(environ),
+			Guide: cfg.Guides.Default, Sessions: manager, Logger: log,
+		}
+		running++
+		go func() {
+			err := l.Run(ctx)
+			// Input is over: in a pipe that is the end of the run; in a
+			// terminal it is Ctrl-D. Either way, stop the gateway.
+			cancel()
+			errc <- err
+		}()
+	}
+
+	var firstErr error
+	for range running {
+		if err := <-errc; err != nil && firstErr == nil {
+			firstErr = err
+			cancel()
+		}
+	}
+	return firstErr
+}
+
+func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.Log.Level)); err != nil {
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// buildProviders makes one resilient provider per configured entry. With no
+// usable credentials anywhere, every name answers with the demo model, and
+// the log says which variable would enable a real one.
+func buildProviders(cfg config.Config, environ []string, log *slog.Logger) (map[string]*providers.Resilient, string, error) {
+	provs := map[string]*providers.Resilient{}
+	var missing []string
+	for i, pc := range cfg.Providers {
+		key := pc.APIKey
+		if key == "" {
+			key, _ = lookupEnv(environ, pc.APIKeyEnv)
+		}
+		pcfg := providers.Config{Name: pc.Name, Kind: pc.Kind, BaseURL: pc.BaseURL, APIKey: key, Model: pc.Model}
+		var (
+			p   providers.Provider
+			err error
+		)
+		switch {
+		case pc.Kind == "demo":
+			p = &demo.Provider{}
+		case key == "" && needsKey(pc):
+			missing = append(missing, credentialHint(i, pc))
+			continue
+		case pc.Kind == "openai":
+			p, err = openai.New(pcfg)
+		case pc.Kind == "ollama":
+			p, err = openai.NewOllama(pcfg)
+		case pc.Kind == "anthropic":
+			p, err = anthropic.New(pcfg)
+		case pc.Kind == "gemini":
+			p, err = gemini.New(pcfg)
+		default:
+			err = fmt.Errorf("unknown kind %q", pc.Kind)
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("providers[%d] (%s): %w", i, pc.Name, err)
+		}
+		provs[pc.Name] = &providers.Resilient{
+			Name: pc.Name, Provider: p, Logger: log.With("provider", pc.Name),
+			Policy: providers.Policy{MaxRetries: pc.MaxRetries, IdleTimeout: time.Duration(pc.Timeout)},
+		}
+	}
+	hint := "Set " + strings.Join(missing, ", or ") + " to use a real model."
+	if len(missing) == 0 {
+		hint = "Add a provider with credentials to config.yaml to use a real model."
+	}
+	if len(provs) == 0 {
+		log.Warn("no model provider credentials found: answering with the offline demo model. " + hint)
+	} else if len(missing) > 0 {
+		log.Warn("some providers have no credentials and answer with the offline demo model. " + hint)
+	}
+	demoModel := &providers.Resilient{Name: "demo", Provider: &demo.Provider{Hint: hint}, Logger: log}
+	for _, pc := range cfg.Providers {
+		if _, ok := provs[pc.Name]; !ok {
+			provs[pc.Name] = demoModel
+		}
+	}
+	def := "demo"
+	if len(cfg.Providers) > 0 {
+		def = cfg.Providers[0].Name
+	} else {
+		provs[def] = demoModel
+	}
+	return provs, def, nil
+}
+
+// needsKey: hosted APIs need a key; a local OpenAI-compatible server
+// (a base_url on loopback, or kind ollama) usually does not.
+func needsKey(pc config.Provider) bool {
+	if pc.Kind == "ollama" {
+		return false
+	}
+	return pc.BaseURL == "" || !strings.Contains(pc.BaseURL, "127.0.0.1") && !strings.Contains(pc.BaseURL, "localhost")
+}
+
+func credentialHint(i int, pc config.Provider) string {
+	if pc.APIKeyEnv != "" {
+		return fmt.Sprintf("the environment variable %s (providers[%d].api_key_env)", pc.APIKeyEnv, i)
+	}
+	return fmt.Sprintf("providers[%d].api_key (or api_key_env) in the config", i)
+}
+
+func lookupEnv(environ []string, name string) (string, bool) {
+	if name == "" {
+		return "", false
+	}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v, v != ""
+		}
+	}
+	return "", false
+}
+
+func useStdin(mode string, in io.Reader) bool {
+	switch mode {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	return isTerminal(in)
+}
+
+func isTerminal(in io.Reader) bool {
+	f, ok := in.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func localUser(environ []string) switchboard.Author {
+	name, _ := lookupEnv(environ, "USER")
+	if name == "" {
+		if u, err := user.Current(); err == nil {
+			name = u.Username
+		}
+	}
+	if name == "" {
+		name = "local"
+	}
+	return switchboard.Author{Channel: "stdin", ID: name, Name: name}
+}
+
+// listenHTTP binds the HTTP address now, so a port in use fails start-up
+// with a clear error instead of later in a goroutine.
+func listenHTTP(cfg config.Config, log *slog.Logger) (*httpServer, error) {
+	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("http.addr %s: %w", cfg.HTTP.Addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	log.Info("http listening", "addr", ln.Addr().String())
+	return &httpServer{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}, nil
+}
+
+type httpServer struct {
+	ln  net.Listener
+	srv *http.Server
+}
+
+func serveHTTP(ctx context.Context, h *httpServer, log *slog.Logger) error {
+	errc := make(chan error, 1)
+	go func() { errc <- h.srv.Serve(h.ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Warn("http shutdown", "err", err)
+	}
+	return nil
+}

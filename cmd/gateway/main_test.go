@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
+)
+
+// The tests run the gateway's own main in a child process (this test
+// binary, re-executed), talking to it through pipes like a user would.
+func TestMain(m *testing.M) {
+	if os.Getenv("GATEWAY_TEST_RUN_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+type gateway struct {
+	t      *testing.T
+	dir    string
+	config string
+}
+
+func newGateway(t *testing.T, providerYAML string, extra string) *gateway {
+	t.Helper()
+	dir := t.TempDir()
+	guidesDir, err := filepath.Abs("../../guides")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`http:
+  addr: 127.0.0.1:0
+storage:
+  dsn: %s
+providers:
+%s
+guides:
+  dir: %s
+  default: assistant
+listeners:
+  stdin: { enabled: true }
+%s`, filepath.Join(dir, "data", "switchboard.db"), providerYAML, guidesDir, extra)
+	path := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return &gateway{t: t, dir: dir, config: path}
+}
+
+// run starts the gateway with input on stdin and returns its output and
+// logs once it exits.
+func (g *gateway) run(input string, env ...string) (stdout, stderr string, err error) {
+	g.t.Helper()
+	cmd := exec.Command(os.Args[0], "--config", g.config)
+	cmd.Env = append(hermeticEnv(), "GATEWAY_TEST_RUN_MAIN=1", "USER=tester")
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stdin = strings.NewReader(input)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+// hermeticEnv drops anything that would configure the gateway from the
+// developer's own environment.
+func hermeticEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "SWITCHBOARD_") || strings.HasSuffix(k, "_API_KEY") || k == "GATEWAY_TEST_RUN_MAIN" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+func openAIProvider(llm *openaitest.Server) string {
+	return fmt.Sprintf(`  - name: main
+    kind: openai
+    base_url: %s
+    api_key_env: TEST_OPENAI_KEY
+    model: gpt-test`, llm.BaseURL())
+}
+
+func TestPipeToolApprovalAndMemoryAcrossRestart(t *testing.T) {
+	llm := openaitest.New()
+	defer llm.Close()
+	llm.Push(
+		openaitest.Reply{Text: []string{"Let me look."}, ToolCalls: []openaitest.ToolCall{{ID: "c1", Name: "current_time", Args: `{"timezone":"Europe/Berlin"}`}}},
+	)
+	llm.Respond(func(r openaitest.Request) openaitest.Reply {
+		last := r.Messages[len(r.Messages)-1]
+		return openaitest.Reply{Text: []string{"It is ", openaitest.Text(last.Content)}}
+	})
+	g := newGateway(t, openAIProvider(llm), "")
+
+	out, logs, err := g.run("what time is it?\ny\n", "TEST_OPENAI_KEY=sk-test")
+	if err != nil {
+		t.Fatalf("gateway failed: %v\nstdout:\n%s\nstderr:\n%s", err, out, logs)
+	}
+	for _, want := range []string{
+		"Let me look.",
+		`→ current_time {"timezone":"Europe/Berlin"}`,
+		"Approve? [y/N]",
+		"approved by tester",
+		"← current_time: ",
+		"It is 20",
+		"Europe/Berlin",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(logs, "sk-test") {
+		t.Error("the API key was logged")
+	}
+
+	// A restart remembers the conversation.
+	llm.Respond(func(r openaitest.Request) openaitest.Reply {
+		return openaitest.Reply{Text: []string{"You asked the time."}}
+	})
+	out, logs, err = g.run("what did I ask?\n", "TEST_OPENAI_KEY=sk-test")
+	if err != nil {
+		t.Fatalf("second run failed: %v\n%s\n%s", err, out, logs)
+	}
+	if !strings.Contains(out, "You asked the time.") {
+		t.Fatalf("second run output:\n%s", out)
+	}
+	reqs := llm.Requests()
+	last := reqs[len(reqs)-1]
+	var seen []string
+	for _, m := range last.Messages {
+		seen = append(seen, m.Role+":"+openaitest.Text(m.Content))
+	}
+	joined := strings.Join(seen, "\n")
+	if !strings.Contains(joined, "user:what time is it?") || !strings.Contains(joined, "tool:") || !strings.Contains(joined, "user:what did I ask?") {
+		t.Fatalf("the restarted gateway sent no memory of the first run:\n%s", joined)
+	}
+}
+
+func TestPipeDenial(t *testing.T) {
+	llm := openaitest.New()
+	defer llm.Close()
+	llm.Push(openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "c1", Name: "current_time", Args: `{}`}}})
+	llm.Respond(func(r openaitest.Request) openaitest.Reply {
+		return openaitest.Reply{Text: []string{"Told: ", openaitest.Text(r.Messages[len(r.Messages)-1].Content)}}
+	})
+	g := newGateway(t, openAIProvider(llm), "")
+	out, logs, err := g.run("time?\nn\n", "TEST_OPENAI_KEY=sk-test")
+	if err != nil {
+		t.Fatalf("%v\n%s\n%s", err, out, logs)
+	}
+	if !strings.Contains(out, "denied by tester") || !strings.Contains(out, "Told: the user denied") {
+		t.Fatalf("output:\n%s", out)
+	}
+}
+
+func TestNoCredentialsAnswersWithTheLabelledDemoModel(t *testing.T) {
+	g2 := newGateway(t, `  - name: main
+    kind: openai
+    api_key_env: TEST_UNSET_OPENAI_KEY
+    model: gpt-4o-mini`, "")
+	out, logs, err := g2.run("hello\n")
+	if err != nil {
+		t.Fatalf("%v\n%s\n%s", err, out, logs)
+	}
+	if !strings.Contains(logs, "TEST_UNSET_OPENAI_KEY") || !strings.Contains(logs, "demo model") {
+		t.Errorf("start-up did not say which variable enables a real model:\n%s", logs)
+	}
+	if !strings.Contains(out, "offline demo model") {
+		t.Errorf("the demo reply is not labelled:\n%s", out)
+	}
+}
+
+func TestDemoModelToolApprovalInPipe(t *testing.T) {
+	g := newGateway(t, `  - name: main
+    kind: openai
+    api_key_env: TEST_UNSET_OPENAI_KEY`, "")
+	out, logs, err := g.run("what time is it?\ny\n")
+	if err != nil {
+		t.Fatalf("%v\n%s\n%s", err, out, logs)
+	}
+	if !strings.Contains(out, "Approve? [y/N]") || !strings.Contains(out, "The tool current_time says:") {
+		t.Fatalf("output:\n%s", out)
+	}
+}
+
+func TestBadConfigurationFailsWithTheKeyNamed(t *testing.T) {
+	g := newGateway(t, `  - name: main
+    kind: demo`, "htpp:\n  addr: x\n")
+	out, logs, err := g.run("")
+	if err == nil {
+		t.Fatalf("a config with an unknown key started:\n%s", out)
+	}
+	if !strings.Contains(logs, "htpp") {
+		t.Fatalf("the error does not name the key:\n%s", logs)
+	}
+}
+
+func TestGuideTypoFailsStartUpWithFileAndLine(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "assistant.md"), []byte("---\nname: assistant\ntemprature: 0.3\n---\nHi.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := newGateway(t, "  - name: main\n    kind: demo", "")
+	cmd := exec.Command(os.Args[0], "--config", g.config, "--set", "guides.dir="+dir)
+	cmd.Env = append(hermeticEnv(), "GATEWAY_TEST_RUN_MAIN=1")
+	cmd.Stdin = strings.NewReader("")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("started with a broken guide:\n%s", out)
+	}
+	if !strings.Contains(string(out), "assistant.md:3") || !strings.Contains(string(out), "temprature") {
+		t.Fatalf("error does not name file, line and key:\n%s", out)
+	}
+}

@@ -1,0 +1,487 @@
+// Package config loads the gateway's configuration (CONTRACT §2): built-in
+// defaults, then a YAML file, then SWITCHBOARD_* environment variables, then
+// --set key=value flags, each overriding the one before.
+//
+// Every key from every source is checked against the Config struct before it
+// is merged, so a typo stops start-up with the key and where it came from
+// instead of being silently ignored.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/knadh/koanf/providers/confmap"
+	"github.com/knadh/koanf/providers/env/v2"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/v2"
+)
+
+// Config is the whole configuration. The koanf tags are the YAML keys.
+type Config struct {
+	HTTP      HTTP       `koanf:"http"`
+	Storage   Storage    `koanf:"storage"`
+	Providers []Provider `koanf:"providers"`
+	Guides    Guides     `koanf:"guides"`
+	Listeners Listeners  `koanf:"listeners"`
+	Sessions  Sessions   `koanf:"sessions"`
+	Log       Log        `koanf:"log"`
+}
+
+// HTTP is the server of the web widget, /ws, /healthz and /metrics.
+type HTTP struct {
+	Addr string `koanf:"addr"`
+}
+
+// Storage is the SQLite database.
+type Storage struct {
+	// DSN is a file path, or ":memory:" for a throwaway database.
+	DSN string `koanf:"dsn"`
+}
+
+// Guides says where the personas are and which one new sessions get.
+type Guides struct {
+	Dir     string `koanf:"dir"`
+	Default string `koanf:"default"`
+}
+
+// Log configures the slog handler.
+type Log struct {
+	Level  string `koanf:"level"`  // debug | info | warn | error
+	Format string `koanf:"format"` // text | json
+}
+
+// Provider kinds.
+const (
+	KindOpenAI    = "openai"
+	KindAnthropic = "anthropic"
+	KindGemini    = "gemini"
+	KindOllama    = "ollama"
+	KindDemo      = "demo"
+)
+
+var kinds = []string{KindOpenAI, KindAnthropic, KindGemini, KindOllama, KindDemo}
+
+// Provider is one configured model endpoint; guides name it by Name.
+type Provider struct {
+	Name string `koanf:"name"`
+	Kind string `koanf:"kind"`
+	// BaseURL is as the vendor's SDK takes it: OpenAI's ends in /v1,
+	// Anthropic's and Gemini's are the host root. Empty: the vendor's own.
+	BaseURL   string `koanf:"base_url"`
+	APIKey    string `koanf:"api_key"`
+	APIKeyEnv string `koanf:"api_key_env"`
+	Model     string `koanf:"model"`
+	// Timeout is the idle time allowed between two stream chunks, not a
+	// bound on the whole response: a long answer that keeps coming is fine.
+	Timeout    Duration `koanf:"timeout"`
+	MaxRetries int      `koanf:"max_retries"`
+}
+
+// Key returns the provider's API key and where it came from ("api_key" or
+// "env NAME"), so start-up messages can say which setting is in use without
+// printing the key. With no key, source names the variable that was looked
+// at, or is empty when the provider has neither setting.
+func (p Provider) Key() (key, source string) {
+	if p.APIKey != "" {
+		return p.APIKey, "api_key"
+	}
+	if p.APIKeyEnv == "" {
+		return "", ""
+	}
+	return os.Getenv(p.APIKeyEnv), "env " + p.APIKeyEnv
+}
+
+// Listeners are the channels the gateway serves.
+type Listeners struct {
+	WebSocket WebSocket `koanf:"websocket"`
+	Stdin     Stdin     `koanf:"stdin"`
+	Slack     Slack     `koanf:"slack"`
+	Discord   Discord   `koanf:"discord"`
+}
+
+// WebSocket is the /ws endpoint of the HTTP server.
+type WebSocket struct {
+	Enabled bool `koanf:"enabled"`
+}
+
+// Stdin modes.
+const (
+	StdinAuto  = "auto"  // only when stdin is a terminal
+	StdinTrue  = "true"  // also when it is a pipe
+	StdinFalse = "false" // never
+)
+
+// Stdin is the terminal listener. Enabled is a word rather than a bool
+// because of "auto"; YAML's true and false are accepted as well.
+type Stdin struct {
+	Enabled string `koanf:"enabled"`
+}
+
+// Slack modes.
+const (
+	SlackSocket = "socket" // Socket Mode: no public URL needed
+	SlackHTTP   = "http"   // Events API and interactivity over HTTP
+)
+
+// Default API base URLs, used when api_url is empty.
+const (
+	DefaultSlackAPIURL   = "https://slack.com/api/"
+	DefaultDiscordAPIURL = "https://discord.com/api/v10/"
+)
+
+// Slack is the Slack listener. Each secret can be given directly or as the
+// name of an environment variable (the *Env fields).
+type Slack struct {
+	Enabled          bool   `koanf:"enabled"`
+	Mode             string `koanf:"mode"`
+	AppToken         string `koanf:"app_token"`
+	AppTokenEnv      string `koanf:"app_token_env"`
+	BotToken         string `koanf:"bot_token"`
+	BotTokenEnv      string `koanf:"bot_token_env"`
+	SigningSecret    string `koanf:"signing_secret"`
+	SigningSecretEnv string `koanf:"signing_secret_env"`
+	APIURL           string `koanf:"api_url"`
+}
+
+// Discord is the Discord listener.
+type Discord struct {
+	Enabled       bool   `koanf:"enabled"`
+	Token         string `koanf:"token"`
+	TokenEnv      string `koanf:"token_env"`
+	ApplicationID string `koanf:"application_id"`
+	PublicKey     string `koanf:"public_key"` // hex Ed25519, for HTTP interactions
+	APIURL        string `koanf:"api_url"`
+}
+
+// Sessions tunes the session manager.
+type Sessions struct {
+	// QueueSize is how many inputs may wait per session before "busy".
+	QueueSize int `koanf:"queue_size"`
+	// IdleTimeout unloads a session nobody used for that long from memory
+	// (it stays stored).
+	IdleTimeout Duration `koanf:"idle_timeout"`
+	// ApprovalTimeout: an unanswered approval request counts as denied.
+	ApprovalTimeout Duration `koanf:"approval_timeout"`
+	ToolTimeout     Duration `koanf:"tool_timeout"`
+	// SubscriberBuffer is how many events are buffered per attached listener.
+	SubscriberBuffer int `koanf:"subscriber_buffer"`
+}
+
+// Duration is a time.Duration written the Go way in YAML ("30s", "10m").
+// A bare number is refused: "timeout: 30" is too easy to misread.
+type Duration time.Duration
+
+// String formats the duration as Go does ("1m0s").
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalText writes the duration in the form Load reads.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText parses "30s", "10m", "1h30m".
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(strings.TrimSpace(string(b)))
+	if err != nil {
+		return fmt.Errorf("invalid duration %q: write it with a unit, e.g. \"30s\" or \"10m\"", string(b))
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Defaults that are not plain key defaults: provider entries are a list, so
+// theirs are filled in per entry.
+const (
+	DefaultProviderTimeout    = Duration(60 * time.Second)
+	DefaultProviderMaxRetries = 3
+)
+
+// defaults are the first layer, as flat dotted keys.
+func defaults() map[string]any {
+	return map[string]any{
+		"http.addr":                   "127.0.0.1:8080",
+		"storage.dsn":                 "data/switchboard.db",
+		"guides.dir":                  "guides",
+		"guides.default":              "assistant",
+		"listeners.websocket.enabled": true,
+		"listeners.stdin.enabled":     StdinAuto,
+		"listeners.slack.enabled":     false,
+		"listeners.slack.mode":        SlackSocket,
+		"listeners.discord.enabled":   false,
+		"sessions.queue_size":         64,
+		"sessions.idle_timeout":       Duration(10 * time.Minute),
+		"sessions.approval_timeout":   Duration(10 * time.Minute),
+		"sessions.tool_timeout":       Duration(30 * time.Second),
+		"sessions.subscriber_buffer":  256,
+		"log.level":                   "info",
+		"log.format":                  "text",
+	}
+}
+
+// EnvPrefix starts every environment variable Load reads; "__" nests.
+const EnvPrefix = "SWITCHBOARD_"
+
+// Load builds the configuration: defaults, then file (skipped when file is
+// ""; a missing file is an error), then the SWITCHBOARD_ variables of
+// environ, then sets ("key=value", dotted keys, YAML values). List entries
+// are addressed by index: providers.0.base_url. The result is validated.
+//
+// environ is passed in rather than read from os.Environ so tests, and
+// embedders, control exactly what is seen.
+func Load(file string, sets []string, environ []string) (Config, error) {
+	k := koanf.New(".")
+	if err := k.Load(confmap.Provider(defaults(), "."), nil); err != nil {
+		return Config{}, fmt.Errorf("config: defaults: %w", err)
+	}
+	if file != "" {
+		if err := loadFile(k, file); err != nil {
+			return Config{}, err
+		}
+	}
+	if err := loadEnv(k, environ); err != nil {
+		return Config{}, err
+	}
+	for _, s := range sets {
+		key, val, ok := strings.Cut(s, "=")
+		key = strings.TrimSpace(key)
+		if !ok || key == "" {
+			return Config{}, fmt.Errorf("config: --set %q: want key=value", s)
+		}
+		if err := override(k, key, val, "--set "+key, false); err != nil {
+			return Config{}, err
+		}
+	}
+	if err := providerDefaults(k); err != nil {
+		return Config{}, err
+	}
+
+	var c Config
+	err := k.UnmarshalWithConf("", &c, koanf.UnmarshalConf{DecoderConfig: &mapstructure.DecoderConfig{
+		DecodeHook:  mapstructure.TextUnmarshallerHookFunc(),
+		ErrorUnused: true, // a safety net: keys were checked as they came in
+		TagName:     "koanf",
+	}})
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	c.normalize()
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+func loadFile(k *koanf.Koanf, path string) error {
+	data, err := file.Provider(path).ReadBytes()
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	m, err := decodeFile(path, data)
+	if err != nil {
+		return err
+	}
+	if err := k.Load(confmap.Provider(m, ""), nil); err != nil {
+		return fmt.Errorf("config: %s: %w", path, err)
+	}
+	return nil
+}
+
+// envVar keeps the variable's name with its value, for error messages.
+type envVar struct{ name, value string }
+
+func loadEnv(k *koanf.Koanf, environ []string) error {
+	vars, err := env.Provider("", env.Opt{
+		Prefix:      EnvPrefix,
+		EnvironFunc: func() []string { return environ },
+		TransformFunc: func(name, value string) (string, any) {
+			key := strings.ToLower(strings.TrimPrefix(name, EnvPrefix))
+			return strings.ReplaceAll(key, "__", "."), envVar{name, value}
+		},
+	}).Read()
+	if err != nil {
+		return fmt.Errorf("config: environment: %w", err)
+	}
+	// Sorted, so a whole section (SWITCHBOARD_LISTENERS__STDIN) comes
+	// before a key inside it, and the more specific variable wins.
+	keys := make([]string, 0, len(vars))
+	for key := range vars {
+		keys = append(keys, key)
+	}
+	slices.Sort(keys)
+	for _, key := range keys {
+		v := vars[key].(envVar)
+		if err := override(k, key, v.value, v.name, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// providerDefaults fills in each provider entry's defaults. max_retries
+// only when absent, so an explicit 0 (never retry) stays 0.
+func providerDefaults(k *koanf.Koanf) error {
+	list, _ := k.Get("providers").([]any)
+	if len(list) == 0 {
+		return nil
+	}
+	for _, e := range list {
+		m, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		if _, ok := m["timeout"]; !ok {
+			m["timeout"] = DefaultProviderTimeout
+		}
+		if _, ok := m["max_retries"]; !ok {
+			m["max_retries"] = DefaultProviderMaxRetries
+		}
+	}
+	if err := k.Set("providers", list); err != nil {
+		return fmt.Errorf("config: providers: %w", err)
+	}
+	return nil
+}
+
+// normalize turns the empty values the contract's own example writes
+// (api_url: "") into their defaults, and YAML's True into "true".
+func (c *Config) normalize() {
+	c.Listeners.Stdin.Enabled = strings.ToLower(strings.TrimSpace(c.Listeners.Stdin.Enabled))
+	if c.Listeners.Stdin.Enabled == "" {
+		c.Listeners.Stdin.Enabled = StdinAuto
+	}
+	if c.Listeners.Slack.Mode == "" {
+		c.Listeners.Slack.Mode = SlackSocket
+	}
+	if c.Listeners.Slack.APIURL == "" {
+		c.Listeners.Slack.APIURL = DefaultSlackAPIURL
+	}
+	if c.Listeners.Discord.APIURL == "" {
+		c.Listeners.Discord.APIURL = DefaultDiscordAPIURL
+	}
+	for i := range c.Providers {
+		if c.Providers[i].Timeout == 0 {
+			c.Providers[i].Timeout = DefaultProviderTimeout
+		}
+	}
+}
+
+// Validate reports every bad value at once, each with its key.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, args...)))
+	}
+
+	if _, _, err := net.SplitHostPort(c.HTTP.Addr); err != nil {
+		bad("http.addr", "want host:port, e.g. 127.0.0.1:8080, not %q", c.HTTP.Addr)
+	}
+	if c.Storage.DSN == "" {
+		bad("storage.dsn", "must not be empty (a file path, or \":memory:\")")
+	}
+
+	names := map[string]int{}
+	for i, p := range c.Providers {
+		key := fmt.Sprintf("providers[%d]", i)
+		switch prev, dup := names[p.Name]; {
+		case p.Name == "":
+			bad(key+".name", "must not be empty: guides name a provider by it")
+		case dup:
+			bad(key+".name", "duplicate name %q (also providers[%d])", p.Name, prev)
+		default:
+			names[p.Name] = i
+		}
+		if !slices.Contains(kinds, p.Kind) {
+			bad(key+".kind", "unknown kind %q (want %s)", p.Kind, strings.Join(kinds, ", "))
+		}
+		if p.BaseURL != "" {
+			if u, err := url.Parse(p.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				bad(key+".base_url", "want an http:// or https:// URL, not %q", p.BaseURL)
+			}
+		}
+		if p.Timeout < 0 {
+			bad(key+".timeout", "must not be negative")
+		}
+		if p.MaxRetries < 0 {
+			bad(key+".max_retries", "must not be negative")
+		}
+	}
+
+	if c.Guides.Dir == "" {
+		bad("guides.dir", "must not be empty")
+	}
+	if c.Guides.Default == "" {
+		bad("guides.default", "must not be empty")
+	}
+
+	switch c.Listeners.Stdin.Enabled {
+	case StdinAuto, StdinTrue, StdinFalse:
+	default:
+		bad("listeners.stdin.enabled", "want auto, true or false, not %q", c.Listeners.Stdin.Enabled)
+	}
+	s := c.Listeners.Slack
+	switch s.Mode {
+	case SlackSocket, SlackHTTP:
+	default:
+		bad("listeners.slack.mode", "want socket or http, not %q", s.Mode)
+	}
+	if s.Enabled {
+		if s.BotToken == "" && s.BotTokenEnv == "" {
+			bad("listeners.slack.bot_token", "the Slack listener is enabled but has no bot token (or bot_token_env)")
+		}
+		if s.Mode == SlackSocket && s.AppToken == "" && s.AppTokenEnv == "" {
+			bad("listeners.slack.app_token", "socket mode needs an app-level token (xapp-…, or app_token_env)")
+		}
+		if s.Mode == SlackHTTP && s.SigningSecret == "" && s.SigningSecretEnv == "" {
+			bad("listeners.slack.signing_secret", "http mode needs the signing secret (or signing_secret_env)")
+		}
+	}
+	checkURL := func(key, v string) {
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad(key, "want an http:// or https:// URL, not %q", v)
+		}
+	}
+	if s.APIURL != "" {
+		checkURL("listeners.slack.api_url", s.APIURL)
+	}
+	d := c.Listeners.Discord
+	if d.Enabled && d.Token == "" && d.TokenEnv == "" {
+		bad("listeners.discord.token", "the Discord listener is enabled but has no bot token (or token_env)")
+	}
+	if d.APIURL != "" {
+		checkURL("listeners.discord.api_url", d.APIURL)
+	}
+
+	ss := c.Sessions
+	if ss.QueueSize < 1 {
+		bad("sessions.queue_size", "must be at least 1")
+	}
+	if ss.SubscriberBuffer < 1 {
+		bad("sessions.subscriber_buffer", "must be at least 1")
+	}
+	for _, d := range []struct {
+		key string
+		d   Duration
+	}{{"sessions.idle_timeout", ss.IdleTimeout}, {"sessions.approval_timeout", ss.ApprovalTimeout}, {"sessions.tool_timeout", ss.ToolTimeout}} {
+		if d.d <= 0 {
+			bad(d.key, "must be positive, e.g. \"30s\"")
+		}
+	}
+
+	switch strings.ToLower(c.Log.Level) {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level", "want debug, info, warn or error, not %q", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		bad("log.format", "want text or json, not %q", c.Log.Format)
+	}
+	return errors.Join(errs...)
+}

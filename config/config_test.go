@@ -1,0 +1,355 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func mustLoad(t *testing.T, file string, sets, environ []string) Config {
+	t.Helper()
+	c, err := Load(file, sets, environ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// wantErr loads and checks that the error contains every fragment.
+func wantErr(t *testing.T, file string, sets, environ []string, fragments ...string) {
+	t.Helper()
+	_, err := Load(file, sets, environ)
+	if err == nil {
+		t.Fatalf("no error, want one containing %q", fragments)
+	}
+	for _, f := range fragments {
+		if !strings.Contains(err.Error(), f) {
+			t.Errorf("error lacks %q:\n%v", f, err)
+		}
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	c := mustLoad(t, "", nil, nil)
+	if c.HTTP.Addr != "127.0.0.1:8080" || c.Storage.DSN != "data/switchboard.db" {
+		t.Errorf("http/storage: %+v %+v", c.HTTP, c.Storage)
+	}
+	if c.Guides.Dir != "guides" || c.Guides.Default != "assistant" {
+		t.Errorf("guides: %+v", c.Guides)
+	}
+	if len(c.Providers) != 0 {
+		t.Errorf("providers: %+v", c.Providers)
+	}
+	l := c.Listeners
+	if !l.WebSocket.Enabled || l.Stdin.Enabled != "auto" || l.Slack.Enabled || l.Slack.Mode != "socket" || l.Discord.Enabled {
+		t.Errorf("listeners: %+v", l)
+	}
+	if l.Slack.APIURL != "https://slack.com/api/" || l.Discord.APIURL != "https://discord.com/api/v10/" {
+		t.Errorf("api urls: %q %q", l.Slack.APIURL, l.Discord.APIURL)
+	}
+	want := Sessions{QueueSize: 64, IdleTimeout: Duration(10 * time.Minute), ApprovalTimeout: Duration(10 * time.Minute), ToolTimeout: Duration(30 * time.Second), SubscriberBuffer: 256}
+	if c.Sessions != want {
+		t.Errorf("sessions: %+v, want %+v", c.Sessions, want)
+	}
+	if c.Log.Level != "info" || c.Log.Format != "text" {
+		t.Errorf("log: %+v", c.Log)
+	}
+}
+
+func TestMissingFile(t *testing.T) {
+	wantErr(t, filepath.Join(t.TempDir(), "nope.yaml"), nil, nil, "config: ", "nope.yaml")
+}
+
+func TestFileThenEnvThenSet(t *testing.T) {
+	file := writeFile(t, `
+http:
+  addr: 127.0.0.1:1111
+storage:
+  dsn: file.db
+guides:
+  dir: file-guides
+sessions:
+  queue_size: 8
+`)
+	env := []string{
+		"SWITCHBOARD_HTTP__ADDR=127.0.0.1:2222",
+		"SWITCHBOARD_STORAGE__DSN=:memory:",
+		"SWITCHBOARD_SESSIONS__QUEUE_SIZE=16",
+		"OTHER_HTTP__ADDR=ignored:1",
+	}
+	sets := []string{"http.addr=127.0.0.1:3333", "sessions.tool_timeout=5s"}
+
+	c := mustLoad(t, file, nil, nil)
+	if c.HTTP.Addr != "127.0.0.1:1111" || c.Storage.DSN != "file.db" || c.Sessions.QueueSize != 8 {
+		t.Errorf("file: %+v %+v %+v", c.HTTP, c.Storage, c.Sessions)
+	}
+	if c.Guides.Default != "assistant" || c.Sessions.SubscriberBuffer != 256 {
+		t.Errorf("a file leaves the keys it does not name at their defaults: %+v %+v", c.Guides, c.Sessions)
+	}
+
+	c = mustLoad(t, file, nil, env)
+	if c.HTTP.Addr != "127.0.0.1:2222" || c.Storage.DSN != ":memory:" || c.Sessions.QueueSize != 16 || c.Guides.Dir != "file-guides" {
+		t.Errorf("env over file: %+v %+v %+v %+v", c.HTTP, c.Storage, c.Sessions, c.Guides)
+	}
+
+	c = mustLoad(t, file, sets, env)
+	if c.HTTP.Addr != "127.0.0.1:3333" || c.Storage.DSN != ":memory:" || c.Sessions.ToolTimeout != Duration(5*time.Second) {
+		t.Errorf("set over env: %+v %+v %+v", c.HTTP, c.Storage, c.Sessions)
+	}
+}
+
+func TestNestedEnv(t *testing.T) {
+	c := mustLoad(t, "", nil, []string{
+		"SWITCHBOARD_LISTENERS__SLACK__BOT_TOKEN=xoxb-1: #not a comment",
+		"SWITCHBOARD_LISTENERS__SLACK__APP_TOKEN_ENV=MY_APP_TOKEN",
+		"SWITCHBOARD_LISTENERS__SLACK__ENABLED=true",
+		"SWITCHBOARD_LISTENERS__STDIN__ENABLED=false",
+		"SWITCHBOARD_LISTENERS__WEBSOCKET__ENABLED=false",
+		"SWITCHBOARD_LISTENERS__DISCORD__APPLICATION_ID=012345",
+	})
+	s := c.Listeners.Slack
+	if s.BotToken != "xoxb-1: #not a comment" || s.AppTokenEnv != "MY_APP_TOKEN" || !s.Enabled {
+		t.Errorf("slack: %+v", s)
+	}
+	if c.Listeners.Stdin.Enabled != "false" || c.Listeners.WebSocket.Enabled {
+		t.Errorf("stdin/websocket: %+v", c.Listeners)
+	}
+	if c.Listeners.Discord.ApplicationID != "012345" {
+		t.Errorf("a numeric-looking text value must stay as written: %q", c.Listeners.Discord.ApplicationID)
+	}
+}
+
+func TestProviders(t *testing.T) {
+	file := writeFile(t, `
+providers:
+  - name: main
+    kind: openai
+    model: gpt-4o-mini
+    api_key_env: OPENAI_API_KEY
+  - name: local
+    kind: ollama
+    base_url: http://127.0.0.1:11434/v1
+    timeout: 2m
+    max_retries: 0
+`)
+	c := mustLoad(t, file, nil, nil)
+	if len(c.Providers) != 2 {
+		t.Fatalf("providers: %+v", c.Providers)
+	}
+	main, local := c.Providers[0], c.Providers[1]
+	if main.Name != "main" || main.Kind != "openai" || main.Model != "gpt-4o-mini" || main.APIKeyEnv != "OPENAI_API_KEY" {
+		t.Errorf("main: %+v", main)
+	}
+	if main.Timeout != Duration(60*time.Second) || main.MaxRetries != 3 {
+		t.Errorf("main's defaults: timeout %v, max_retries %d", main.Timeout, main.MaxRetries)
+	}
+	if local.Timeout != Duration(2*time.Minute) || local.MaxRetries != 0 {
+		t.Errorf("an explicit max_retries: 0 must stay 0: %+v", local)
+	}
+
+	// An entry is addressed by index from the environment and --set,
+	// keeping its other keys; the next index adds one.
+	c = mustLoad(t, file, []string{"providers.1.model=llama3.2", "providers.2.name=demo", "providers.2.kind=demo"},
+		[]string{"SWITCHBOARD_PROVIDERS__0__BASE_URL=http://127.0.0.1:9/v1"})
+	if len(c.Providers) != 3 {
+		t.Fatalf("providers: %+v", c.Providers)
+	}
+	if c.Providers[0].BaseURL != "http://127.0.0.1:9/v1" || c.Providers[0].Model != "gpt-4o-mini" {
+		t.Errorf("providers[0]: %+v", c.Providers[0])
+	}
+	if c.Providers[1].Model != "llama3.2" || c.Providers[1].Kind != "ollama" || c.Providers[1].Timeout != Duration(2*time.Minute) {
+		t.Errorf("providers[1]: %+v", c.Providers[1])
+	}
+	if p := c.Providers[2]; p.Name != "demo" || p.Kind != "demo" || p.MaxRetries != 3 {
+		t.Errorf("providers[2]: %+v", p)
+	}
+
+	wantErr(t, file, []string{"providers.5.name=x"}, nil, "providers has 2 entries", "--set providers.5.name")
+
+	// A whole list can be given as YAML.
+	c = mustLoad(t, file, []string{"providers=[{name: d, kind: demo}]"}, nil)
+	if len(c.Providers) != 1 || c.Providers[0].Name != "d" {
+		t.Errorf("providers: %+v", c.Providers)
+	}
+}
+
+func TestProviderKey(t *testing.T) {
+	t.Setenv("SWITCHBOARD_TEST_KEY", "from-env")
+	if k, src := (Provider{APIKey: "direct", APIKeyEnv: "SWITCHBOARD_TEST_KEY"}).Key(); k != "direct" || src != "api_key" {
+		t.Errorf("api_key wins: %q %q", k, src)
+	}
+	if k, src := (Provider{APIKeyEnv: "SWITCHBOARD_TEST_KEY"}).Key(); k != "from-env" || src != "env SWITCHBOARD_TEST_KEY" {
+		t.Errorf("env: %q %q", k, src)
+	}
+	if k, src := (Provider{APIKeyEnv: "SWITCHBOARD_TEST_UNSET"}).Key(); k != "" || src != "env SWITCHBOARD_TEST_UNSET" {
+		t.Errorf("unset env: %q %q", k, src)
+	}
+	if k, src := (Provider{}).Key(); k != "" || src != "" {
+		t.Errorf("none: %q %q", k, src)
+	}
+}
+
+func TestUnknownKeys(t *testing.T) {
+	t.Run("file", func(t *testing.T) {
+		file := writeFile(t, "http:\n  addr: 127.0.0.1:1\nhtp:\n  addr: x\nlisteners:\n  slack:\n    bot_tokn: x\nproviders:\n  - name: a\n    kind: demo\n    modle: x\n")
+		wantErr(t, file, nil, nil,
+			`config: unknown key "htp" (`+file+`:3)`,
+			`config: unknown key "listeners.slack.bot_tokn" (`+file+`:7)`,
+			`config: unknown key "providers[0].modle" (`+file+`:11)`)
+	})
+	t.Run("env", func(t *testing.T) {
+		wantErr(t, "", nil, []string{"SWITCHBOARD_HTP__ADDR=127.0.0.1:1"},
+			`config: unknown key "htp.addr" (from SWITCHBOARD_HTP__ADDR)`)
+		wantErr(t, "", nil, []string{"SWITCHBOARD_HTTP__ADDR__PORT=1"}, `unknown key "http.addr.port"`)
+		wantErr(t, "", nil, []string{"SWITCHBOARD_PROVIDERS__X__NAME=a"}, `unknown key "providers.x.name"`)
+	})
+	t.Run("set", func(t *testing.T) {
+		wantErr(t, "", []string{"htp.addr=127.0.0.1:1"}, nil, `config: unknown key "htp.addr" (from --set htp.addr)`)
+		wantErr(t, "", []string{"listeners.stdin={enabld: true}"}, nil, `config: unknown key "listeners.stdin.enabld"`)
+		wantErr(t, "", []string{"no-equals-sign"}, nil, `--set "no-equals-sign": want key=value`)
+	})
+}
+
+func TestBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		file    string
+		sets    []string
+		environ []string
+		want    []string
+	}{
+		{name: "duration in file", file: "sessions:\n  idle_timeout: ten\n",
+			want: []string{`config: sessions.idle_timeout: invalid duration "ten"`, ":2)"}},
+		{name: "bare number duration", file: "sessions:\n  tool_timeout: 30\n",
+			want: []string{`sessions.tool_timeout: invalid duration "30"`}},
+		{name: "duration in env", environ: []string{"SWITCHBOARD_SESSIONS__TOOL_TIMEOUT=ten"},
+			want: []string{`sessions.tool_timeout: invalid duration "ten"`, "SWITCHBOARD_SESSIONS__TOOL_TIMEOUT"}},
+		{name: "duration in set", sets: []string{"providers.0.timeout=ten", "providers.0.name=x"},
+			want: []string{`providers[0].timeout: invalid duration "ten"`}},
+		{name: "int", sets: []string{"sessions.queue_size=many"},
+			want: []string{`sessions.queue_size: want a whole number, not "many"`}},
+		{name: "bool", environ: []string{"SWITCHBOARD_LISTENERS__WEBSOCKET__ENABLED=maybe"},
+			want: []string{`listeners.websocket.enabled: want true or false, not "maybe"`}},
+		{name: "list expected", file: "providers:\n  name: main\n",
+			want: []string{`providers: want a list`}},
+		{name: "unknown kind", file: "providers:\n  - name: main\n    kind: opneai\n",
+			want: []string{`config: providers[0].kind: unknown kind "opneai"`}},
+		{name: "duplicate provider", file: "providers:\n  - {name: main, kind: demo}\n  - {name: main, kind: openai}\n",
+			want: []string{`config: providers[1].name: duplicate name "main" (also providers[0])`}},
+		{name: "provider without name", file: "providers:\n  - kind: demo\n",
+			want: []string{`providers[0].name: must not be empty`}},
+		{name: "bad base_url", sets: []string{"providers.0.name=a", "providers.0.kind=openai", "providers.0.base_url=localhost:11434"},
+			want: []string{`providers[0].base_url: want an http:// or https:// URL`}},
+		{name: "slack mode", file: "listeners:\n  slack:\n    mode: rtm\n",
+			want: []string{`config: listeners.slack.mode: want socket or http, not "rtm"`}},
+		{name: "stdin enabled", sets: []string{"listeners.stdin.enabled=sometimes"},
+			want: []string{`config: listeners.stdin.enabled: want auto, true or false, not "sometimes"`}},
+		{name: "slack enabled without tokens", sets: []string{"listeners.slack.enabled=true"},
+			want: []string{"listeners.slack.bot_token", "listeners.slack.app_token"}},
+		{name: "http mode without signing secret", file: "listeners:\n  slack: {enabled: true, mode: http, bot_token: x}\n",
+			want: []string{"listeners.slack.signing_secret"}},
+		{name: "discord enabled without token", file: "listeners:\n  discord: {enabled: true}\n",
+			want: []string{"listeners.discord.token"}},
+		{name: "http addr", sets: []string{"http.addr=8080"},
+			want: []string{`config: http.addr: want host:port`}},
+		{name: "queue size", sets: []string{"sessions.queue_size=0"},
+			want: []string{`sessions.queue_size: must be at least 1`}},
+		{name: "log", file: "log: {level: loud, format: xml}\n",
+			want: []string{`log.level: want debug, info, warn or error, not "loud"`, `log.format: want text or json, not "xml"`}},
+		{name: "twice in file", file: "http:\n  addr: a:1\n  addr: b:2\n",
+			want: []string{`http.addr: set twice`, ":3)"}},
+		{name: "yaml syntax", file: "http:\n  addr: [\n",
+			want: []string{`invalid YAML`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := ""
+			if tc.file != "" {
+				file = writeFile(t, tc.file)
+			}
+			wantErr(t, file, tc.sets, tc.environ, tc.want...)
+		})
+	}
+}
+
+func TestStdinAcceptsYAMLBools(t *testing.T) {
+	for body, want := range map[string]string{
+		"listeners:\n  stdin: { enabled: true }\n":    "true",
+		"listeners:\n  stdin: { enabled: false }\n":   "false",
+		"listeners:\n  stdin: { enabled: auto }\n":    "auto",
+		"listeners:\n  stdin: { enabled: True }\n":    "true",
+		"listeners:\n  stdin: { enabled: \"\" }\n":    "auto",
+		"listeners:\n  stdin:\n  slack:\n    mode:\n": "auto",
+	} {
+		c := mustLoad(t, writeFile(t, body), nil, nil)
+		if c.Listeners.Stdin.Enabled != want || c.Listeners.Slack.Mode != "socket" {
+			t.Errorf("%q: stdin %q, slack mode %q", body, c.Listeners.Stdin.Enabled, c.Listeners.Slack.Mode)
+		}
+	}
+	c := mustLoad(t, "", []string{"listeners.stdin.enabled=true"}, nil)
+	if c.Listeners.Stdin.Enabled != "true" {
+		t.Errorf("--set: %q", c.Listeners.Stdin.Enabled)
+	}
+}
+
+func TestSetValuesAreYAML(t *testing.T) {
+	c := mustLoad(t, "", []string{
+		`storage.dsn="quoted.db"`,
+		"guides.dir=/tmp/some dir/guides",
+		"listeners.discord.application_id=0123",
+		"listeners.slack.bot_token=a: b",
+		"listeners.websocket={enabled: false}",
+	}, nil)
+	if c.Storage.DSN != "quoted.db" || c.Guides.Dir != "/tmp/some dir/guides" {
+		t.Errorf("storage/guides: %+v %+v", c.Storage, c.Guides)
+	}
+	if c.Listeners.Discord.ApplicationID != "0123" || c.Listeners.Slack.BotToken != "a: b" {
+		t.Errorf("text values must stay as written: %+v", c.Listeners)
+	}
+	if c.Listeners.WebSocket.Enabled {
+		t.Errorf("a mapping value: %+v", c.Listeners.WebSocket)
+	}
+}
+
+func TestShippedConfig(t *testing.T) {
+	c := mustLoad(t, "../config.yaml", nil, nil)
+	if c.HTTP.Addr != "127.0.0.1:8080" || c.Storage.DSN != "data/switchboard.db" || c.Guides.Dir != "guides" || c.Guides.Default != "assistant" {
+		t.Errorf("config.yaml: %+v", c)
+	}
+	if len(c.Providers) != 1 {
+		t.Fatalf("providers: %+v", c.Providers)
+	}
+	if p := c.Providers[0]; p.Name != "main" || p.Kind != "openai" || p.Model != "gpt-4o-mini" || p.APIKeyEnv != "OPENAI_API_KEY" || p.APIKey != "" {
+		t.Errorf("providers[0]: %+v", p)
+	}
+	l := c.Listeners
+	if !l.WebSocket.Enabled || l.Stdin.Enabled != "auto" || l.Slack.Enabled || l.Discord.Enabled {
+		t.Errorf("listeners: %+v", l)
+	}
+
+	// The commented provider examples must be valid once uncommented.
+	data, err := os.ReadFile("../config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	uncommented := regexp.MustCompile(`(?m)^  # `).ReplaceAllString(string(data), "  ")
+	c = mustLoad(t, writeFile(t, uncommented), nil, nil)
+	var kinds []string
+	for _, p := range c.Providers {
+		kinds = append(kinds, p.Kind+"/"+p.Model)
+	}
+	if got := strings.Join(kinds, " "); got != "openai/gpt-4o-mini anthropic/claude-sonnet-4-5 gemini/gemini-2.5-flash ollama/llama3.2" {
+		t.Errorf("uncommented examples: %s", got)
+	}
+}

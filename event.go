@@ -1,0 +1,189 @@
+package switchboard
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// EventType names an event of protocol v1 (CONTRACT §4).
+type EventType string
+
+const (
+	EventReady                EventType = "ready"
+	EventMessage              EventType = "message"
+	EventDelta                EventType = "delta"
+	EventToolCall             EventType = "tool_call"
+	EventToolResponse         EventType = "tool_response"
+	EventConfirmationRequest  EventType = "confirmation_request"
+	EventConfirmationResolved EventType = "confirmation_resolved"
+	EventUI                   EventType = "ui"
+	EventState                EventType = "state"
+	EventUsage                EventType = "usage"
+	EventError                EventType = "error"
+)
+
+// Event is the envelope every listener consumes. Seq is per session, starts
+// at 1 and is assigned by the session as the event is produced; the store
+// keeps it, so it survives restarts. Data is the JSON of one of the *Data
+// types below, encoded once so that fan-out to many subscribers is free.
+type Event struct {
+	Seq     int64           `json:"seq"`
+	Time    time.Time       `json:"time"`
+	Session string          `json:"session"`
+	Agent   string          `json:"agent"`
+	Type    EventType       `json:"type"`
+	Data    json.RawMessage `json:"data"`
+}
+
+// Ephemeral reports whether the event is sent live but not stored or
+// numbered: a ready event is per connection.
+func (t EventType) Ephemeral() bool { return t == EventReady }
+
+// Payload decodes Data into the typed struct for the event's type.
+func (e Event) Payload() (any, error) {
+	var v any
+	switch e.Type {
+	case EventReady:
+		v = &ReadyData{}
+	case EventMessage:
+		v = &MessageData{}
+	case EventDelta:
+		v = &DeltaData{}
+	case EventToolCall:
+		v = &ToolCallData{}
+	case EventToolResponse:
+		v = &ToolResponseData{}
+	case EventConfirmationRequest:
+		v = &ConfirmationRequestData{}
+	case EventConfirmationResolved:
+		v = &ConfirmationResolvedData{}
+	case EventUI:
+		v = &UI{}
+	case EventState:
+		v = &StateData{}
+	case EventUsage:
+		v = &UsageData{}
+	case EventError:
+		v = &ErrorData{}
+	default:
+		return nil, fmt.Errorf("event %d: unknown type %q", e.Seq, e.Type)
+	}
+	if err := json.Unmarshal(e.Data, v); err != nil {
+		return nil, fmt.Errorf("event %d (%s): %w", e.Seq, e.Type, err)
+	}
+	return v, nil
+}
+
+// ReadyData answers a listener attaching to a session.
+type ReadyData struct {
+	Session string `json:"session"`
+	Guide   string `json:"guide"`
+	Role    string `json:"role"`
+	LastSeq int64  `json:"last_seq"`
+}
+
+// Message formats.
+const (
+	FormatMarkdown = "markdown"
+	FormatText     = "text"
+)
+
+// MessageData is a whole message: a user's input as the session accepted it,
+// or the assistant's final text once its stream has ended. Listeners that
+// cannot edit what they posted (a terminal) print deltas and skip the final
+// assistant message; those that can (Slack, Discord) edit it into place.
+type MessageData struct {
+	ID       string      `json:"id"`
+	Role     MessageRole `json:"role"`
+	Author   string      `json:"author"`
+	AuthorID string      `json:"author_id,omitempty"`
+	Channel  string      `json:"channel,omitempty"`
+	Content  string      `json:"content"`
+	Format   string      `json:"format"`
+	// Model names the model that wrote an assistant message; the offline
+	// demo model is labelled as such here.
+	Model string `json:"model,omitempty"`
+}
+
+// DeltaData is a piece of streamed assistant text; MessageID ties the pieces
+// to the MessageData that closes them.
+type DeltaData struct {
+	MessageID string `json:"message_id"`
+	Content   string `json:"content"`
+}
+
+// ToolCallData announces a tool call the model made.
+type ToolCallData struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+// ToolResponseData reports a tool's result.
+type ToolResponseData struct {
+	ToolCallID     string `json:"tool_call_id"`
+	Name           string `json:"name"`
+	ContentPreview string `json:"content_preview"`
+	IsError        bool   `json:"is_error"`
+}
+
+// ConfirmationRequestData asks for consent before a tool runs.
+type ConfirmationRequestData struct {
+	ConfirmationID  string          `json:"confirmation_id"`
+	ToolCallID      string          `json:"tool_call_id"`
+	ToolName        string          `json:"tool_name"`
+	Args            json.RawMessage `json:"args"`
+	SecurityWarning string          `json:"security_warning,omitempty"`
+	ExpiresAt       time.Time       `json:"expires_at"`
+}
+
+// ConfirmationResolvedData closes a confirmation request. By is the display
+// name of who answered, or "expired" / "cancelled".
+type ConfirmationResolvedData struct {
+	ConfirmationID string `json:"confirmation_id"`
+	Approved       bool   `json:"approved"`
+	By             string `json:"by"`
+}
+
+// Session states.
+const (
+	StateIdle                 = "idle"
+	StateThinking             = "thinking"
+	StateExecutingTool        = "executing_tool"
+	StateAwaitingConfirmation = "awaiting_confirmation"
+)
+
+// StateData tells what the session is doing; Tool names the tool while
+// executing_tool.
+type StateData struct {
+	State string `json:"state"`
+	Tool  string `json:"tool,omitempty"`
+}
+
+// UsageData reports one turn's tokens and the session's running total.
+type UsageData struct {
+	Usage
+	Session Usage  `json:"session"`
+	Model   string `json:"model,omitempty"`
+}
+
+// ErrorData is a user-facing error. Codes are stable strings listeners and
+// clients may switch on.
+type ErrorData struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Error codes.
+const (
+	ErrCodeBadFrame        = "bad_frame"
+	ErrCodeBadInput        = "bad_input"
+	ErrCodeProvider        = "provider_error"
+	ErrCodeBusy            = "busy"
+	ErrCodeForbidden       = "forbidden"
+	ErrCodeNotFound        = "not_found"
+	ErrCodeAlreadyResolved = "already_resolved"
+	ErrCodeCancelled       = "cancelled"
+	ErrCodeInternal        = "internal"
+)

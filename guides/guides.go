@@ -1,0 +1,507 @@
+// Package guides reads the personas of the gateway: Markdown files whose YAML
+// front matter picks the model, memory, tools and approval policy, and whose
+// body is the system prompt (CONTRACT §3).
+//
+// Parsing is strict on purpose: a guide is written by hand, and a misspelt
+// key silently ignored ("temprature") would change behaviour without anyone
+// noticing. Every error names the file and the line.
+package guides
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Policy says what happens when the model calls a tool.
+type Policy string
+
+const (
+	// Auto runs the tool without asking.
+	Auto Policy = "auto"
+	// Ask pauses the turn until a human approves or denies the call.
+	Ask Policy = "ask"
+	// Deny refuses the call; the model is told so.
+	Deny Policy = "deny"
+)
+
+// SlidingWindow keeps the last Window messages of the conversation in the
+// model's context. It is the only memory policy so far.
+const SlidingWindow = "sliding-window"
+
+// Defaults applied when the front matter leaves a field out.
+const (
+	DefaultWindow        = 20
+	DefaultMaxIterations = 8
+)
+
+// Memory is how much of the conversation the model sees.
+type Memory struct {
+	Policy string
+	Window int
+}
+
+// Approval is the per-tool policy: a tool in Auto, Ask or Deny gets that
+// policy, every other tool gets Default.
+type Approval struct {
+	Default         Policy
+	Auto, Ask, Deny []string
+}
+
+// For returns the policy of a tool. A zero Approval asks, so forgetting to
+// configure one never runs a tool unattended.
+func (a Approval) For(tool string) Policy {
+	switch {
+	case slices.Contains(a.Deny, tool):
+		return Deny
+	case slices.Contains(a.Ask, tool):
+		return Ask
+	case slices.Contains(a.Auto, tool):
+		return Auto
+	case a.Default != "":
+		return a.Default
+	}
+	return Ask
+}
+
+// Guide is one persona.
+type Guide struct {
+	Name        string
+	Description string
+	// Provider names a configured provider; empty means the first one.
+	Provider string
+	// Model overrides the provider's model when set.
+	Model           string
+	Temperature     *float64
+	Memory          Memory
+	InitialMemories []string
+	Tools           []string
+	Approval        Approval
+	// MaxIterations bounds the tool rounds of one turn.
+	MaxIterations int
+	// MaxTokens caps a response; 0 leaves it to the provider.
+	MaxTokens int
+	// Fallback names a provider used when the main one's retries run out.
+	Fallback string
+	// Prompt is the Markdown body, trimmed.
+	Prompt string
+	// File is the path the guide was read from, for error messages.
+	File string
+}
+
+func (g Guide) clone() Guide {
+	if g.Temperature != nil {
+		t := *g.Temperature
+		g.Temperature = &t
+	}
+	g.InitialMemories = slices.Clone(g.InitialMemories)
+	g.Tools = slices.Clone(g.Tools)
+	g.Approval.Auto = slices.Clone(g.Approval.Auto)
+	g.Approval.Ask = slices.Clone(g.Approval.Ask)
+	g.Approval.Deny = slices.Clone(g.Approval.Deny)
+	return g
+}
+
+// validName keeps guide names usable in a slash command (/guide support).
+var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
+
+// Parse reads one guide. file is the path used in error messages, and its
+// base name without ".md" is the guide's name unless the front matter names
+// it (then both must agree).
+func Parse(file string, data []byte) (Guide, error) {
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
+	lines := strings.SplitAfter(string(data), "\n")
+	if len(lines) == 0 || !isFence(lines[0]) {
+		return Guide{}, fmt.Errorf("%s:1: missing front matter: a guide starts with a \"---\" line, then YAML, then \"---\" and the prompt", file)
+	}
+	end := -1
+	for i := 1; i < len(lines); i++ {
+		if isFence(lines[i]) {
+			end = i
+			break
+		}
+	}
+	if end < 0 {
+		return Guide{}, fmt.Errorf("%s:1: unterminated front matter: no closing \"---\" line", file)
+	}
+	p := parser{file: file, offset: 1}
+	g := Guide{
+		Name:          strings.TrimSuffix(filepath.Base(file), ".md"),
+		Memory:        Memory{Policy: SlidingWindow, Window: DefaultWindow},
+		Approval:      Approval{Default: Ask},
+		MaxIterations: DefaultMaxIterations,
+		File:          file,
+	}
+	if err := p.frontMatter(&g, strings.Join(lines[1:end], "")); err != nil {
+		return Guide{}, err
+	}
+	g.Prompt = strings.TrimSpace(strings.Join(lines[end+1:], ""))
+	if g.Prompt == "" {
+		return Guide{}, fmt.Errorf("%s:%d: empty prompt: write the system prompt after the front matter", file, end+1)
+	}
+	return g, nil
+}
+
+func isFence(line string) bool { return strings.TrimRight(line, " \t\r\n") == "---" }
+
+// parser turns front-matter nodes into a Guide; offset converts the YAML
+// document's line numbers to the file's.
+type parser struct {
+	file   string
+	offset int
+}
+
+func (p parser) errorf(n *yaml.Node, format string, args ...any) error {
+	return fmt.Errorf("%s:%d: %s", p.file, n.Line+p.offset, fmt.Sprintf(format, args...))
+}
+
+// yamlLine finds the "line N" yaml.v3 puts in syntax errors.
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+func (p parser) frontMatter(g *Guide, src string) error {
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(src), &doc); err != nil {
+		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			return fmt.Errorf("%s:%d: invalid YAML: %s", p.file, n+p.offset, m[2])
+		}
+		return fmt.Errorf("%s:%d: invalid YAML: %w", p.file, 1+p.offset, err)
+	}
+	if len(doc.Content) == 0 { // empty front matter: all defaults
+		return p.checkName(g, nil)
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return p.errorf(root, "front matter must be a mapping of keys (name: …, tools: […])")
+	}
+	var nameNode *yaml.Node
+	var approvalNode *yaml.Node
+	err := p.mapping(root, "", func(key string, k, v *yaml.Node) error {
+		var err error
+		switch key {
+		case "name":
+			nameNode = v
+			err = p.str(v, key, &g.Name)
+		case "description":
+			err = p.str(v, key, &g.Description)
+		case "provider":
+			err = p.str(v, key, &g.Provider)
+		case "model":
+			err = p.str(v, key, &g.Model)
+		case "fallback":
+			err = p.str(v, key, &g.Fallback)
+		case "temperature":
+			g.Temperature, err = p.temperature(v)
+		case "memory":
+			err = p.memory(v, &g.Memory)
+		case "initial_memories":
+			g.InitialMemories, err = p.list(v, key)
+		case "tools":
+			if g.Tools, err = p.list(v, key); err == nil {
+				err = p.unique(v, key)
+			}
+		case "approval":
+			approvalNode = v
+			err = p.approval(v, &g.Approval)
+		case "max_iterations":
+			err = p.intRange(v, key, 1, 50, &g.MaxIterations)
+		case "max_tokens":
+			err = p.intRange(v, key, 1, 0, &g.MaxTokens)
+		default:
+			return p.errorf(k, "unknown key %q", key)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if err := p.checkName(g, nameNode); err != nil {
+		return err
+	}
+	if approvalNode != nil {
+		return p.approvalTools(approvalNode, g.Tools)
+	}
+	return nil
+}
+
+func (p parser) checkName(g *Guide, n *yaml.Node) error {
+	stem := strings.TrimSuffix(filepath.Base(p.file), ".md")
+	if n == nil {
+		if !validName.MatchString(g.Name) {
+			return fmt.Errorf("%s:1: the guide's name %q (from the file name) may only contain letters, digits, '-' and '_'", p.file, g.Name)
+		}
+		return nil
+	}
+	if !validName.MatchString(g.Name) {
+		return p.errorf(n, "name: %q may only contain letters, digits, '-' and '_'", g.Name)
+	}
+	if g.Name != stem {
+		return p.errorf(n, "name: %q does not match the file name (%s.md)", g.Name, stem)
+	}
+	return nil
+}
+
+// mapping walks a mapping node's pairs, rejecting duplicate keys; prefix
+// qualifies nested keys in messages ("memory.window").
+func (p parser) mapping(n *yaml.Node, prefix string, each func(key string, k, v *yaml.Node) error) error {
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			return p.errorf(k, "%skeys must be plain words", prefix)
+		}
+		if seen[k.Value] {
+			return p.errorf(k, "duplicate key %q", prefix+k.Value)
+		}
+		seen[k.Value] = true
+		if err := each(k.Value, k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
+
+func (p parser) str(n *yaml.Node, key string, out *string) error {
+	if isNull(n) {
+		*out = ""
+		return nil
+	}
+	if n.Kind != yaml.ScalarNode {
+		return p.errorf(n, "%s: must be a single value, not a list or mapping", key)
+	}
+	*out = n.Value
+	return nil
+}
+
+func (p parser) list(n *yaml.Node, key string) ([]string, error) {
+	if isNull(n) {
+		return nil, nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		return nil, p.errorf(n, "%s: must be a list, e.g. [a, b]", key)
+	}
+	out := make([]string, 0, len(n.Content))
+	for _, item := range n.Content {
+		if item.Kind != yaml.ScalarNode || isNull(item) || strings.TrimSpace(item.Value) == "" {
+			return nil, p.errorf(item, "%s: every item must be a non-empty text", key)
+		}
+		out = append(out, item.Value)
+	}
+	return out, nil
+}
+
+func (p parser) unique(n *yaml.Node, key string) error {
+	seen := map[string]bool{}
+	for _, item := range n.Content {
+		if seen[item.Value] {
+			return p.errorf(item, "%s: %q is listed twice", key, item.Value)
+		}
+		seen[item.Value] = true
+	}
+	return nil
+}
+
+// intRange reads a whole number in [lo, hi]; hi 0 means no upper bound.
+func (p parser) intRange(n *yaml.Node, key string, lo, hi int, out *int) error {
+	if isNull(n) {
+		return nil
+	}
+	v, err := strconv.Atoi(n.Value)
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || err != nil {
+		return p.errorf(n, "%s: must be a whole number", key)
+	}
+	switch {
+	case hi == 0 && v < lo:
+		return p.errorf(n, "%s: must be at least %d", key, lo)
+	case hi != 0 && (v < lo || v > hi):
+		return p.errorf(n, "%s: must be between %d and %d", key, lo, hi)
+	}
+	*out = v
+	return nil
+}
+
+func (p parser) temperature(n *yaml.Node) (*float64, error) {
+	if isNull(n) {
+		return nil, nil
+	}
+	var t float64
+	if n.Kind != yaml.ScalarNode || (n.Tag != "!!float" && n.Tag != "!!int") || n.Decode(&t) != nil {
+		return nil, p.errorf(n, "temperature: must be a number")
+	}
+	if t < 0 || t > 2 {
+		return nil, p.errorf(n, "temperature: must be between 0 and 2")
+	}
+	return &t, nil
+}
+
+func (p parser) memory(n *yaml.Node, m *Memory) error {
+	if n.Kind != yaml.MappingNode {
+		return p.errorf(n, "memory: must be a mapping, e.g. { policy: sliding-window, window: 20 }")
+	}
+	return p.mapping(n, "memory.", func(key string, k, v *yaml.Node) error {
+		switch key {
+		case "policy":
+			if err := p.str(v, "memory.policy", &m.Policy); err != nil {
+				return err
+			}
+			if m.Policy == "" {
+				m.Policy = SlidingWindow
+			}
+			if m.Policy != SlidingWindow {
+				return p.errorf(v, "memory.policy: unknown policy %q (want %s)", m.Policy, SlidingWindow)
+			}
+			return nil
+		case "window":
+			return p.intRange(v, "memory.window", 1, 1000, &m.Window)
+		}
+		return p.errorf(k, "unknown key %q", "memory."+key)
+	})
+}
+
+func (p parser) approval(n *yaml.Node, a *Approval) error {
+	if n.Kind != yaml.MappingNode {
+		return p.errorf(n, "approval: must be a mapping, e.g. { default: ask, auto: [current_time] }")
+	}
+	return p.mapping(n, "approval.", func(key string, k, v *yaml.Node) error {
+		switch key {
+		case "default":
+			var s string
+			if err := p.str(v, "approval.default", &s); err != nil {
+				return err
+			}
+			switch Policy(s) {
+			case Auto, Ask, Deny:
+				a.Default = Policy(s)
+				return nil
+			}
+			return p.errorf(v, "approval.default: unknown policy %q (want auto, ask or deny)", s)
+		case "auto", "ask", "deny":
+			list, err := p.list(v, "approval."+key)
+			if err != nil {
+				return err
+			}
+			switch Policy(key) {
+			case Auto:
+				a.Auto = list
+			case Ask:
+				a.Ask = list
+			case Deny:
+				a.Deny = list
+			}
+			return nil
+		}
+		return p.errorf(k, "unknown key %q (approval takes default, auto, ask and deny)", "approval."+key)
+	})
+}
+
+// approvalTools runs once tools is known (the keys may come in any order): a
+// tool in an approval list must be one of the guide's tools, and in one list
+// only — otherwise the policy would be a guess.
+func (p parser) approvalTools(n *yaml.Node, tools []string) error {
+	listed := map[string]string{}
+	return p.mapping(n, "approval.", func(key string, k, v *yaml.Node) error {
+		if key == "default" {
+			return nil
+		}
+		for _, item := range v.Content {
+			if !slices.Contains(tools, item.Value) {
+				return p.errorf(item, "approval.%s: tool %q is not in tools", key, item.Value)
+			}
+			if prev, ok := listed[item.Value]; ok {
+				return p.errorf(item, "approval.%s: tool %q is already listed in approval.%s", key, item.Value, prev)
+			}
+			listed[item.Value] = key
+		}
+		return nil
+	})
+}
+
+// Catalog is the set of guides loaded at start-up. It is never modified
+// after LoadDir, so sessions can share it without locking.
+type Catalog struct {
+	guides map[string]Guide
+	names  []string
+}
+
+// LoadDir parses every *.md file in dir. All broken guides are reported at
+// once, so fixing them is not one restart per typo.
+func LoadDir(dir string) (*Catalog, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("guides: %w", err)
+	}
+	c := &Catalog{guides: map[string]Guide{}}
+	var errs []error
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".md") {
+			continue
+		}
+		file := filepath.Join(dir, e.Name())
+		data, err := os.ReadFile(file)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("guides: %w", err))
+			continue
+		}
+		g, err := Parse(file, data)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.guides[g.Name] = g
+		c.names = append(c.names, g.Name)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if len(c.names) == 0 {
+		return nil, fmt.Errorf("guides: no guides (*.md files) in %s", dir)
+	}
+	sort.Strings(c.names)
+	return c, nil
+}
+
+// Get returns a copy of the named guide, so callers cannot change the catalog.
+func (c *Catalog) Get(name string) (Guide, bool) {
+	g, ok := c.guides[name]
+	if !ok {
+		return Guide{}, false
+	}
+	return g.clone(), true
+}
+
+// Names returns the guides' names, sorted.
+func (c *Catalog) Names() []string { return slices.Clone(c.names) }
+
+// Check reports every guide that names a provider, fallback provider or
+// tool the gateway does not have. It is separate from parsing because the
+// providers and tools are only known once the configuration is loaded.
+func (c *Catalog) Check(hasProvider func(string) bool, hasTool func(string) bool) error {
+	var errs []error
+	for _, name := range c.names {
+		g := c.guides[name]
+		where := fmt.Sprintf("guide %q (%s)", g.Name, g.File)
+		if g.Provider != "" && !hasProvider(g.Provider) {
+			errs = append(errs, fmt.Errorf("%s: provider %q is not configured", where, g.Provider))
+		}
+		if g.Fallback != "" && !hasProvider(g.Fallback) {
+			errs = append(errs, fmt.Errorf("%s: fallback provider %q is not configured", where, g.Fallback))
+		}
+		for _, t := range g.Tools {
+			if !hasTool(t) {
+				errs = append(errs, fmt.Errorf("%s: tool %q does not exist", where, t))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

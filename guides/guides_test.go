@@ -1,0 +1,301 @@
+package guides
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestShippedGuides(t *testing.T) {
+	c, err := LoadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Names(); !slices.Equal(got, []string{"assistant", "support"}) {
+		t.Fatalf("Names() = %v", got)
+	}
+	builtins := []string{"current_time", "calculator", "present"}
+	err = c.Check(func(string) bool { return false }, func(n string) bool { return slices.Contains(builtins, n) })
+	if err != nil {
+		t.Fatalf("shipped guides must not name a provider and only use built-in tools: %v", err)
+	}
+
+	a, _ := c.Get("assistant")
+	if !slices.Equal(a.Tools, builtins) || a.Memory.Window != 20 || len(a.InitialMemories) == 0 || a.Provider != "" {
+		t.Errorf("assistant: %+v", a)
+	}
+	for tool, want := range map[string]Policy{"current_time": Auto, "present": Auto, "calculator": Ask} {
+		if got := a.Approval.For(tool); got != want {
+			t.Errorf("assistant: %s is %q, want %q", tool, got, want)
+		}
+	}
+
+	s, _ := c.Get("support")
+	if s.Temperature == nil || *s.Temperature != 0.3 || !slices.Equal(s.Tools, []string{"current_time", "calculator"}) || s.Provider != "" {
+		t.Errorf("support: %+v", s)
+	}
+	if !strings.Contains(strings.Join(s.InitialMemories, " "), "opening hours") || !strings.Contains(s.Prompt, "Acme Widgets") {
+		t.Errorf("support lacks its opening hours or company: %q / %q", s.InitialMemories, s.Prompt)
+	}
+	if s.Approval.For("current_time") != Auto || s.Approval.For("calculator") != Ask {
+		t.Errorf("support approval: %+v", s.Approval)
+	}
+	if s.File != "support.md" {
+		t.Errorf("File = %q", s.File)
+	}
+}
+
+func TestParseAllFields(t *testing.T) {
+	src := `---
+name: full
+description: Every key
+provider: main
+model: gpt-x
+fallback: backup
+temperature: 1
+memory: { policy: sliding-window, window: 5 }
+initial_memories: ["a", "b"]
+tools: [t1, t2, t3, t4]
+approval:
+  default: deny
+  auto: [t1]
+  ask: [t2]
+  deny: [t3]
+max_iterations: 3
+max_tokens: 500
+---
+
+  You are full.
+
+`
+	g, err := Parse("guides/full.md", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Name != "full" || g.Description != "Every key" || g.Provider != "main" || g.Model != "gpt-x" || g.Fallback != "backup" {
+		t.Errorf("strings: %+v", g)
+	}
+	if g.Temperature == nil || *g.Temperature != 1 {
+		t.Errorf("temperature: %v", g.Temperature)
+	}
+	if g.Memory != (Memory{Policy: SlidingWindow, Window: 5}) || g.MaxIterations != 3 || g.MaxTokens != 500 {
+		t.Errorf("numbers: %+v", g)
+	}
+	if !slices.Equal(g.InitialMemories, []string{"a", "b"}) || !slices.Equal(g.Tools, []string{"t1", "t2", "t3", "t4"}) {
+		t.Errorf("lists: %+v", g)
+	}
+	if g.Prompt != "You are full." || g.File != "guides/full.md" {
+		t.Errorf("prompt %q, file %q", g.Prompt, g.File)
+	}
+	for tool, want := range map[string]Policy{"t1": Auto, "t2": Ask, "t3": Deny, "t4": Deny, "unlisted": Deny} {
+		if got := g.Approval.For(tool); got != want {
+			t.Errorf("For(%s) = %q, want %q", tool, got, want)
+		}
+	}
+}
+
+func TestParseDefaults(t *testing.T) {
+	g, err := Parse("dir/minimal.md", []byte("---\ntools: [x]\n---\nHello.\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Name != "minimal" {
+		t.Errorf("name defaults to the file name, got %q", g.Name)
+	}
+	if g.Memory != (Memory{Policy: SlidingWindow, Window: 20}) || g.MaxIterations != 8 || g.MaxTokens != 0 || g.Temperature != nil {
+		t.Errorf("defaults: %+v", g)
+	}
+	if g.Approval.Default != Ask || g.Approval.For("x") != Ask {
+		t.Errorf("approval defaults to ask: %+v", g.Approval)
+	}
+
+	// An empty front matter and CRLF line ends are fine too.
+	g, err = Parse("crlf.md", []byte("---\r\n---\r\nHi.\r\n"))
+	if err != nil || g.Name != "crlf" || g.Prompt != "Hi." {
+		t.Errorf("crlf: %+v, %v", g, err)
+	}
+}
+
+func TestApprovalForZeroValueAsks(t *testing.T) {
+	if got := (Approval{}).For("anything"); got != Ask {
+		t.Fatalf("zero Approval: %q, want ask", got)
+	}
+	if got := (Approval{Default: Auto}).For("anything"); got != Auto {
+		t.Fatalf("default auto: %q", got)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, src, want string
+	}{
+		{"unknown key", "---\nname: support\ndescription: d\ntools: [a]\n\ntemprature: 0.3\n---\nHi.\n",
+			`guides/support.md:6: unknown key "temprature"`},
+		{"temperature range", "---\nname: support\ndescription: d\ntemperature: 2.5\n---\nHi.\n",
+			`guides/support.md:4: temperature: must be between 0 and 2`},
+		{"temperature not a number", "---\ntemperature: warm\n---\nHi.\n",
+			`guides/support.md:2: temperature: must be a number`},
+		{"missing front matter", "You are support.\n",
+			`guides/support.md:1: missing front matter`},
+		{"unterminated front matter", "---\nname: support\nYou are support.\n",
+			`guides/support.md:1: unterminated front matter`},
+		{"empty prompt", "---\nname: support\n---\n\n  \n",
+			`guides/support.md:3: empty prompt`},
+		{"approval tool not in tools", "---\ntools: [current_time]\napproval:\n  default: ask\n  auto: [current_time, calculator]\n---\nHi.\n",
+			`guides/support.md:5: approval.auto: tool "calculator" is not in tools`},
+		{"approval before tools", "---\napproval: { deny: [x] }\ntools: [y]\n---\nHi.\n",
+			`guides/support.md:2: approval.deny: tool "x" is not in tools`},
+		{"tool in two approval lists", "---\ntools: [a]\napproval: { auto: [a], deny: [a] }\n---\nHi.\n",
+			`guides/support.md:3: approval.deny: tool "a" is already listed in approval.auto`},
+		{"unknown policy", "---\ntools: [a]\napproval:\n  default: sometimes\n---\nHi.\n",
+			`guides/support.md:4: approval.default: unknown policy "sometimes"`},
+		{"unknown approval key", "---\napproval: { always: [a] }\n---\nHi.\n",
+			`guides/support.md:2: unknown key "approval.always"`},
+		{"unknown memory policy", "---\nmemory: { policy: summary }\n---\nHi.\n",
+			`guides/support.md:2: memory.policy: unknown policy "summary"`},
+		{"window range", "---\nmemory:\n  window: 0\n---\nHi.\n",
+			`guides/support.md:3: memory.window: must be between 1 and 1000`},
+		{"unknown memory key", "---\nmemory:\n  windw: 5\n---\nHi.\n",
+			`guides/support.md:3: unknown key "memory.windw"`},
+		{"max_iterations range", "---\nmax_iterations: 51\n---\nHi.\n",
+			`guides/support.md:2: max_iterations: must be between 1 and 50`},
+		{"max_iterations not a number", "---\nmax_iterations: many\n---\nHi.\n",
+			`guides/support.md:2: max_iterations: must be a whole number`},
+		{"max_tokens negative", "---\nmax_tokens: -1\n---\nHi.\n",
+			`guides/support.md:2: max_tokens: must be at least 1`},
+		{"tools not a list", "---\ntools: calculator\n---\nHi.\n",
+			`guides/support.md:2: tools: must be a list`},
+		{"tool listed twice", "---\ntools:\n  - a\n  - a\n---\nHi.\n",
+			`guides/support.md:4: tools: "a" is listed twice`},
+		{"duplicate key", "---\nmodel: a\nmodel: b\n---\nHi.\n",
+			`guides/support.md:3: duplicate key "model"`},
+		{"name mismatch", "---\nname: help\n---\nHi.\n",
+			`guides/support.md:2: name: "help" does not match the file name (support.md)`},
+		{"name not a string", "---\nname: [a]\n---\nHi.\n",
+			`guides/support.md:2: name: must be a single value`},
+		{"yaml syntax", "---\nname: support\ntools: [a\n---\nHi.\n",
+			`guides/support.md:2: invalid YAML: `},
+		{"not a mapping", "---\n- a\n---\nHi.\n",
+			`guides/support.md:2: front matter must be a mapping`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("guides/support.md", []byte(tc.src))
+			if err == nil {
+				t.Fatalf("no error, want %q", tc.want)
+			}
+			if !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("error\n  %q\nwant it to start with\n  %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseYAMLSyntaxErrorLineIsTheFiles(t *testing.T) {
+	// yaml.v3 counts from the front matter's first line; the error must
+	// count from the file's.
+	_, err := Parse("g.md", []byte("---\nname: g\ndescription: a: b\n---\nHi.\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), "g.md:3: invalid YAML: ") {
+		t.Fatalf("got %v, want g.md:3: …", err)
+	}
+}
+
+func TestParseRejectsBadFileName(t *testing.T) {
+	_, err := Parse("guides/my guide.md", []byte("---\n---\nHi.\n"))
+	if err == nil || !strings.Contains(err.Error(), `"my guide"`) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func writeGuides(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestLoadDirReportsEveryBrokenGuide(t *testing.T) {
+	dir := writeGuides(t, map[string]string{
+		"a.md":      "---\ntemprature: 1\n---\nHi.\n",
+		"b.md":      "no front matter\n",
+		"c.md":      "---\n---\nFine.\n",
+		"notes.txt": "not a guide",
+	})
+	_, err := LoadDir(dir)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{filepath.Join(dir, "a.md") + `:2: unknown key "temprature"`, filepath.Join(dir, "b.md") + ":1: missing front matter"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestLoadDirEmptyAndMissing(t *testing.T) {
+	if _, err := LoadDir(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no guides") {
+		t.Errorf("empty dir: %v", err)
+	}
+	if _, err := LoadDir(filepath.Join(t.TempDir(), "nope")); err == nil {
+		t.Error("missing dir: no error")
+	}
+}
+
+func TestCatalogGetIsACopy(t *testing.T) {
+	dir := writeGuides(t, map[string]string{"g.md": "---\ntools: [a]\ntemperature: 0.5\n---\nHi.\n"})
+	c, err := LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, ok := c.Get("g")
+	if !ok {
+		t.Fatal("Get(g) not found")
+	}
+	g.Tools[0] = "changed"
+	*g.Temperature = 2
+	again, _ := c.Get("g")
+	if again.Tools[0] != "a" || *again.Temperature != 0.5 {
+		t.Fatalf("the catalog changed through a returned guide: %+v", again)
+	}
+	if _, ok := c.Get("nope"); ok {
+		t.Fatal("Get(nope) found")
+	}
+}
+
+func TestCheck(t *testing.T) {
+	dir := writeGuides(t, map[string]string{
+		"support.md": "---\nprovider: mian\nfallback: backup\ntools: [calculator, weather]\n---\nHi.\n",
+		"ok.md":      "---\nprovider: main\ntools: [calculator]\n---\nHi.\n",
+	})
+	c, err := LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hasProvider := func(n string) bool { return n == "main" }
+	hasTool := func(n string) bool { return n == "calculator" }
+	err = c.Check(hasProvider, hasTool)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	file := filepath.Join(dir, "support.md")
+	for _, want := range []string{
+		`guide "support" (` + file + `): provider "mian" is not configured`,
+		`guide "support" (` + file + `): fallback provider "backup" is not configured`,
+		`guide "support" (` + file + `): tool "weather" does not exist`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), `"ok"`) || strings.Contains(err.Error(), `"calculator"`) {
+		t.Errorf("error blames what exists:\n%v", err)
+	}
+	if err := c.Check(func(string) bool { return true }, func(string) bool { return true }); err != nil {
+		t.Errorf("everything exists: %v", err)
+	}
+}

@@ -1,0 +1,28 @@
+package switchboard
+
+// InputKind says what an Input carries.
+type InputKind string
+
+const (
+	InputText    InputKind = "input"   // a message or slash command
+	InputConfirm InputKind = "confirm" // an answer to a confirmation request
+	InputAction  InputKind = "action"  // a click or submit on a UI segment
+	InputCancel  InputKind = "cancel"  // stop the running turn
+)
+
+// Input is what a listener hands the session manager. ClientID is the
+// client's id for the input; a repeated one is ignored so a client that
+// retries after a reconnect does not send twice.
+type Input struct {
+	Kind     InputKind
+	ClientID string
+	Author   Author
+
+	Text string // InputText
+
+	ConfirmationID string // InputConfirm
+	Approved       bool
+
+	ActionID string // InputAction
+	Value    string
+}

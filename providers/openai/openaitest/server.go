@@ -1,0 +1,210 @@
+// Package openaitest is a scripted OpenAI chat-completions server for tests
+// and benchmarks: it speaks the real streaming wire (SSE chunks with
+// delta.content and delta.tool_calls by index, a usage chunk, data: [DONE]),
+// so the real SDK adapter talks to it exactly as it would to the API.
+package openaitest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+)
+
+// Reply is one scripted answer.
+type Reply struct {
+	Text      []string   // content chunks, streamed in order
+	ToolCalls []ToolCall // streamed after the text, arguments in two pieces
+	// Status, when set, answers with that HTTP status and an error body.
+	Status     int
+	RetryAfter string
+	// Cut drops the connection after the text, without finish or [DONE].
+	Cut bool
+	// Hang waits until the client gives up.
+	Hang bool
+	// Gate, when set, is waited on after the first text chunk, so a test
+	// can act while a reply is mid-stream.
+	Gate chan struct{}
+}
+
+// ToolCall is a scripted call.
+type ToolCall struct {
+	ID, Name, Args string
+}
+
+// Request is what the server received.
+type Request struct {
+	Messages []struct {
+		Role       string          `json:"role"`
+		Content    json.RawMessage `json:"content"`
+		ToolCallID string          `json:"tool_call_id"`
+		ToolCalls  []struct {
+			ID       string `json:"id"`
+			Function struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
+	} `json:"messages"`
+	Model string `json:"model"`
+	Tools []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
+	Temperature *float64 `json:"temperature"`
+}
+
+// Server is the fake. Replies are taken from the script in order; when it
+// is empty, the responder (if set) or a plain "ok" answers.
+type Server struct {
+	*httptest.Server
+
+	mu        sync.Mutex
+	script    []Reply
+	responder func(Request) Reply
+	requests  []Request
+}
+
+// Respond sets how requests are answered once the script is used up.
+func (s *Server) Respond(f func(Request) Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.responder = f
+}
+
+// New starts a server on 127.0.0.1; Close it when done.
+func New() *Server {
+	s := &Server{}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.handle))
+	return s
+}
+
+// BaseURL is what a provider's base_url is set to.
+func (s *Server) BaseURL() string { return s.URL + "/v1" }
+
+// Push appends replies to the script.
+func (s *Server) Push(r ...Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.script = append(s.script, r...)
+}
+
+// Requests returns what was received so far.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// Text returns a message's content as a string (it may be a string or a
+// list of parts on the wire).
+func Text(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(raw, &parts)
+	out := ""
+	for _, p := range parts {
+		out += p.Text
+	}
+	return out
+}
+
+func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/chat/completions" {
+		http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	var req Request
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.requests = append(s.requests, req)
+	var reply Reply
+	switch {
+	case len(s.script) > 0:
+		reply, s.script = s.script[0], s.script[1:]
+	case s.responder != nil:
+		reply = s.responder(req)
+	default:
+		reply = Reply{Text: []string{"ok"}}
+	}
+	s.mu.Unlock()
+
+	if reply.Hang {
+		<-r.Context().Done()
+		return
+	}
+	if reply.Status != 0 {
+		if reply.RetryAfter != "" {
+			w.Header().Set("Retry-After", reply.RetryAfter)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(reply.Status)
+		fmt.Fprintf(w, `{"error":{"message":"scripted failure %d","type":"server_error","code":null}}`, reply.Status)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	flusher, _ := w.(http.Flusher)
+	chunk := func(delta any, finish any, usage any) {
+		c := map[string]any{
+			"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1, "model": "gpt-test",
+			"choices": []any{},
+		}
+		if delta != nil {
+			c["choices"] = []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}
+		}
+		if usage != nil {
+			c["usage"] = usage
+		}
+		b, _ := json.Marshal(c)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	chunk(map[string]any{"role": "assistant", "content": ""}, nil, nil)
+	for i, t := range reply.Text {
+		chunk(map[string]any{"content": t}, nil, nil)
+		if i == 0 && reply.Gate != nil {
+			select {
+			case <-reply.Gate:
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}
+	if reply.Cut {
+		return
+	}
+	for i, tc := range reply.ToolCalls {
+		half := len(tc.Args) / 2
+		chunk(map[string]any{"tool_calls": []any{map[string]any{
+			"index": i, "id": tc.ID, "type": "function",
+			"function": map[string]any{"name": tc.Name, "arguments": tc.Args[:half]},
+		}}}, nil, nil)
+		chunk(map[string]any{"tool_calls": []any{map[string]any{
+			"index": i, "function": map[string]any{"arguments": tc.Args[half:]},
+		}}}, nil, nil)
+	}
+	finish := "stop"
+	if len(reply.ToolCalls) > 0 {
+		finish = "tool_calls"
+	}
+	chunk(map[string]any{}, finish, nil)
+	chunk(nil, nil, map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15})
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	if flusher != nil {
+		flusher.Flush()
+	}
+}

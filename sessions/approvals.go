@@ -1,0 +1,263 @@
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/switchboard-gw/switchboard"
+)
+
+// pendingTurn is a turn suspended while tool calls wait for a human. It is
+// stored as it changes, so a restart while waiting loses nothing and the
+// same requests can still be answered.
+type pendingTurn struct {
+	Turn      turn                   `json:"turn"`
+	Assistant switchboard.Message    `json:"assistant"`
+	Results   []*switchboard.Message `json:"results"` // by call index; nil until known
+	// Confirmations are the calls that needed approval.
+	Confirmations []*confirmation `json:"confirmations"`
+	// Stopped: the user stopped the turn; finish storing it, call no model.
+	Stopped bool `json:"stopped,omitempty"`
+}
+
+type confirmation struct {
+	ID        string    `json:"id"`
+	CallIndex int       `json:"call_index"`
+	ExpiresAt time.Time `json:"expires_at"`
+	Resolved  bool      `json:"resolved,omitempty"`
+	Approved  bool      `json:"approved,omitempty"`
+	By        string    `json:"by,omitempty"`
+}
+
+func (p *pendingTurn) find(id string) *confirmation {
+	for _, c := range p.Confirmations {
+		if c.ID == id {
+			return c
+		}
+	}
+	return nil
+}
+
+func (p *pendingTurn) allResolved() bool {
+	for _, c := range p.Confirmations {
+		if !c.Resolved {
+			return false
+		}
+	}
+	return true
+}
+
+// approvedCalls are the calls approved and not yet run.
+func (p *pendingTurn) approvedCalls() []int {
+	var idx []int
+	for _, c := range p.Confirmations {
+		if c.Approved && p.Results[c.CallIndex] == nil {
+			idx = append(idx, c.CallIndex)
+		}
+	}
+	return idx
+}
+
+// waitingFor names the tools still waiting, for messages.
+func (p *pendingTurn) waitingFor() string {
+	var names []string
+	for _, c := range p.Confirmations {
+		if !c.Resolved {
+			names = append(names, p.Assistant.ToolCalls[c.CallIndex].Name)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// cancelUnresolved gives every call without a result an error result, so
+// the assistant message can be stored whole when a turn is stopped.
+func (p *pendingTurn) cancelUnresolved(now time.Time) {
+	for i, r := range p.Results {
+		if r == nil {
+			call := p.Assistant.ToolCalls[i]
+			p.Results[i] = &switchboard.Message{
+				Role: switchboard.RoleTool, ToolCallID: call.ID, ToolName: call.Name, IsError: true,
+				Content: "cancelled: the user stopped the turn before this call ran",
+			}
+		}
+	}
+}
+
+// suspend stores the turn and asks for approval of each waiting call.
+func (s *session) suspend(ctx context.Context, p *pendingTurn) {
+	if err := s.savePending(ctx, p); err != nil {
+		// Without a stored state a restart would lose the request, so
+		// finish the step now with the calls refused.
+		s.log.Error("pending turn not stored", "err", err)
+		p.cancelUnresolved(s.m.cfg.Now())
+		if err := s.finishStep(ctx, p); err != nil {
+			s.log.Error("tool step not stored", "err", err)
+		}
+		s.endTurn(ctx, &p.Turn, fmt.Errorf("could not store the approval request: %w", err))
+		return
+	}
+	s.pending = p
+	for _, c := range p.Confirmations {
+		call := p.Assistant.ToolCalls[c.CallIndex]
+		warning := ""
+		if t, ok := s.m.cfg.Tools.Lookup(call.Name); ok {
+			warning = t.SecurityWarning
+		}
+		s.emit(ctx, switchboard.EventConfirmationRequest, switchboard.ConfirmationRequestData{
+			ConfirmationID: c.ID, ToolCallID: call.ID, ToolName: call.Name, Args: json.RawMessage(argsJSON(call.Args)),
+			SecurityWarning: warning, ExpiresAt: c.ExpiresAt,
+		})
+	}
+	s.armTimers()
+	s.emitState(ctx, switchboard.StateAwaitingConfirmation, p.waitingFor())
+}
+
+// confirm handles an answer to a confirmation request.
+func (s *session) confirm(ctx context.Context, in switchboard.Input) {
+	var c *confirmation
+	if s.pending != nil {
+		c = s.pending.find(in.ConfirmationID)
+	}
+	if c == nil || c.Resolved {
+		s.emitError(ctx, switchboard.ErrCodeAlreadyResolved, fmt.Sprintf(
+			"The approval request %s is not open: it was already answered, has expired, or does not exist.", in.ConfirmationID))
+		return
+	}
+	if role := s.role(in.Author); !role.CanApprove() {
+		s.emitError(ctx, switchboard.ErrCodeForbidden, fmt.Sprintf(
+			"%s may not approve tools in this session (role: %s). The session's owner or an approver must answer.", in.Author.DisplayName(), role))
+		return
+	}
+	s.resolve(ctx, c, in.Approved, in.Author.DisplayName())
+}
+
+// expire treats an unanswered request whose time ran out as denied.
+func (s *session) expire(ctx context.Context, id string) {
+	if s.pending == nil {
+		return
+	}
+	if c := s.pending.find(id); c != nil && !c.Resolved {
+		s.resolve(ctx, c, false, "expired")
+	}
+}
+
+// resolve records an answer; once every request of the turn is answered,
+// the turn goes on.
+func (s *session) resolve(ctx context.Context, c *confirmation, approved bool, by string) {
+	p := s.pending
+	c.Resolved, c.Approved, c.By = true, approved, by
+	s.emit(ctx, switchboard.EventConfirmationResolved, switchboard.ConfirmationResolvedData{
+		ConfirmationID: c.ID, Approved: approved, By: by,
+	})
+	if !approved {
+		reason := "the user denied this tool call"
+		switch by {
+		case "expired":
+			reason = "nobody approved this tool call in time, so it did not run"
+		case "cancelled":
+			reason = "cancelled: the user stopped the turn"
+		}
+		s.setResult(ctx, p, c.CallIndex, reason, true)
+	}
+	if !p.allResolved() {
+		if err := s.savePending(ctx, p); err != nil {
+			s.log.Error("pending turn not stored", "err", err)
+		}
+		s.emitState(ctx, switchboard.StateAwaitingConfirmation, p.waitingFor())
+		return
+	}
+	s.resumePending(ctx)
+}
+
+// resumePending continues a turn whose requests are all answered.
+func (s *session) resumePending(ctx context.Context) {
+	p := s.pending
+	if p == nil {
+		return
+	}
+	s.stopTimers()
+	s.pending = nil
+	t := p.Turn
+	s.agentLoop(ctx, &t, p)
+}
+
+// stop ends whatever the session is doing for the user: a running turn was
+// already cancelled when the input was submitted; a turn waiting for
+// approval is finished with its open requests refused.
+func (s *session) stop(ctx context.Context, by switchboard.Author, stoppedRunning bool) {
+	if s.pending == nil {
+		if !stoppedRunning {
+			s.systemMessage(ctx, "Nothing to stop.")
+		}
+		return
+	}
+	s.pending.Stopped = true
+	for _, c := range s.pending.Confirmations {
+		if !c.Resolved {
+			c.Resolved, c.By = true, "cancelled"
+			s.emit(ctx, switchboard.EventConfirmationResolved, switchboard.ConfirmationResolvedData{
+				ConfirmationID: c.ID, Approved: false, By: by.DisplayName(),
+			})
+			s.setResult(ctx, s.pending, c.CallIndex, "cancelled: the user stopped the turn", true)
+		}
+	}
+	s.resumePending(ctx)
+}
+
+func (s *session) savePending(ctx context.Context, p *pendingTurn) error {
+	data, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	return s.m.cfg.Store.SavePending(ctx, s.id, data)
+}
+
+// restorePending reloads a turn that was waiting for approval when the
+// gateway stopped.
+func (s *session) restorePending(ctx context.Context) error {
+	data, err := s.m.cfg.Store.LoadPending(ctx, s.id)
+	if errors.Is(err, switchboard.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var p pendingTurn
+	if err := json.Unmarshal(data, &p); err != nil {
+		return fmt.Errorf("pending turn: %w", err)
+	}
+	s.pending = &p
+	if p.allResolved() {
+		// Answered, but stopped before going on: go on once running.
+		s.schedule(job{resume: true})
+		return nil
+	}
+	s.armTimers()
+	return nil
+}
+
+// armTimers schedules the expiry of every open request; a request already
+// past its time (after a long restart) expires at once.
+func (s *session) armTimers() {
+	s.stopTimers()
+	s.timers = map[string]*time.Timer{}
+	now := s.m.cfg.Now()
+	for _, c := range s.pending.Confirmations {
+		if c.Resolved {
+			continue
+		}
+		id := c.ID
+		s.timers[id] = time.AfterFunc(max(c.ExpiresAt.Sub(now), 0), func() { s.schedule(job{expire: id}) })
+	}
+}
+
+func (s *session) stopTimers() {
+	for _, t := range s.timers {
+		t.Stop()
+	}
+	s.timers = nil
+}

@@ -1,0 +1,197 @@
+package sessions_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/collaboration"
+	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
+	"github.com/switchboard-gw/switchboard/sessions"
+)
+
+// askForTime scripts a model that calls current_time (an "ask" tool in the
+// test guide) and then answers with the tool's result.
+func askForTime(h *harness) {
+	h.llm.Push(openaitest.Reply{Text: []string{"Checking."}, ToolCalls: []openaitest.ToolCall{{ID: "t1", Name: "current_time", Args: `{"timezone":"UTC"}`}}})
+	h.llm.Respond(func(r openaitest.Request) openaitest.Reply {
+		last := r.Messages[len(r.Messages)-1]
+		return openaitest.Reply{Text: []string{"Result: " + openaitest.Text(last.Content)}}
+	})
+}
+
+func (c *client) confirmation() *switchboard.ConfirmationRequestData {
+	c.t.Helper()
+	return c.until(switchboard.EventConfirmationRequest, nil).(*switchboard.ConfirmationRequestData)
+}
+
+func TestApprovalByOwnerRunsTheTool(t *testing.T) {
+	h := newHarness(t)
+	askForTime(h)
+	c := h.newSession(alice)
+	c.say("what time is it?")
+	req := c.confirmation()
+	if req.ToolName != "current_time" || string(req.Args) != `{"timezone":"UTC"}` || req.ExpiresAt.IsZero() {
+		t.Fatalf("confirmation request = %+v", req)
+	}
+	c.until(switchboard.EventState, func(p any) bool {
+		return p.(*switchboard.StateData).State == switchboard.StateAwaitingConfirmation
+	})
+	c.send(switchboard.Input{Kind: switchboard.InputConfirm, ConfirmationID: req.ConfirmationID, Approved: true})
+	res := c.until(switchboard.EventConfirmationResolved, nil).(*switchboard.ConfirmationResolvedData)
+	if !res.Approved || res.By != "Alice" {
+		t.Fatalf("resolved = %+v", res)
+	}
+	tr := c.until(switchboard.EventToolResponse, nil).(*switchboard.ToolResponseData)
+	if tr.IsError || !strings.Contains(tr.ContentPreview, "UTC") {
+		t.Fatalf("tool response = %+v", tr)
+	}
+	if got := c.reply().Content; !strings.HasPrefix(got, "Result: ") || !strings.Contains(got, "UTC") {
+		t.Fatalf("the result did not flow back into the answer: %q", got)
+	}
+	c.idle()
+}
+
+func TestDenialGoesBackToTheModel(t *testing.T) {
+	h := newHarness(t)
+	askForTime(h)
+	c := h.newSession(alice)
+	c.say("what time is it?")
+	req := c.confirmation()
+	c.send(switchboard.Input{Kind: switchboard.InputConfirm, ConfirmationID: req.ConfirmationID, Approved: false})
+	if got := c.reply().Content; !strings.Contains(got, "denied") {
+		t.Fatalf("the model was not told of the denial: %q", got)
+	}
+}
+
+func TestOnlyApproversMayAnswerAndOnlyOnce(t *testing.T) {
+	h := newHarness(t)
+	askForTime(h)
+	owner := h.newSession(alice)
+	guest := h.attach(sessions.AttachOptions{SessionID: owner.id, Author: bob})
+	if guest.sub.Ready.Role != string(collaboration.Member) {
+		t.Fatalf("a joining user's role = %q, want member", guest.sub.Ready.Role)
+	}
+	owner.say("what time is it?")
+	req := owner.confirmation()
+
+	guest.send(switchboard.Input{Kind: switchboard.InputConfirm, ConfirmationID: req.ConfirmationID, Approved: true})
+	if e := guest.errorEvent(); e.Code != switchboard.ErrCodeForbidden || !strings.Contains(e.Message, "Bob") {
+		t.Fatalf("non-approver got %+v", e)
+	}
+	owner.send(switchboard.Input{Kind: switchboard.InputConfirm, ConfirmationID: req.ConfirmationID, Approved: true})
+	owner.reply()
+	owner.send(switchboard.Input{Kind: switchboard.InputConfirm, ConfirmationID: req.ConfirmationID, Approved: false})
+	if e := owner.errorEvent(); e.Code != switchboard.ErrCodeAlreadyResolved {
+		t.Fatalf("second answer got %+v", e)
+	}
+	// Bob saw the same stream, in the same order.
+	guest.until(switchboard.EventMessage, func(p any) bool { return p.(*switchboard.MessageData).Role == switchboard.RoleAssistant })
+	for i := range min(len(guest.got), len(owner.got)) {
+		if guest.got[i].Seq != owner.got[i].Seq || guest.got[i].Type != owner.got[i].Type {
+			t.Fatalf("event %d differs: %+v vs %+v", i, guest.got[i], owner.got[i])
+		}
+	}
+}
+
+func TestExpiredApprovalCountsAsDeny(t *testing.T) {
+	h := newHarness(t, func(c *sessions.Config) { c.ApprovalTimeout = 50 * time.Millisecond })
+	askForTime(h)
+	c := h.newSession(alice)
+	c.say("what time is it?")
+	req := c.confirmation()
+	res := c.until(switchboard.EventConfirmationResolved, nil).(*switchboard.ConfirmationResolvedData)
+	if res.Approved || res.By != "expired" {
+		t.Fatalf("resolved = %+v", res)
+	}
+	if got := c.reply().Content; !strings.Contains(got, "in time") {
+		t.Fatalf("the model was not told it expired: %q", got)
+	}
+	c.send(switchboard.Input{Kind: switchboard.InputConfirm, ConfirmationID: req.ConfirmationID, Approved: true})
+	if e := c.errorEvent(); e.Code != switchboard.ErrCodeAlreadyResolved {
+		t.Fatalf("late answer got %+v", e)
+	}
+}
+
+func TestApprovalSurvivesARestart(t *testing.T) {
+	h := newHarness(t)
+	askForTime(h)
+	c := h.newSession(alice)
+	c.say("what time is it?")
+	req := c.confirmation()
+	c.idleOrAwaiting()
+
+	h.restart()
+
+	c2 := h.attach(sessions.AttachOptions{SessionID: c.id, Author: alice, AfterSeq: 0})
+	// The replay shows the open request again.
+	again := c2.confirmation()
+	if again.ConfirmationID != req.ConfirmationID {
+		t.Fatalf("replayed request %s, want %s", again.ConfirmationID, req.ConfirmationID)
+	}
+	c2.send(switchboard.Input{Kind: switchboard.InputConfirm, ConfirmationID: req.ConfirmationID, Approved: true})
+	if got := c2.reply(); !strings.Contains(got.Content, "UTC") {
+		// The first "Checking." reply is replayed first; skip to the answer.
+		if got = c2.reply(); !strings.Contains(got.Content, "UTC") {
+			t.Fatalf("answer after restart = %q", got.Content)
+		}
+	}
+	c2.idle()
+	w := c2.window()
+	var roles []string
+	for _, m := range w {
+		roles = append(roles, string(m.Role))
+	}
+	if strings.Join(roles, ",") != "user,assistant,tool,assistant" {
+		t.Fatalf("stored history after restart = %v", roles)
+	}
+}
+
+func TestStopWhileAwaitingApprovalClosesTheTurn(t *testing.T) {
+	h := newHarness(t)
+	askForTime(h)
+	c := h.newSession(alice)
+	c.say("what time is it?")
+	c.confirmation()
+	c.say("/stop")
+	res := c.until(switchboard.EventConfirmationResolved, nil).(*switchboard.ConfirmationResolvedData)
+	if res.Approved {
+		t.Fatalf("stop approved the call: %+v", res)
+	}
+	if e := c.errorEvent(); e.Code != switchboard.ErrCodeCancelled {
+		t.Fatalf("stop reported %+v", e)
+	}
+	c.idle()
+	if n := len(h.llm.Requests()); n != 1 {
+		t.Fatalf("the model was called %d times; a stopped turn must not call it again", n)
+	}
+	w := c.window()
+	if len(w) != 3 || w[2].Role != switchboard.RoleTool || !w[2].IsError {
+		t.Fatalf("history after stop = %+v", w)
+	}
+	// The session is usable again.
+	c.say("hello again")
+	c.reply()
+}
+
+func TestMessageWhileAwaitingApprovalIsRefusedClearly(t *testing.T) {
+	h := newHarness(t)
+	askForTime(h)
+	c := h.newSession(alice)
+	c.say("what time is it?")
+	c.confirmation()
+	c.say("are you there?")
+	if e := c.errorEvent(); e.Code != switchboard.ErrCodeBusy || !strings.Contains(e.Message, "current_time") {
+		t.Fatalf("got %+v", e)
+	}
+}
+
+// idleOrAwaiting waits for the turn to settle into waiting for approval.
+func (c *client) idleOrAwaiting() {
+	c.t.Helper()
+	c.until(switchboard.EventState, func(p any) bool {
+		s := p.(*switchboard.StateData).State
+		return s == switchboard.StateIdle || s == switchboard.StateAwaitingConfirmation
+	})
+}

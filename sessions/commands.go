@@ -1,0 +1,210 @@
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/guides"
+	"github.com/switchboard-gw/switchboard/tools"
+)
+
+type command struct {
+	name string
+	args string
+}
+
+// parseCommand recognises "/name args". A lone "/" or a path-like "/ foo"
+// is a message, not a command.
+func parseCommand(text string) (command, bool) {
+	text = strings.TrimSpace(text)
+	if len(text) < 2 || text[0] != '/' || !isLetter(text[1]) {
+		return command{}, false
+	}
+	name, args, _ := strings.Cut(text[1:], " ")
+	return command{name: strings.ToLower(name), args: strings.TrimSpace(args)}, true
+}
+
+func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
+
+// Help lists the slash commands every channel understands.
+const Help = `Commands:
+  /help                 this list
+  /guide [name]         show or switch the guide (persona)
+  /tools                the tools this guide may use, and their approval policy
+  /usage                tokens used in this session
+  /stop                 stop the running turn
+  /reset                start a new conversation
+  /<tool> <json-args>   run a tool yourself, e.g. /calculator {"expression":"2+2"}`
+
+// command runs a slash command. Answers go to the whole session as system
+// messages: in a shared session everyone sees what was done.
+func (s *session) command(ctx context.Context, j job, cmd command) {
+	in := j.input
+	switch cmd.name {
+	case "help":
+		s.systemMessage(ctx, Help)
+	case "stop":
+		s.stop(ctx, in.Author, j.stoppedRunning)
+	case "usage":
+		u := s.rec.Usage
+		s.systemMessage(ctx, fmt.Sprintf("Tokens used in this session: %d prompt + %d completion = %d total.",
+			u.PromptTokens, u.CompletionTokens, u.TotalTokens))
+	case "tools":
+		s.systemMessage(ctx, s.describeTools())
+	case "guide":
+		s.switchGuide(ctx, in, cmd.args)
+	case "reset":
+		s.reset(ctx, j)
+	default:
+		if _, ok := s.m.cfg.Tools.Lookup(cmd.name); ok {
+			s.runToolDirectly(ctx, cmd)
+			return
+		}
+		s.emitError(ctx, switchboard.ErrCodeBadInput, fmt.Sprintf("Unknown command /%s. Send /help for the list.", cmd.name))
+	}
+}
+
+func (s *session) describeTools() string {
+	if len(s.guide.Tools) == 0 {
+		return fmt.Sprintf("The guide %q uses no tools.", s.guide.Name)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Tools of the guide %q:\n", s.guide.Name)
+	for _, name := range s.guide.Tools {
+		desc := ""
+		if t, ok := s.m.cfg.Tools.Lookup(name); ok {
+			desc = t.Description
+		}
+		fmt.Fprintf(&b, "  %-14s [%s] %s\n", name, s.guide.Approval.For(name), desc)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func (s *session) switchGuide(ctx context.Context, in switchboard.Input, name string) {
+	if name == "" {
+		s.systemMessage(ctx, fmt.Sprintf("Guide: %s. Available: %s.", s.guide.Name, strings.Join(s.m.cfg.Guides.Names(), ", ")))
+		return
+	}
+	if !s.role(in.Author).CanApprove() {
+		s.emitError(ctx, switchboard.ErrCodeForbidden, "Only the session's owner or an approver may switch the guide.")
+		return
+	}
+	if s.pending != nil {
+		s.emitError(ctx, switchboard.ErrCodeBusy, "A tool call is waiting for approval; answer it or /stop before switching guides.")
+		return
+	}
+	g, ok := s.m.cfg.Guides.Get(name)
+	if !ok {
+		s.emitError(ctx, switchboard.ErrCodeNotFound, fmt.Sprintf("No guide %q. Available: %s.", name, strings.Join(s.m.cfg.Guides.Names(), ", ")))
+		return
+	}
+	if err := s.m.cfg.Store.SetSessionGuide(ctx, s.id, g.Name); err != nil {
+		s.log.Error("guide switch not stored", "err", err)
+		s.emitError(ctx, switchboard.ErrCodeInternal, "The guide could not be switched; try again.")
+		return
+	}
+	// A different window size: reload, the store has the whole history.
+	if g.Memory.Window != s.guide.Memory.Window {
+		w, err := s.m.cfg.Store.Window(ctx, s.id, g.Memory.Window)
+		if err != nil {
+			s.log.Error("window reload failed", "err", err)
+		} else {
+			s.window = w
+		}
+	}
+	s.guide = g
+	s.rec.Guide = g.Name
+	s.mu.Lock()
+	s.guideLabel = g.Name
+	s.mu.Unlock()
+	s.systemMessage(ctx, fmt.Sprintf("Guide switched to %s: %s", g.Name, g.Description))
+}
+
+// reset starts a new session in this one's place: it takes over the key
+// (the terminal, the Slack thread), the guide, and the members' roles
+// restart with the one who reset as owner.
+func (s *session) reset(ctx context.Context, j job) {
+	in := j.input
+	if !s.role(in.Author).CanApprove() {
+		s.emitError(ctx, switchboard.ErrCodeForbidden, "Only the session's owner or an approver may reset the conversation.")
+		return
+	}
+	if s.rec.Key != "" {
+		if err := s.m.cfg.Store.ClearSessionKey(ctx, s.id); err != nil {
+			s.log.Error("reset failed", "err", err)
+			s.emitError(ctx, switchboard.ErrCodeInternal, "The conversation could not be reset; try again.")
+			return
+		}
+	}
+	next, err := s.m.create(ctx, s.rec.Key, s.guide.Name, in.Author)
+	if err != nil {
+		s.log.Error("reset failed", "err", err)
+		s.emitError(ctx, switchboard.ErrCodeInternal, "The conversation could not be reset; try again.")
+		return
+	}
+	s.rec.Key = ""
+	j.receipt.NewSession = next.id
+	s.systemMessage(ctx, fmt.Sprintf("%s started a new conversation: %s", in.Author.DisplayName(), next.id))
+}
+
+// runToolDirectly runs "/tool {json}": the user asked for it, so no
+// approval is needed, but a tool the guide denies stays denied. The call
+// and result are shown, not added to the model's context.
+func (s *session) runToolDirectly(ctx context.Context, cmd command) {
+	name := cmd.name
+	if !slices.Contains(s.guide.Tools, name) || s.guide.Approval.For(name) == guides.Deny {
+		s.emitError(ctx, switchboard.ErrCodeForbidden, fmt.Sprintf("The tool %s is not available in this conversation. Send /tools for the list.", name))
+		return
+	}
+	args := json.RawMessage(cmd.args)
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	call := switchboard.ToolCall{ID: newID("call_"), Name: name, Args: args}
+	p := &pendingTurn{
+		Assistant: switchboard.Message{Role: switchboard.RoleAssistant, ToolCalls: []switchboard.ToolCall{call}},
+		Results:   make([]*switchboard.Message, 1),
+	}
+	s.emit(ctx, switchboard.EventToolCall, switchboard.ToolCallData{ID: call.ID, Name: name, Args: args})
+	if err := s.m.cfg.Tools.Validate(name, args); err != nil {
+		s.setResult(ctx, p, 0, err.Error(), true)
+		return
+	}
+	turnCtx, cancel := context.WithCancel(ctx)
+	s.setCancel(cancel)
+	defer func() {
+		s.setCancel(nil)
+		cancel()
+	}()
+	s.runTools(ctx, turnCtx, p, []int{0})
+	s.emitState(ctx, switchboard.StateIdle, "")
+}
+
+// action turns a click or submit on a UI segment into the user's next
+// message, in words the model understands.
+func (s *session) action(ctx context.Context, in switchboard.Input) {
+	uiID, _, _, err := tools.ParseActionID(in.ActionID)
+	if err != nil {
+		s.emitError(ctx, switchboard.ErrCodeBadInput, fmt.Sprintf("Unknown action %q.", in.ActionID))
+		return
+	}
+	// The card's event may still be in the write queue.
+	if err := s.m.cfg.Store.Flush(ctx); err != nil {
+		s.log.Error("flush before action lookup failed", "err", err)
+	}
+	ui, err := s.m.cfg.Store.FindUI(ctx, s.id, uiID)
+	if err != nil {
+		s.emitError(ctx, switchboard.ErrCodeNotFound, fmt.Sprintf("The control %q is not part of this conversation.", in.ActionID))
+		return
+	}
+	text, err := tools.DescribeAction(ui, in.ActionID, in.Value)
+	if err != nil {
+		s.emitError(ctx, switchboard.ErrCodeBadInput, err.Error())
+		return
+	}
+	s.userTurn(ctx, in, text)
+}

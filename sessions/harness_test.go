@@ -1,0 +1,262 @@
+package sessions_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/guides"
+	"github.com/switchboard-gw/switchboard/providers"
+	"github.com/switchboard-gw/switchboard/providers/openai"
+	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
+	"github.com/switchboard-gw/switchboard/sessions"
+	"github.com/switchboard-gw/switchboard/storage"
+	"github.com/switchboard-gw/switchboard/tools"
+)
+
+// The harness runs the real thing: a Manager on real SQLite, the real
+// OpenAI adapter talking to a scripted chat-completions server on loopback.
+
+const testGuide = `---
+name: tester
+description: A guide for tests
+temperature: 0.2
+memory: { policy: sliding-window, window: 6 }
+initial_memories: ["The shop opens at 9."]
+tools: [current_time, calculator, present, boom]
+approval: { default: ask, auto: [calculator, present, boom] }
+max_iterations: 3
+---
+You are the test assistant.
+`
+
+const otherGuide = `---
+name: other
+description: Another persona
+tools: [calculator]
+approval: { default: deny }
+---
+You are the other assistant.
+`
+
+type harness struct {
+	t      *testing.T
+	llm    *openaitest.Server
+	dbPath string
+	db     *storage.DB
+	m      *sessions.Manager
+	stop   context.CancelFunc
+	cfg    sessions.Config
+}
+
+type option func(*sessions.Config)
+
+func newHarness(t *testing.T, opts ...option) *harness {
+	t.Helper()
+	dir := t.TempDir()
+	gdir := filepath.Join(dir, "guides")
+	if err := os.MkdirAll(gdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"tester.md": testGuide, "other.md": otherGuide} {
+		if err := os.WriteFile(filepath.Join(gdir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	catalog, err := guides.LoadDir(gdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	boom := tools.Tool{
+		Name: "boom", Description: "panics", Parameters: json.RawMessage(`{"type":"object"}`),
+		Execute: func(ctx context.Context, args json.RawMessage) (tools.Result, error) { panic("kaboom") },
+	}
+	registry, err := tools.NewRegistry(append(tools.Builtins(time.Now), boom)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	llm := openaitest.New()
+	t.Cleanup(llm.Close)
+	adapter, err := openai.New(providers.Config{Name: "main", Kind: "openai", BaseURL: llm.BaseURL(), APIKey: "sk-test", Model: "gpt-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, llm: llm, dbPath: filepath.Join(dir, "test.db")}
+	h.cfg = sessions.Config{
+		Guides: catalog, DefaultGuide: "tester", Tools: registry, DefaultProvider: "main",
+		Providers: map[string]*providers.Resilient{"main": {
+			Name: "main", Provider: adapter,
+			Policy: providers.Policy{MaxRetries: 2, BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond, IdleTimeout: 5 * time.Second},
+			Sleep:  func(ctx context.Context, d time.Duration) error { return nil },
+		}},
+	}
+	for _, o := range opts {
+		o(&h.cfg)
+	}
+	h.start()
+	t.Cleanup(h.shutdown)
+	return h
+}
+
+func (h *harness) start() {
+	h.t.Helper()
+	db, err := storage.Open(context.Background(), h.dbPath)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.db = db
+	cfg := h.cfg
+	cfg.Store = db
+	ctx, cancel := context.WithCancel(context.Background())
+	h.stop = cancel
+	h.m = sessions.NewManager(ctx, cfg)
+}
+
+func (h *harness) shutdown() {
+	if h.m == nil {
+		return
+	}
+	h.stop()
+	h.m.Wait()
+	if err := h.db.Close(); err != nil {
+		h.t.Errorf("close db: %v", err)
+	}
+	h.m = nil
+}
+
+// restart stops everything and starts again on the same database file.
+func (h *harness) restart() {
+	h.shutdown()
+	h.start()
+}
+
+var (
+	alice = switchboard.Author{Channel: "web", ID: "alice", Name: "Alice"}
+	bob   = switchboard.Author{Channel: "slack", ID: "U2", Name: "Bob"}
+)
+
+// client is one attached listener collecting events.
+type client struct {
+	t   *testing.T
+	h   *harness
+	sub *sessions.Subscription
+	id  string
+	who switchboard.Author
+	got []switchboard.Event
+}
+
+func (h *harness) attach(opts sessions.AttachOptions) *client {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	sub, err := h.m.Attach(ctx, opts)
+	if err != nil {
+		h.t.Fatalf("attach: %v", err)
+	}
+	h.t.Cleanup(sub.Close)
+	return &client{t: h.t, h: h, sub: sub, id: sub.Ready.Session, who: opts.Author}
+}
+
+func (h *harness) newSession(who switchboard.Author) *client {
+	return h.attach(sessions.AttachOptions{Author: who})
+}
+
+// say submits a message and waits until the session has finished with it.
+func (c *client) say(text string) {
+	c.t.Helper()
+	c.send(switchboard.Input{Kind: switchboard.InputText, Text: text, Author: c.who})
+}
+
+func (c *client) send(in switchboard.Input) *sessions.Receipt {
+	c.t.Helper()
+	if in.Author == (switchboard.Author{}) {
+		in.Author = c.who
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := c.h.m.Submit(ctx, c.id, in)
+	if err != nil {
+		c.t.Fatalf("submit %+v: %v", in, err)
+	}
+	if _, err := r.Wait(ctx); err != nil {
+		c.t.Fatalf("waiting for %+v: %v", in, err)
+	}
+	return r
+}
+
+// until reads events until one of type typ satisfying match arrives, and
+// returns it. It fails the test after a generous deadline.
+func (c *client) until(typ switchboard.EventType, match func(any) bool) any {
+	c.t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case ev, ok := <-c.sub.Events():
+			if !ok {
+				c.t.Fatalf("subscription closed while waiting for %s; got %s", typ, c.types())
+			}
+			c.got = append(c.got, ev)
+			if ev.Type != typ {
+				continue
+			}
+			p, err := ev.Payload()
+			if err != nil {
+				c.t.Fatal(err)
+			}
+			if match == nil || match(p) {
+				return p
+			}
+		case <-deadline:
+			c.t.Fatalf("no %s event; got %s", typ, c.types())
+		}
+	}
+}
+
+// idle waits for the session to go idle.
+func (c *client) idle() {
+	c.t.Helper()
+	c.until(switchboard.EventState, func(p any) bool { return p.(*switchboard.StateData).State == switchboard.StateIdle })
+}
+
+func (c *client) types() []string {
+	var out []string
+	for _, ev := range c.got {
+		out = append(out, string(ev.Type))
+	}
+	return out
+}
+
+// reply waits for the next assistant message.
+func (c *client) reply() *switchboard.MessageData {
+	c.t.Helper()
+	return c.until(switchboard.EventMessage, func(p any) bool {
+		return p.(*switchboard.MessageData).Role == switchboard.RoleAssistant
+	}).(*switchboard.MessageData)
+}
+
+func (c *client) errorEvent() *switchboard.ErrorData {
+	c.t.Helper()
+	return c.until(switchboard.EventError, nil).(*switchboard.ErrorData)
+}
+
+func (c *client) window() []switchboard.Message {
+	c.t.Helper()
+	w, err := c.h.db.Window(context.Background(), c.id, 100)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return w
+}
+
+func lastRequest(t *testing.T, llm *openaitest.Server) openaitest.Request {
+	t.Helper()
+	reqs := llm.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("the model was never called")
+	}
+	return reqs[len(reqs)-1]
+}

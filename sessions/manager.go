@@ -1,0 +1,286 @@
+// Package sessions is the gateway's core: a Manager that owns every live
+// session, gives each one an ordered input queue and its own goroutine, and
+// fans the session's events out to the listeners attached to it.
+//
+// The agent loop — model call, tool calls, approvals, results fed back —
+// is in agent.go, and reads top to bottom.
+package sessions
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/collaboration"
+	"github.com/switchboard-gw/switchboard/guides"
+	"github.com/switchboard-gw/switchboard/providers"
+	"github.com/switchboard-gw/switchboard/tools"
+)
+
+// Store is what the sessions need from persistence; storage.DB implements it.
+type Store interface {
+	CreateSession(ctx context.Context, s switchboard.Session) error
+	Session(ctx context.Context, id string) (switchboard.Session, error)
+	SessionByKey(ctx context.Context, key string) (switchboard.Session, error)
+	ClearSessionKey(ctx context.Context, id string) error
+	SetSessionGuide(ctx context.Context, id, guide string) error
+	AddSessionUsage(ctx context.Context, id string, u switchboard.Usage) error
+
+	SetMember(ctx context.Context, sessionID, authorKey, role string) error
+	Members(ctx context.Context, sessionID string) (map[string]string, error)
+
+	AppendEvents(ctx context.Context, evs ...switchboard.Event) error
+	Flush(ctx context.Context) error
+	EventsAfter(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]switchboard.Event, error)
+	LastSeq(ctx context.Context, sessionID string) (int64, error)
+	FindUI(ctx context.Context, sessionID, uiID string) (switchboard.UI, error)
+
+	AppendMessages(ctx context.Context, sessionID string, msgs []switchboard.Message, clearPending bool) error
+	Window(ctx context.Context, sessionID string, n int) ([]switchboard.Message, error)
+
+	SavePending(ctx context.Context, sessionID string, data []byte) error
+	LoadPending(ctx context.Context, sessionID string) ([]byte, error)
+
+	SeenInput(ctx context.Context, sessionID, clientID string) (bool, error)
+}
+
+// Config wires a Manager. Zero durations and sizes take the defaults below.
+type Config struct {
+	Store  Store
+	Guides *guides.Catalog
+	// DefaultGuide is used when a session is opened without naming one.
+	DefaultGuide string
+	// Providers by configured name; DefaultProvider serves guides that
+	// name none.
+	Providers       map[string]*providers.Resilient
+	DefaultProvider string
+	Tools           *tools.Registry
+
+	QueueSize        int           // inputs waiting per session (64)
+	SubscriberBuffer int           // events buffered per attached listener (256)
+	IdleTimeout      time.Duration // unload a session idle this long (10m)
+	ApprovalTimeout  time.Duration // a confirmation request expires (10m)
+	ToolTimeout      time.Duration // one tool call may run this long (30s)
+	// JoinRole is the role of a user who attaches to someone else's
+	// session without a role of their own (member).
+	JoinRole collaboration.Role
+
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.QueueSize <= 0 {
+		c.QueueSize = 64
+	}
+	if c.SubscriberBuffer <= 0 {
+		c.SubscriberBuffer = 256
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 10 * time.Minute
+	}
+	if c.ApprovalTimeout <= 0 {
+		c.ApprovalTimeout = 10 * time.Minute
+	}
+	if c.ToolTimeout <= 0 {
+		c.ToolTimeout = 30 * time.Second
+	}
+	if c.JoinRole == "" {
+		c.JoinRole = collaboration.Member
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Errors a listener reports to its user.
+var (
+	ErrBusy      = errors.New("this session has too many messages waiting; try again in a moment")
+	ErrForbidden = errors.New("not allowed")
+	ErrClosed    = errors.New("the gateway is shutting down")
+)
+
+// Manager owns the live sessions. Each session runs on its own goroutine
+// with a bounded queue, so sessions never wait for each other; the map of
+// live sessions is only touched to find or load one.
+type Manager struct {
+	cfg  Config
+	ctx  context.Context // ends at shutdown; every session goroutine runs under it
+	live sync.Map        // session id → *session
+	wg   sync.WaitGroup
+
+	loadMu sync.Mutex // serialises loading, never held on the hot path
+}
+
+// NewManager starts a manager; its sessions stop when ctx ends, and Wait
+// returns once they have.
+func NewManager(ctx context.Context, cfg Config) *Manager {
+	return &Manager{cfg: cfg.withDefaults(), ctx: ctx}
+}
+
+// Wait blocks until every session goroutine has stopped.
+func (m *Manager) Wait() { m.wg.Wait() }
+
+// AttachOptions says which session to attach to and who is attaching.
+type AttachOptions struct {
+	// SessionID attaches to an existing session by id. If empty, Key is
+	// used: the listener's natural key ("stdin", a Slack thread); a session
+	// with that key is created when there is none. With neither, a new
+	// session is created.
+	SessionID string
+	Key       string
+	// Guide is used for a new session (default: the configured default).
+	Guide  string
+	Author switchboard.Author
+	// Role, if set, is granted to the author (e.g. from a signed token).
+	Role collaboration.Role
+	// AfterSeq: replay every stored event after it before live ones. A
+	// negative value means "only live events from now on".
+	AfterSeq int64
+}
+
+// Attach opens or finds a session, makes the author a member and returns a
+// subscription to its events.
+func (m *Manager) Attach(ctx context.Context, opts AttachOptions) (*Subscription, error) {
+	s, err := m.open(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	role, err := s.join(ctx, opts.Author, opts.Role)
+	if err != nil {
+		return nil, err
+	}
+	after := opts.AfterSeq
+	if after < 0 {
+		after = s.publishedSeq()
+	}
+	sub := s.subscribe(after)
+	sub.Ready = switchboard.ReadyData{Session: s.id, Guide: s.guideName(), Role: string(role), LastSeq: s.publishedSeq()}
+	return sub, nil
+}
+
+// Receipt tracks one submitted input.
+type Receipt struct {
+	done    chan struct{}
+	lastSeq int64
+	// NewSession is set when the input was /reset: the listener attaches
+	// there to go on.
+	NewSession string
+}
+
+// Wait blocks until the session has finished with the input — the turn it
+// started has ended or is waiting for an approval — and returns the seq of
+// the last event it produced by then.
+func (r *Receipt) Wait(ctx context.Context) (int64, error) {
+	select {
+	case <-r.done:
+		return r.lastSeq, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// Submit queues an input for a session. It returns as soon as the input is
+// queued: the outcome arrives as events. It fails fast when the queue is
+// full rather than make a listener wait.
+func (m *Manager) Submit(ctx context.Context, sessionID string, in switchboard.Input) (*Receipt, error) {
+	s, err := m.load(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if in.ClientID != "" {
+		seen, err := m.cfg.Store.SeenInput(ctx, sessionID, in.ClientID)
+		if err != nil {
+			return nil, fmt.Errorf("sessions: submit: %w", err)
+		}
+		if seen {
+			r := &Receipt{done: make(chan struct{}), lastSeq: s.publishedSeq()}
+			close(r.done)
+			return r, nil
+		}
+	}
+	return s.submit(in)
+}
+
+// open finds or creates the session an Attach names.
+func (m *Manager) open(ctx context.Context, opts AttachOptions) (*session, error) {
+	if opts.SessionID != "" {
+		return m.load(ctx, opts.SessionID)
+	}
+	if opts.Key != "" {
+		rec, err := m.cfg.Store.SessionByKey(ctx, opts.Key)
+		if err == nil {
+			return m.load(ctx, rec.ID)
+		}
+		if !errors.Is(err, switchboard.ErrNotFound) {
+			return nil, fmt.Errorf("sessions: open %q: %w", opts.Key, err)
+		}
+	}
+	return m.create(ctx, opts.Key, opts.Guide, opts.Author)
+}
+
+// create stores a new session owned by author.
+func (m *Manager) create(ctx context.Context, key, guide string, author switchboard.Author) (*session, error) {
+	if guide == "" {
+		guide = m.cfg.DefaultGuide
+	}
+	if _, ok := m.cfg.Guides.Get(guide); !ok {
+		return nil, fmt.Errorf("sessions: %w: unknown guide %q (available: %v)", switchboard.ErrNotFound, guide, m.cfg.Guides.Names())
+	}
+	rec := switchboard.Session{
+		ID: newID("s_"), Key: key, Guide: guide, Owner: author.Key(), CreatedAt: m.cfg.Now().UTC(),
+	}
+	if err := m.cfg.Store.CreateSession(ctx, rec); err != nil {
+		return nil, fmt.Errorf("sessions: create: %w", err)
+	}
+	if err := m.cfg.Store.SetMember(ctx, rec.ID, author.Key(), string(collaboration.Owner)); err != nil {
+		return nil, fmt.Errorf("sessions: create: %w", err)
+	}
+	m.cfg.Logger.Info("session created", "session", rec.ID, "key", key, "guide", guide, "owner", author.Key())
+	return m.load(ctx, rec.ID)
+}
+
+// load returns the live session, loading it from the store if needed.
+func (m *Manager) load(ctx context.Context, id string) (*session, error) {
+	if v, ok := m.live.Load(id); ok {
+		return v.(*session), nil
+	}
+	if m.ctx.Err() != nil {
+		return nil, ErrClosed
+	}
+	m.loadMu.Lock()
+	defer m.loadMu.Unlock()
+	if v, ok := m.live.Load(id); ok {
+		return v.(*session), nil
+	}
+	s, err := m.restore(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	m.live.Store(id, s)
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		s.run()
+	}()
+	return s, nil
+}
+
+// unload removes an idle session; the next access loads it again.
+func (m *Manager) unload(s *session) { m.live.CompareAndDelete(s.id, s) }
+
+func newID(prefix string) string {
+	b := make([]byte, 10)
+	_, _ = rand.Read(b) // crypto/rand never fails on Linux
+	return prefix + hex.EncodeToString(b)
+}

@@ -1,0 +1,494 @@
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/collaboration"
+	"github.com/switchboard-gw/switchboard/guides"
+)
+
+// job is one unit of work for a session goroutine.
+type job struct {
+	input   switchboard.Input
+	receipt *Receipt
+	// expire, when set, is a confirmation whose time ran out.
+	expire string
+	// resume continues a suspended turn whose approvals were all answered
+	// before a restart cut it short.
+	resume bool
+	// stoppedRunning: submitting this /stop or cancel already stopped a
+	// running turn, which reports it.
+	stoppedRunning bool
+}
+
+// session is one live conversation. Everything below "owned by run" is
+// touched only by the session's goroutine, so it needs no lock; mu guards
+// what listeners reach from their own goroutines.
+type session struct {
+	id  string
+	m   *Manager
+	log *slog.Logger
+
+	inbox chan job
+
+	// owned by run
+	rec     switchboard.Session
+	guide   guides.Guide
+	window  []switchboard.Message
+	pending *pendingTurn
+	timers  map[string]*time.Timer // expiry of open confirmation requests
+	seq     int64                  // last seq assigned
+
+	mu         sync.Mutex
+	closed     bool
+	published  int64 // last seq handed to subscribers
+	subs       map[*Subscription]struct{}
+	attached   int                           // subscriptions open, live or catching up
+	roles      map[string]collaboration.Role // author key → role
+	guideLabel string
+	cancelTurn context.CancelFunc
+}
+
+// restore loads a session's record, window, roles and any suspended turn.
+func (m *Manager) restore(ctx context.Context, id string) (*session, error) {
+	st := m.cfg.Store
+	rec, err := st.Session(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("sessions: load %s: %w", id, err)
+	}
+	g, ok := m.cfg.Guides.Get(rec.Guide)
+	if !ok {
+		// A guide removed since: fall back rather than lock users out.
+		m.cfg.Logger.Warn("session's guide is gone, using the default", "session", id, "guide", rec.Guide)
+		g, _ = m.cfg.Guides.Get(m.cfg.DefaultGuide)
+	}
+	// Events may still sit in the write queue from before an unload.
+	if err := st.Flush(ctx); err != nil {
+		return nil, fmt.Errorf("sessions: load %s: %w", id, err)
+	}
+	seq, err := st.LastSeq(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("sessions: load %s: %w", id, err)
+	}
+	window, err := st.Window(ctx, id, g.Memory.Window)
+	if err != nil {
+		return nil, fmt.Errorf("sessions: load %s: %w", id, err)
+	}
+	members, err := st.Members(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("sessions: load %s: %w", id, err)
+	}
+	s := &session{
+		id: id, m: m, log: m.cfg.Logger.With("session", id),
+		inbox: make(chan job, m.cfg.QueueSize),
+		rec:   rec, guide: g, window: window, seq: seq,
+		published: seq, subs: map[*Subscription]struct{}{},
+		roles: map[string]collaboration.Role{}, guideLabel: g.Name,
+	}
+	for k, r := range members {
+		s.roles[k] = collaboration.Role(r)
+	}
+	if err := s.restorePending(ctx); err != nil {
+		return nil, fmt.Errorf("sessions: load %s: %w", id, err)
+	}
+	return s, nil
+}
+
+// run is the session's goroutine: it takes inputs one at a time, so a
+// session's events are always in order, and unloads the session when it has
+// been idle with nobody attached.
+func (s *session) run() {
+	idle := time.NewTimer(s.m.cfg.IdleTimeout)
+	defer idle.Stop()
+	for {
+		select {
+		case <-s.m.ctx.Done():
+			s.shutdown()
+			return
+		case j := <-s.inbox:
+			s.handle(j)
+			if !idle.Stop() {
+				select {
+				case <-idle.C:
+				default:
+				}
+			}
+			idle.Reset(s.m.cfg.IdleTimeout)
+		case <-idle.C:
+			if s.tryUnload() {
+				return
+			}
+			idle.Reset(s.m.cfg.IdleTimeout)
+		}
+	}
+}
+
+// tryUnload leaves memory if nobody is attached, nothing is queued and no
+// approval is pending (its expiry timer lives here).
+func (s *session) tryUnload() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.attached > 0 || len(s.inbox) > 0 || s.pending != nil {
+		return false
+	}
+	s.closed = true
+	s.m.unload(s)
+	s.log.Debug("session unloaded after idling")
+	return true
+}
+
+func (s *session) shutdown() {
+	s.mu.Lock()
+	s.closed = true
+	for sub := range s.subs {
+		sub.drop()
+	}
+	s.subs = nil
+	s.mu.Unlock()
+	s.stopTimers()
+}
+
+// submit queues an input. Cancelling is out of band: it must reach a turn
+// that is running, which the queue would only reach after it ended.
+func (s *session) submit(in switchboard.Input) (*Receipt, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if role := s.roleLocked(in.Author); !role.CanWrite() {
+		return nil, fmt.Errorf("%w: %s is a %s in this session and may not write", ErrForbidden, in.Author.DisplayName(), role)
+	}
+	j := job{input: in, receipt: &Receipt{done: make(chan struct{})}}
+	if in.Kind == switchboard.InputCancel || (in.Kind == switchboard.InputText && isStop(in.Text)) {
+		if s.cancelTurn != nil {
+			s.cancelTurn()
+			j.stoppedRunning = true
+		}
+	}
+	select {
+	case s.inbox <- j:
+		return j.receipt, nil
+	default:
+		return nil, ErrBusy
+	}
+}
+
+// schedule queues internal work, such as an expiry, without blocking a
+// timer goroutine on a full queue for longer than it must.
+func (s *session) schedule(j job) {
+	go func() {
+		select {
+		case s.inbox <- j:
+		case <-s.m.ctx.Done():
+		}
+	}()
+}
+
+// join makes the author a member with the role they already have, the role
+// given, or the join role.
+func (s *session) join(ctx context.Context, a switchboard.Author, role collaboration.Role) (collaboration.Role, error) {
+	s.mu.Lock()
+	cur, known := s.roles[a.Key()]
+	s.mu.Unlock()
+	if known && (role == "" || role == cur) {
+		return cur, nil
+	}
+	if role == "" {
+		role = s.m.cfg.JoinRole
+	}
+	if err := s.m.cfg.Store.SetMember(ctx, s.id, a.Key(), string(role)); err != nil {
+		return "", fmt.Errorf("sessions: join: %w", err)
+	}
+	s.mu.Lock()
+	s.roles[a.Key()] = role
+	s.mu.Unlock()
+	return role, nil
+}
+
+func (s *session) roleLocked(a switchboard.Author) collaboration.Role {
+	if r, ok := s.roles[a.Key()]; ok {
+		return r
+	}
+	return s.m.cfg.JoinRole
+}
+
+func (s *session) role(a switchboard.Author) collaboration.Role {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.roleLocked(a)
+}
+
+func (s *session) memberCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.roles)
+}
+
+func (s *session) guideName() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.guideLabel
+}
+
+func (s *session) publishedSeq() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.published
+}
+
+// handle processes one job and closes its receipt.
+func (s *session) handle(j job) {
+	ctx := s.m.ctx
+	switch {
+	case j.expire != "":
+		s.expire(ctx, j.expire)
+		return
+	case j.resume:
+		s.resumePending(ctx)
+		return
+	}
+	defer func() {
+		if j.receipt != nil {
+			j.receipt.lastSeq = s.seq
+			close(j.receipt.done)
+		}
+	}()
+	in := j.input
+	switch in.Kind {
+	case switchboard.InputCancel:
+		s.stop(ctx, in.Author, j.stoppedRunning)
+	case switchboard.InputConfirm:
+		s.confirm(ctx, in)
+	case switchboard.InputAction:
+		s.action(ctx, in)
+	case switchboard.InputText:
+		if cmd, ok := parseCommand(in.Text); ok {
+			s.command(ctx, j, cmd)
+			return
+		}
+		s.userTurn(ctx, in, in.Text)
+	default:
+		s.emitError(ctx, switchboard.ErrCodeBadInput, fmt.Sprintf("unknown input kind %q", in.Kind))
+	}
+}
+
+// emit numbers an event, queues it for storage and hands it to every
+// attached listener. Only the session goroutine emits, so seq order is
+// emission order.
+func (s *session) emit(ctx context.Context, typ switchboard.EventType, data any) {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		s.log.Error("event not encodable", "type", typ, "err", err)
+		return
+	}
+	s.seq++
+	ev := switchboard.Event{
+		Seq: s.seq, Time: s.m.cfg.Now().UTC().Truncate(time.Millisecond), Session: s.id,
+		Agent: s.guide.Name, Type: typ, Data: raw,
+	}
+	if err := s.m.cfg.Store.AppendEvents(ctx, ev); err != nil {
+		s.log.Error("event not stored", "seq", ev.Seq, "type", typ, "err", err)
+	}
+	s.mu.Lock()
+	s.published = ev.Seq
+	for sub := range s.subs {
+		select {
+		case sub.live <- ev:
+		default:
+			// Too slow: drop it from live delivery; it catches up from
+			// the store and never holds the session back.
+			delete(s.subs, sub)
+			sub.drop()
+		}
+	}
+	s.mu.Unlock()
+}
+
+func (s *session) emitError(ctx context.Context, code, msg string) {
+	s.emit(ctx, switchboard.EventError, switchboard.ErrorData{Code: code, Message: msg})
+}
+
+func (s *session) emitState(ctx context.Context, state, tool string) {
+	s.emit(ctx, switchboard.EventState, switchboard.StateData{State: state, Tool: tool})
+}
+
+// systemMessage tells everyone in the session something from the gateway.
+func (s *session) systemMessage(ctx context.Context, text string) {
+	s.emit(ctx, switchboard.EventMessage, switchboard.MessageData{
+		ID: newID("m_"), Role: switchboard.RoleSystem, Author: "switchboard", Content: text, Format: switchboard.FormatText,
+	})
+}
+
+// Subscription delivers a session's events, in seq order with no gap and no
+// duplicate, to one listener.
+type Subscription struct {
+	Ready switchboard.ReadyData
+
+	s    *session
+	out  chan switchboard.Event
+	live chan switchboard.Event // filled by emit while registered
+	stop chan struct{}
+	once sync.Once
+	// dropped is closed by drop so pump learns it must catch up; both
+	// fields are guarded by the session's mu.
+	dropped   chan struct{}
+	isDropped bool
+}
+
+// Events is the stream. It is closed when the subscription ends (Close,
+// shutdown, or an unrecoverable store error).
+func (sub *Subscription) Events() <-chan switchboard.Event { return sub.out }
+
+// Close detaches the listener.
+func (sub *Subscription) Close() {
+	sub.once.Do(func() { close(sub.stop) })
+}
+
+// drop ends live delivery; the caller holds the session's mu.
+func (sub *Subscription) drop() {
+	if !sub.isDropped {
+		sub.isDropped = true
+		close(sub.dropped)
+	}
+}
+
+func (s *session) subscribe(after int64) *Subscription {
+	sub := &Subscription{s: s, out: make(chan switchboard.Event), stop: make(chan struct{})}
+	s.mu.Lock()
+	s.attached++
+	s.mu.Unlock()
+	go sub.pump(after)
+	return sub
+}
+
+// pump reads stored events until it reaches the live edge, then switches to
+// live delivery; if it falls behind there, it goes back to the store.
+func (sub *Subscription) pump(last int64) {
+	defer close(sub.out)
+	defer sub.detach()
+	ctx, cancel := context.WithCancel(sub.s.m.ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-sub.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	st := sub.s.m.cfg.Store
+	for {
+		// Catch up from the store until registering live leaves no gap.
+		for {
+			registered, closed := sub.register(last)
+			if closed {
+				return
+			}
+			if !registered {
+				if err := st.Flush(ctx); err != nil {
+					return
+				}
+				evs, err := st.EventsAfter(ctx, sub.s.id, last, 512)
+				if err != nil {
+					if ctx.Err() == nil {
+						sub.s.log.Error("subscriber catch-up failed", "err", err)
+					}
+					return
+				}
+				for _, ev := range evs {
+					if !sub.send(ctx, ev) {
+						return
+					}
+					last = ev.Seq
+				}
+				continue
+			}
+			break
+		}
+		// Live: forward until dropped or stopped.
+		for {
+			select {
+			case ev := <-sub.live:
+				if ev.Seq <= last {
+					continue
+				}
+				if !sub.send(ctx, ev) {
+					return
+				}
+				last = ev.Seq
+				continue
+			case <-sub.dropped:
+			case <-ctx.Done():
+				return
+			}
+			break
+		}
+		// Drain what was delivered live before the drop, then catch up.
+		for drained := false; !drained; {
+			select {
+			case ev := <-sub.live:
+				if ev.Seq > last {
+					if !sub.send(ctx, ev) {
+						return
+					}
+					last = ev.Seq
+				}
+			default:
+				drained = true
+			}
+		}
+		sub.s.mu.Lock()
+		closed := sub.s.closed
+		sub.s.mu.Unlock()
+		if closed {
+			return
+		}
+	}
+}
+
+// register joins live delivery if last is the live edge.
+func (sub *Subscription) register(last int64) (registered, closed bool) {
+	s := sub.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false, true
+	}
+	if s.published != last {
+		return false, false
+	}
+	sub.live = make(chan switchboard.Event, s.m.cfg.SubscriberBuffer)
+	sub.dropped = make(chan struct{})
+	sub.isDropped = false
+	s.subs[sub] = struct{}{}
+	return true, false
+}
+
+func (sub *Subscription) detach() {
+	s := sub.s
+	s.mu.Lock()
+	delete(s.subs, sub)
+	s.attached--
+	s.mu.Unlock()
+}
+
+func (sub *Subscription) send(ctx context.Context, ev switchboard.Event) bool {
+	select {
+	case sub.out <- ev:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// isStop reports whether a text input is the /stop command.
+func isStop(text string) bool {
+	cmd, ok := parseCommand(text)
+	return ok && cmd.name == "stop"
+}

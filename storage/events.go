@@ -1,0 +1,254 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/switchboard-gw/switchboard"
+)
+
+// writeReq is one item of the event queue: an event to store, or a Flush
+// marker, which the writer answers once everything queued before it is
+// committed. Sharing one FIFO is what makes that ordering guarantee free.
+type writeReq struct {
+	ev    switchboard.Event
+	flush chan error // set for a marker; buffered, so the writer never waits
+	last  bool       // Close's marker: the writer exits once it is answered
+}
+
+// AppendEvents queues events for the background writer and returns without
+// waiting for the commit. Only when the queue is full does it wait, until
+// there is room or ctx ends: slowing producers down rather than dropping
+// events. If ctx ends midway, the events before that point stay queued.
+// The caller numbers the events; a (session, seq) already stored is ignored.
+func (db *DB) AppendEvents(ctx context.Context, evs ...switchboard.Event) error {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.closed {
+		return fmt.Errorf("storage: append events: %w", ErrClosed)
+	}
+	// Checked here, where the caller can still act on it, rather than in a
+	// batch that other sessions' events share.
+	for _, ev := range evs {
+		if ev.Session == "" || ev.Seq <= 0 {
+			return fmt.Errorf("storage: append events: event %q/%d needs a session and a seq > 0", ev.Session, ev.Seq)
+		}
+	}
+	for _, ev := range evs {
+		if err := db.enqueue(ctx, writeReq{ev: ev}); err != nil {
+			return fmt.Errorf("storage: append events: %w", err)
+		}
+	}
+	return nil
+}
+
+// Flush returns once every event queued before the call is committed. It
+// also returns any write error the writer hit since the previous Flush.
+func (db *DB) Flush(ctx context.Context) error {
+	done := make(chan error, 1)
+	db.mu.RLock()
+	if db.closed {
+		db.mu.RUnlock()
+		return fmt.Errorf("storage: flush: %w", ErrClosed)
+	}
+	err := db.enqueue(ctx, writeReq{flush: done})
+	db.mu.RUnlock()
+	if err != nil {
+		return fmt.Errorf("storage: flush: %w", err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("storage: flush: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("storage: flush: %w", ctx.Err())
+	}
+}
+
+// enqueue prefers the queue to ctx: a request that fits is queued even if
+// ctx has just ended, so nothing is refused that need not be.
+func (db *DB) enqueue(ctx context.Context, r writeReq) error {
+	select {
+	case db.queue <- r:
+		return nil
+	default:
+	}
+	select {
+	case db.queue <- r:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// runWriter is the one goroutine that writes events. It takes whatever is
+// queued, up to a batch, and commits it in one transaction, so sessions
+// producing events at the same time share commits instead of queueing for
+// the write lock one row at a time.
+func (db *DB) runWriter() {
+	var unreported error
+	batch := make([]writeReq, 0, db.batchSize)
+	for {
+		batch = db.fill(append(batch[:0], <-db.queue))
+		unreported = db.commit(batch, unreported)
+		if batch[len(batch)-1].last {
+			return
+		}
+	}
+}
+
+// fill adds to batch what the queue holds right now, up to the batch size.
+func (db *DB) fill(batch []writeReq) []writeReq {
+	for len(batch) < db.batchSize {
+		select {
+		case r := <-db.queue:
+			batch = append(batch, r)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// commit writes the batch's events and answers its Flush markers, which
+// all follow the events queued before them. It returns the error still to
+// be reported to the next Flush.
+func (db *DB) commit(batch []writeReq, unreported error) error {
+	evs := make([]switchboard.Event, 0, len(batch))
+	for _, r := range batch {
+		if r.flush == nil {
+			evs = append(evs, r.ev)
+		}
+	}
+	if len(evs) > 0 {
+		if db.beforeBatch != nil {
+			db.beforeBatch(evs)
+		}
+		if err := db.insertEvents(evs); err != nil {
+			db.log.Error("storage: event batch not written", "events", len(evs), "err", err)
+			unreported = errors.Join(unreported, err)
+		}
+	}
+	answered := false
+	for _, r := range batch {
+		if r.flush != nil {
+			r.flush <- unreported
+			answered = true
+		}
+	}
+	if answered {
+		return nil
+	}
+	return unreported
+}
+
+func (db *DB) insertEvents(evs []switchboard.Event) (err error) {
+	// Not tied to any caller's context: the events are already accepted,
+	// and Close waits for this to finish.
+	ctx := context.Background()
+	tx, err := db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("storage: write events: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (session_id, seq, time, type, agent, data)
+		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, seq) DO NOTHING`)
+	if err != nil {
+		return fmt.Errorf("storage: write events: %w", err)
+	}
+	defer stmt.Close()
+	for _, ev := range evs {
+		if _, err := stmt.ExecContext(ctx, ev.Session, ev.Seq, ev.Time.UnixMilli(), string(ev.Type), ev.Agent, string(ev.Data)); err != nil {
+			return fmt.Errorf("storage: write event %s/%d: %w", ev.Session, ev.Seq, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("storage: write events: %w", err)
+	}
+	return nil
+}
+
+// EventsAfter returns up to limit stored events of a session with seq
+// greater than afterSeq, in seq order; limit <= 0 means no limit. It sees
+// committed events only: Flush first to include queued ones.
+func (db *DB) EventsAfter(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]switchboard.Event, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := db.read.QueryContext(ctx, `SELECT seq, time, type, agent, data FROM events
+		WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, sessionID, afterSeq, limit)
+	if err != nil {
+		return nil, fmt.Errorf("storage: events after: %w", err)
+	}
+	defer rows.Close()
+	var evs []switchboard.Event
+	for rows.Next() {
+		var (
+			ev   = switchboard.Event{Session: sessionID}
+			ms   int64
+			typ  string
+			data string
+		)
+		if err := rows.Scan(&ev.Seq, &ms, &typ, &ev.Agent, &data); err != nil {
+			return nil, fmt.Errorf("storage: events after: %w", err)
+		}
+		ev.Time = fromMillis(ms)
+		ev.Type = switchboard.EventType(typ)
+		if data != "" {
+			ev.Data = json.RawMessage(data)
+		}
+		evs = append(evs, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: events after: %w", err)
+	}
+	return evs, nil
+}
+
+// LastSeq returns the highest committed seq of a session, 0 if it has none.
+// It does not flush: a caller that must count queued events flushes first.
+func (db *DB) LastSeq(ctx context.Context, sessionID string) (int64, error) {
+	var seq int64
+	err := db.read.QueryRowContext(ctx,
+		`SELECT seq FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT 1`, sessionID).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("storage: last seq: %w", err)
+	}
+	return seq, nil
+}
+
+// FindUI returns the UI segment with the given id from the session's stored
+// ui events, the latest if several carry it, so an action can be checked
+// against what was actually shown.
+func (db *DB) FindUI(ctx context.Context, sessionID, uiID string) (switchboard.UI, error) {
+	var data string
+	// json_valid guards json_extract, which fails the whole query on one
+	// malformed row.
+	err := db.read.QueryRowContext(ctx, `SELECT data FROM events
+		WHERE session_id = ? AND type = ?
+		  AND CASE WHEN json_valid(data) THEN json_extract(data, '$.id') END = ?
+		ORDER BY seq DESC LIMIT 1`, sessionID, string(switchboard.EventUI), uiID).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return switchboard.UI{}, fmt.Errorf("storage: find ui %q: %w", uiID, ErrNotFound)
+	}
+	if err != nil {
+		return switchboard.UI{}, fmt.Errorf("storage: find ui %q: %w", uiID, err)
+	}
+	var ui switchboard.UI
+	if err := json.Unmarshal([]byte(data), &ui); err != nil {
+		return switchboard.UI{}, fmt.Errorf("storage: find ui %q: %w", uiID, err)
+	}
+	return ui, nil
+}

@@ -1,0 +1,149 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/switchboard-gw/switchboard"
+)
+
+// CreateSession stores a new session. A non-empty Key must not be held by
+// another session (ErrExists).
+func (db *DB) CreateSession(ctx context.Context, s switchboard.Session) error {
+	_, err := db.write.ExecContext(ctx, `INSERT INTO sessions
+		(id, key, guide, owner, created_at, prompt_tokens, completion_tokens, total_tokens)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		s.ID, nullable(s.Key), s.Guide, s.Owner, s.CreatedAt.UnixMilli(),
+		s.Usage.PromptTokens, s.Usage.CompletionTokens, s.Usage.TotalTokens)
+	if isUnique(err) {
+		return fmt.Errorf("storage: create session %s (key %q): %w", s.ID, s.Key, ErrExists)
+	}
+	if err != nil {
+		return fmt.Errorf("storage: create session %s: %w", s.ID, err)
+	}
+	return nil
+}
+
+const sessionColumns = `id, key, guide, owner, created_at, prompt_tokens, completion_tokens, total_tokens`
+
+// Session returns the session with the given id.
+func (db *DB) Session(ctx context.Context, id string) (switchboard.Session, error) {
+	s, err := scanSession(db.read.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, id))
+	if err != nil {
+		return s, fmt.Errorf("storage: session %s: %w", id, err)
+	}
+	return s, nil
+}
+
+// SessionByKey returns the session holding a listener's natural key.
+func (db *DB) SessionByKey(ctx context.Context, key string) (switchboard.Session, error) {
+	if key == "" {
+		return switchboard.Session{}, fmt.Errorf("storage: session by key: empty key: %w", ErrNotFound)
+	}
+	s, err := scanSession(db.read.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE key = ?`, key))
+	if err != nil {
+		return s, fmt.Errorf("storage: session by key %q: %w", key, err)
+	}
+	return s, nil
+}
+
+func scanSession(row *sql.Row) (switchboard.Session, error) {
+	var (
+		s   switchboard.Session
+		key sql.NullString
+		ms  int64
+	)
+	err := row.Scan(&s.ID, &key, &s.Guide, &s.Owner, &ms,
+		&s.Usage.PromptTokens, &s.Usage.CompletionTokens, &s.Usage.TotalTokens)
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, ErrNotFound
+	}
+	if err != nil {
+		return s, err
+	}
+	s.Key = key.String
+	s.CreatedAt = fromMillis(ms)
+	return s, nil
+}
+
+// ClearSessionKey releases a session's natural key, so that /reset can
+// give the key to a fresh session while the old one stays readable by id.
+func (db *DB) ClearSessionKey(ctx context.Context, id string) error {
+	return db.updateSession(ctx, "clear session key", id, `UPDATE sessions SET key = NULL WHERE id = ?`, id)
+}
+
+// SetSessionGuide records the guide a session now uses.
+func (db *DB) SetSessionGuide(ctx context.Context, id, guide string) error {
+	return db.updateSession(ctx, "set session guide", id, `UPDATE sessions SET guide = ? WHERE id = ?`, guide, id)
+}
+
+// AddSessionUsage adds a turn's tokens to the session's running total.
+func (db *DB) AddSessionUsage(ctx context.Context, id string, u switchboard.Usage) error {
+	return db.updateSession(ctx, "add session usage", id, `UPDATE sessions SET
+		prompt_tokens = prompt_tokens + ?,
+		completion_tokens = completion_tokens + ?,
+		total_tokens = total_tokens + ?
+		WHERE id = ?`, u.PromptTokens, u.CompletionTokens, u.TotalTokens, id)
+}
+
+func (db *DB) updateSession(ctx context.Context, op, id, query string, args ...any) error {
+	res, err := db.write.ExecContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("storage: %s %s: %w", op, id, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("storage: %s %s: %w", op, id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("storage: %s %s: %w", op, id, ErrNotFound)
+	}
+	return nil
+}
+
+// SetMember grants authorKey a role in a session, replacing any it had.
+func (db *DB) SetMember(ctx context.Context, sessionID, authorKey, role string) error {
+	_, err := db.write.ExecContext(ctx, `INSERT INTO members (session_id, author_key, role) VALUES (?, ?, ?)
+		ON CONFLICT (session_id, author_key) DO UPDATE SET role = excluded.role`, sessionID, authorKey, role)
+	if err != nil {
+		return fmt.Errorf("storage: set member %s in %s: %w", authorKey, sessionID, err)
+	}
+	return nil
+}
+
+// Member returns authorKey's role in a session.
+func (db *DB) Member(ctx context.Context, sessionID, authorKey string) (string, error) {
+	var role string
+	err := db.read.QueryRowContext(ctx, `SELECT role FROM members WHERE session_id = ? AND author_key = ?`,
+		sessionID, authorKey).Scan(&role)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("storage: member %s in %s: %w", authorKey, sessionID, err)
+	}
+	return role, nil
+}
+
+// Members returns every member of a session: author key → role.
+func (db *DB) Members(ctx context.Context, sessionID string) (map[string]string, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT author_key, role FROM members WHERE session_id = ?`, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("storage: members of %s: %w", sessionID, err)
+	}
+	defer rows.Close()
+	m := map[string]string{}
+	for rows.Next() {
+		var k, r string
+		if err := rows.Scan(&k, &r); err != nil {
+			return nil, fmt.Errorf("storage: members of %s: %w", sessionID, err)
+		}
+		m[k] = r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: members of %s: %w", sessionID, err)
+	}
+	return m, nil
+}

@@ -1,0 +1,139 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/switchboard-gw/switchboard"
+)
+
+func TestSessionRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openFile(t)
+	want := newSession(t, db, "s1", "slack:T1:C1:1700000000.000100")
+
+	got, err := db.Session(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("Session = %+v, want %+v", got, want)
+	}
+	if got.CreatedAt.Location() != time.UTC {
+		t.Errorf("CreatedAt location = %v, want UTC", got.CreatedAt.Location())
+	}
+	byKey, err := db.SessionByKey(ctx, want.Key)
+	if err != nil || byKey != want {
+		t.Errorf("SessionByKey = %+v, %v; want %+v", byKey, err, want)
+	}
+
+	if err := db.SetSessionGuide(ctx, "s1", "support"); err != nil {
+		t.Fatal(err)
+	}
+	u := switchboard.Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15}
+	for range 2 {
+		if err := db.AddSessionUsage(ctx, "s1", u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err = db.Session(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Guide != "support" {
+		t.Errorf("Guide = %q, want support", got.Guide)
+	}
+	if want := u.Add(u); got.Usage != want {
+		t.Errorf("Usage = %+v, want %+v (added, not replaced)", got.Usage, want)
+	}
+}
+
+func TestSessionNotFound(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openFile(t)
+	checks := map[string]error{}
+	_, checks["Session"] = db.Session(ctx, "nope")
+	_, checks["SessionByKey"] = db.SessionByKey(ctx, "nope")
+	_, checks["SessionByKey empty"] = db.SessionByKey(ctx, "")
+	checks["ClearSessionKey"] = db.ClearSessionKey(ctx, "nope")
+	checks["SetSessionGuide"] = db.SetSessionGuide(ctx, "nope", "g")
+	checks["AddSessionUsage"] = db.AddSessionUsage(ctx, "nope", switchboard.Usage{TotalTokens: 1})
+	for name, err := range checks {
+		if !errors.Is(err, ErrNotFound) || !errors.Is(err, switchboard.ErrNotFound) {
+			t.Errorf("%s: err = %v, want ErrNotFound", name, err)
+		}
+	}
+}
+
+func TestSessionKeyIsUniqueUntilCleared(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openFile(t)
+	newSession(t, db, "old", "stdin")
+	// Sessions without a key never collide with each other.
+	newSession(t, db, "a", "")
+	newSession(t, db, "b", "")
+
+	err := db.CreateSession(ctx, switchboard.Session{ID: "new", Key: "stdin"})
+	if !errors.Is(err, ErrExists) {
+		t.Fatalf("second session with key stdin: err = %v, want ErrExists", err)
+	}
+	if err := db.CreateSession(ctx, switchboard.Session{ID: "old"}); !errors.Is(err, ErrExists) {
+		t.Errorf("duplicate id: err = %v, want ErrExists", err)
+	}
+
+	// /reset: the old session lets go of the key and a new one takes it.
+	if err := db.ClearSessionKey(ctx, "old"); err != nil {
+		t.Fatal(err)
+	}
+	newSession(t, db, "new", "stdin")
+	s, err := db.SessionByKey(ctx, "stdin")
+	if err != nil || s.ID != "new" {
+		t.Errorf("SessionByKey(stdin) = %q, %v; want new", s.ID, err)
+	}
+	old, err := db.Session(ctx, "old")
+	if err != nil || old.Key != "" {
+		t.Errorf("old session = %+v, %v; want it kept, without its key", old, err)
+	}
+}
+
+func TestMembers(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openFile(t)
+	newSession(t, db, "s1", "")
+	newSession(t, db, "s2", "")
+
+	if _, err := db.Member(ctx, "s1", "web:u1"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Member of nobody: err = %v, want ErrNotFound", err)
+	}
+	set := func(s, a, r string) {
+		t.Helper()
+		if err := db.SetMember(ctx, s, a, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set("s1", "stdin:me", "owner")
+	set("s1", "web:u1", "viewer")
+	set("s1", "web:u1", "member") // upsert
+	set("s2", "web:u2", "member")
+
+	if role, err := db.Member(ctx, "s1", "web:u1"); err != nil || role != "member" {
+		t.Errorf("Member = %q, %v; want member", role, err)
+	}
+	got, err := db.Members(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"stdin:me": "owner", "web:u1": "member"}; !maps.Equal(got, want) {
+		t.Errorf("Members = %v, want %v", got, want)
+	}
+	if got, err := db.Members(ctx, "s3"); err != nil || len(got) != 0 {
+		t.Errorf("Members of unknown session = %v, %v; want empty", got, err)
+	}
+	// Foreign keys are on: a member needs a session.
+	if err := db.SetMember(ctx, "ghost", "web:u1", "owner"); err == nil {
+		t.Error("SetMember on an unknown session succeeded")
+	}
+}

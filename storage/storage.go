@@ -1,0 +1,309 @@
+// Package storage is the gateway's SQLite store: sessions, members, the
+// numbered event log, the model's context messages, suspended turns and
+// input de-duplication.
+//
+// SQLite allows one writer at a time, so the store has exactly one: a
+// single-connection *sql.DB through which every write goes, and a separate
+// pool for reads (WAL lets those run while the writer commits). Events, the
+// hottest write, are queued and committed in batches by one background
+// goroutine, so many sessions' events share a commit.
+package storage
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/switchboard-gw/switchboard"
+)
+
+// ErrNotFound is returned (wrapped) for a missing record. It is the domain's
+// sentinel, so callers may test for either name.
+var ErrNotFound = switchboard.ErrNotFound
+
+// ErrExists is returned (wrapped) when a record would break a uniqueness
+// rule, such as a second session taking a key another one holds.
+var ErrExists = errors.New("already exists")
+
+// ErrClosed is returned by calls made after Close.
+var ErrClosed = errors.New("store is closed")
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Defaults for the event writer.
+const (
+	defaultQueueSize = 8192
+	defaultBatchSize = 512
+)
+
+type options struct {
+	queueSize int
+	batchSize int
+	readConns int
+	logger    *slog.Logger
+	// beforeBatch, when set, is called by the event writer with each batch
+	// before it is written. Tests use it to hold the writer still.
+	beforeBatch func([]switchboard.Event)
+}
+
+// Option configures Open.
+type Option func(*options)
+
+// WithQueueSize bounds the event queue (default 8192). When it is full,
+// AppendEvents waits: back-pressure rather than unbounded memory.
+func WithQueueSize(n int) Option { return func(o *options) { o.queueSize = n } }
+
+// WithBatchSize caps how many events one commit takes (default 512).
+func WithBatchSize(n int) Option { return func(o *options) { o.batchSize = n } }
+
+// WithReadConns sets the size of the read pool (default 2×CPUs, at least 4).
+func WithReadConns(n int) Option { return func(o *options) { o.readConns = n } }
+
+// WithLogger sets where background write errors are logged.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// DB is the store. It is safe for concurrent use.
+type DB struct {
+	write *sql.DB // one connection: the only writer
+	read  *sql.DB // the read pool; the same as write for ":memory:"
+	log   *slog.Logger
+
+	beforeBatch func([]switchboard.Event)
+	batchSize   int
+	queue       chan writeReq
+
+	// mu guards closed. Senders to queue hold it for reading, so Close,
+	// which takes it for writing, knows no send is in flight once it has it.
+	mu        sync.RWMutex
+	closed    bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens (creating if needed) the database at dsn, a file path or
+// ":memory:", and applies any migrations it has not seen yet.
+func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
+	o := options{
+		queueSize: defaultQueueSize,
+		batchSize: defaultBatchSize,
+		readConns: max(4, 2*runtime.NumCPU()),
+		logger:    slog.Default(),
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	o.queueSize = max(o.queueSize, 1)
+	o.batchSize = max(o.batchSize, 1)
+	o.readConns = max(o.readConns, 1)
+
+	writeDSN, readDSN, memory, err := dsns(dsn)
+	if err != nil {
+		return nil, err
+	}
+	write, err := sql.Open("sqlite", writeDSN)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open: %w", err)
+	}
+	write.SetMaxOpenConns(1)
+	// An in-memory database lives as long as a connection to it does, so
+	// the one connection must never be retired.
+	write.SetMaxIdleConns(1)
+	write.SetConnMaxLifetime(0)
+	write.SetConnMaxIdleTime(0)
+
+	if err := migrate(ctx, write); err != nil {
+		write.Close()
+		return nil, err
+	}
+
+	read := write
+	if !memory {
+		read, err = sql.Open("sqlite", readDSN)
+		if err != nil {
+			write.Close()
+			return nil, fmt.Errorf("storage: open: %w", err)
+		}
+		read.SetMaxOpenConns(o.readConns)
+		read.SetMaxIdleConns(o.readConns)
+		if err := read.PingContext(ctx); err != nil {
+			read.Close()
+			write.Close()
+			return nil, fmt.Errorf("storage: open: %w", err)
+		}
+	}
+
+	db := &DB{
+		write:       write,
+		read:        read,
+		log:         o.logger,
+		beforeBatch: o.beforeBatch,
+		batchSize:   o.batchSize,
+		queue:       make(chan writeReq, o.queueSize),
+	}
+	go db.runWriter()
+	return db, nil
+}
+
+// dsns builds the driver DSNs for the writer and the readers. Pragmas go in
+// the DSN so that every connection the pools open gets them.
+func dsns(dsn string) (write, read string, memory bool, err error) {
+	params := []string{"_pragma=busy_timeout(5000)", "_pragma=synchronous(NORMAL)", "_pragma=foreign_keys(1)"}
+	var base string
+	switch {
+	case dsn == "":
+		return "", "", false, errors.New("storage: open: empty dsn")
+	case dsn == ":memory:":
+		// A named shared-cache database, unique per Open so two stores in
+		// one process never share state by accident.
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", "", false, fmt.Errorf("storage: open: %w", err)
+		}
+		base = "file:memdb" + hex.EncodeToString(b[:]) + "?mode=memory&cache=shared&"
+		memory = true
+	default:
+		if err := os.MkdirAll(filepath.Dir(dsn), 0o755); err != nil {
+			return "", "", false, fmt.Errorf("storage: open: %w", err)
+		}
+		base = "file:" + escapePath(dsn) + "?"
+		params = append(params, "_pragma=journal_mode(WAL)")
+	}
+	base += strings.Join(params, "&")
+	// The writer begins IMMEDIATE so a transaction takes the write lock up
+	// front instead of failing to upgrade a read lock halfway through.
+	return base + "&_txlock=immediate", base + "&_query_only=1", memory, nil
+}
+
+// escapePath makes a file path safe inside an SQLite URI, where '?' and
+// '#' end the path and '%' starts an escape.
+func escapePath(p string) string {
+	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(p)
+}
+
+// migrate applies, in order and each in its own transaction, the embedded
+// migrations schema_migrations does not list yet.
+func migrate(ctx context.Context, db *sql.DB) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT    NOT NULL,
+		applied_at INTEGER NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("storage: migrate: %w", err)
+	}
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		return fmt.Errorf("storage: migrate: %w", err)
+	}
+	type migration struct {
+		version int
+		name    string
+	}
+	var ms []migration
+	seen := map[int]string{}
+	for _, n := range names {
+		base := filepath.Base(n)
+		num, _, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return fmt.Errorf("storage: migrate: %s: name must be NNNN_description.sql", base)
+		}
+		if prev, dup := seen[v]; dup {
+			return fmt.Errorf("storage: migrate: %s and %s share version %d", prev, base, v)
+		}
+		seen[v] = base
+		ms = append(ms, migration{v, n})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+
+	for _, m := range ms {
+		if err := applyMigration(ctx, db, m.version, m.name); err != nil {
+			return fmt.Errorf("storage: migrate %s: %w", filepath.Base(m.name), err)
+		}
+	}
+	return nil
+}
+
+func applyMigration(ctx context.Context, db *sql.DB, version int, name string) error {
+	body, err := migrationFiles.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	// Checked inside the transaction, which holds the write lock, so two
+	// processes opening one file cannot both apply it.
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, version).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+		version, filepath.Base(name), time.Now().UnixMilli()); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Close commits every queued event, then closes the database. It returns
+// any write error the background writer has not reported yet.
+func (db *DB) Close() error {
+	db.closeOnce.Do(func() {
+		db.mu.Lock()
+		db.closed = true
+		db.mu.Unlock()
+		// The last request ever queued: the writer commits everything
+		// ahead of it, answers it and exits.
+		done := make(chan error, 1)
+		db.queue <- writeReq{flush: done, last: true}
+		errs := []error{<-done}
+		if db.read != db.write {
+			errs = append(errs, db.read.Close())
+		}
+		errs = append(errs, db.write.Close())
+		if err := errors.Join(errs...); err != nil {
+			db.closeErr = fmt.Errorf("storage: close: %w", err)
+		}
+	})
+	return db.closeErr
+}
+
+// isUnique reports whether err is a violated UNIQUE or PRIMARY KEY constraint.
+func isUnique(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+}
+
+// nullable stores an empty string as NULL.
+func nullable(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+// fromMillis is the inverse of time.Time.UnixMilli, in UTC.
+func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }

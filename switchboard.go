@@ -1,0 +1,97 @@
+// Package switchboard holds the domain types every other package speaks:
+// conversation messages, the event envelope of protocol v1 (CONTRACT §4),
+// inputs from listeners and the channel-neutral UI segments (CONTRACT §5).
+//
+// It depends on nothing but the standard library, so storage, providers,
+// sessions and listeners can all import it without cycles.
+package switchboard
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// MessageRole is the role of a message in the model's context.
+type MessageRole string
+
+const (
+	RoleSystem    MessageRole = "system"
+	RoleUser      MessageRole = "user"
+	RoleAssistant MessageRole = "assistant"
+	RoleTool      MessageRole = "tool"
+)
+
+// ToolCall is one call the model asked for. Args is the raw JSON object the
+// model produced; it is validated against the tool's schema before running.
+type ToolCall struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+// Message is one entry of a conversation's context, in the provider-neutral
+// shape the adapters translate to each wire format.
+type Message struct {
+	Role    MessageRole `json:"role"`
+	Content string      `json:"content,omitempty"`
+	// Author is the display name of a user message's writer; several users
+	// can share one session, so the model is told who said what.
+	Author string `json:"author,omitempty"`
+	// ToolCalls are set on assistant messages that asked for tools.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID, ToolName and IsError are set on tool results.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	ToolName   string `json:"tool_name,omitempty"`
+	IsError    bool   `json:"is_error,omitempty"`
+}
+
+// Usage counts tokens as the provider reported them.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{
+		PromptTokens:     u.PromptTokens + o.PromptTokens,
+		CompletionTokens: u.CompletionTokens + o.CompletionTokens,
+		TotalTokens:      u.TotalTokens + o.TotalTokens,
+	}
+}
+
+// Author identifies who sent an input: the listener it came through and the
+// user's id there. Key() is the identity roles are granted to.
+type Author struct {
+	Channel string `json:"channel"` // "stdin", "web", "slack", "discord"
+	ID      string `json:"id"`
+	Name    string `json:"name,omitempty"`
+}
+
+// Key is the author's identity across the gateway, e.g. "slack:U123".
+func (a Author) Key() string { return a.Channel + ":" + a.ID }
+
+// DisplayName is the name to show, falling back to the id.
+func (a Author) DisplayName() string {
+	if a.Name != "" {
+		return a.Name
+	}
+	return a.ID
+}
+
+// Session is the stored record of one conversation.
+type Session struct {
+	ID string
+	// Key is the listener's natural key for the conversation ("stdin",
+	// "slack:T1:C1:1700000000.000100"); empty for sessions only known by ID.
+	Key       string
+	Guide     string
+	Owner     string // Author.Key() of the creator
+	CreatedAt time.Time
+	Usage     Usage
+}
+
+// ErrNotFound is returned (wrapped) by stores for a missing record.
+var ErrNotFound = errors.New("not found")
