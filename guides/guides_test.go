@@ -26,7 +26,7 @@ func TestShippedGuides(t *testing.T) {
 	if !slices.Equal(a.Tools, builtins) || a.Memory.Window != 20 || len(a.InitialMemories) == 0 || a.Provider != "" {
 		t.Errorf("assistant: %+v", a)
 	}
-	for tool, want := range map[string]Policy{"current_time": Auto, "present": Auto, "calculator": Ask} {
+	for tool, want := range map[string]Policy{"current_time": Ask, "present": Auto, "calculator": Auto} {
 		if got := a.Approval.For(tool); got != want {
 			t.Errorf("assistant: %s is %q, want %q", tool, got, want)
 		}

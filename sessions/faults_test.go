@@ -130,7 +130,7 @@ func TestConversationIsRememberedAcrossRestart(t *testing.T) {
 	c.say("my name is Ann")
 	c.idle()
 	h.restart()
-	c2 := h.attach(sessions.AttachOptions{Key: "stdin", Author: alice})
+	c2 := h.attach(sessions.AttachOptions{Key: "stdin", Author: alice, AfterSeq: -1})
 	if c2.id != c.id {
 		t.Fatalf("stdin key opened %s after restart, want %s", c2.id, c.id)
 	}

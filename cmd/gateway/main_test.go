@@ -158,7 +158,7 @@ func TestPipeDenial(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s\n%s", err, out, logs)
 	}
-	if !strings.Contains(out, "denied by tester") || !strings.Contains(out, "Told: the user denied") {
+	if !strings.Contains(out, "denied by tester") || !strings.Contains(out, "the user denied this tool call") {
 		t.Fatalf("output:\n%s", out)
 	}
 }

@@ -342,6 +342,9 @@ func (v *view) render(ev switchboard.Event) {
 			v.printf("  ⚠ %s\n", d.SecurityWarning)
 		}
 		v.printf("  Run %s %s? Approve? [y/N] ", d.ToolName, compact(d.Args))
+		v.outMu.Lock()
+		v.midLine = true // a piped answer is not echoed: start the next line fresh
+		v.outMu.Unlock()
 	case *switchboard.ConfirmationResolvedData:
 		v.mu.Lock()
 		for i, c := range v.confirms {
