@@ -222,3 +222,18 @@ func TestGuideTypoFailsStartUpWithFileAndLine(t *testing.T) {
 		t.Fatalf("error does not name file, line and key:\n%s", out)
 	}
 }
+
+func TestPipeCardChoiceByNumber(t *testing.T) {
+	g := newGateway(t, `  - name: main
+    kind: openai
+    api_key_env: TEST_UNSET_OPENAI_KEY`, "")
+	out, logs, err := g.run("show me a card\n1\n")
+	if err != nil {
+		t.Fatalf("%v\n%s\n%s", err, out, logs)
+	}
+	for _, want := range []string{"┌ Demo card", "[1] Yes", "[2] No", `Clicked \"Yes\"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -99,7 +99,10 @@ func (p *Provider) answer(req providers.Request) (string, *switchboard.ToolCall)
 		}
 		return false
 	}
-	if req.Tools != nil {
+	// A click on a card comes back as "Clicked …": answer it, do not take
+	// the card's own words ("card") as a request for another one.
+	isClick := strings.HasPrefix(text, "Clicked ") || strings.HasPrefix(text, "Chose ") || strings.HasPrefix(text, "Submitted ")
+	if req.Tools != nil && !isClick {
 		switch {
 		case has("current_time") && (strings.Contains(lower, "time") || strings.Contains(lower, "clock")):
 			return "Let me check the clock.", call("current_time", map[string]any{})
