@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -88,15 +87,21 @@ type Provider struct {
 // Key returns the provider's API key and where it came from ("api_key" or
 // "env NAME"), so start-up messages can say which setting is in use without
 // printing the key. With no key, source names the variable that was looked
-// at, or is empty when the provider has neither setting.
-func (p Provider) Key() (key, source string) {
+// at, or is empty when the provider has neither setting. The environment
+// is passed in, as to Load, so tests stay hermetic.
+func (p Provider) Key(environ []string) (key, source string) {
 	if p.APIKey != "" {
 		return p.APIKey, "api_key"
 	}
 	if p.APIKeyEnv == "" {
 		return "", ""
 	}
-	return os.Getenv(p.APIKeyEnv), "env " + p.APIKeyEnv
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == p.APIKeyEnv {
+			return v, "env " + p.APIKeyEnv
+		}
+	}
+	return "", "env " + p.APIKeyEnv
 }
 
 // Listeners are the channels the gateway serves.

@@ -186,17 +186,17 @@ providers:
 }
 
 func TestProviderKey(t *testing.T) {
-	t.Setenv("SWITCHBOARD_TEST_KEY", "from-env")
-	if k, src := (Provider{APIKey: "direct", APIKeyEnv: "SWITCHBOARD_TEST_KEY"}).Key(); k != "direct" || src != "api_key" {
+	env := []string{"SWITCHBOARD_TEST_KEY=from-env"}
+	if k, src := (Provider{APIKey: "direct", APIKeyEnv: "SWITCHBOARD_TEST_KEY"}).Key(env); k != "direct" || src != "api_key" {
 		t.Errorf("api_key wins: %q %q", k, src)
 	}
-	if k, src := (Provider{APIKeyEnv: "SWITCHBOARD_TEST_KEY"}).Key(); k != "from-env" || src != "env SWITCHBOARD_TEST_KEY" {
+	if k, src := (Provider{APIKeyEnv: "SWITCHBOARD_TEST_KEY"}).Key(env); k != "from-env" || src != "env SWITCHBOARD_TEST_KEY" {
 		t.Errorf("env: %q %q", k, src)
 	}
-	if k, src := (Provider{APIKeyEnv: "SWITCHBOARD_TEST_UNSET"}).Key(); k != "" || src != "env SWITCHBOARD_TEST_UNSET" {
+	if k, src := (Provider{APIKeyEnv: "SWITCHBOARD_TEST_UNSET"}).Key(env); k != "" || src != "env SWITCHBOARD_TEST_UNSET" {
 		t.Errorf("unset env: %q %q", k, src)
 	}
-	if k, src := (Provider{}).Key(); k != "" || src != "" {
+	if k, src := (Provider{}).Key(env); k != "" || src != "" {
 		t.Errorf("none: %q %q", k, src)
 	}
 }

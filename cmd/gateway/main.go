@@ -164,10 +164,7 @@ func buildProviders(cfg config.Config, environ []string, log *slog.Logger) (map[
 	provs := map[string]*providers.Resilient{}
 	var missing []string
 	for i, pc := range cfg.Providers {
-		key := pc.APIKey
-		if key == "" {
-			key, _ = lookupEnv(environ, pc.APIKeyEnv)
-		}
+		key, _ := pc.Key(environ)
 		pcfg := providers.Config{Name: pc.Name, Kind: pc.Kind, BaseURL: pc.BaseURL, APIKey: key, Model: pc.Model}
 		var (
 			p   providers.Provider

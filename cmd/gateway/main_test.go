@@ -181,9 +181,7 @@ func TestNoCredentialsAnswersWithTheLabelledDemoModel(t *testing.T) {
 }
 
 func TestDemoModelToolApprovalInPipe(t *testing.T) {
-	g := newGateway(t, `  - name: main
-    kind: openai
-    api_key_env: TEST_UNSET_OPENAI_KEY`, "")
+	g := demoGateway(t)
 	out, logs, err := g.run("what time is it?\ny\n")
 	if err != nil {
 		t.Fatalf("%v\n%s\n%s", err, out, logs)
@@ -191,6 +189,13 @@ func TestDemoModelToolApprovalInPipe(t *testing.T) {
 	if !strings.Contains(out, "Approve? [y/N]") || !strings.Contains(out, "The tool current_time says:") {
 		t.Fatalf("output:\n%s", out)
 	}
+}
+
+// demoGateway names a key variable that is not set, so the demo model answers.
+func demoGateway(t *testing.T) *gateway {
+	return newGateway(t, `  - name: main
+    kind: openai
+    api_key_env: TEST_UNSET_OPENAI_KEY`, "")
 }
 
 func TestBadConfigurationFailsWithTheKeyNamed(t *testing.T) {
@@ -224,9 +229,7 @@ func TestGuideTypoFailsStartUpWithFileAndLine(t *testing.T) {
 }
 
 func TestPipeCardChoiceByNumber(t *testing.T) {
-	g := newGateway(t, `  - name: main
-    kind: openai
-    api_key_env: TEST_UNSET_OPENAI_KEY`, "")
+	g := demoGateway(t)
 	out, logs, err := g.run("show me a card\n1\n")
 	if err != nil {
 		t.Fatalf("%v\n%s\n%s", err, out, logs)
