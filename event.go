@@ -81,6 +81,15 @@ type ReadyData struct {
 	Guide   string `json:"guide"`
 	Role    string `json:"role"`
 	LastSeq int64  `json:"last_seq"`
+	// User is who the listener attached as, so a client can tell its own
+	// messages (author_id) from others'.
+	User *ReadyUser `json:"user,omitempty"`
+}
+
+// ReadyUser identifies the attached user.
+type ReadyUser struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
 }
 
 // Message formats.

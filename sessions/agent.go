@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/guides"
@@ -30,6 +31,9 @@ type turn struct {
 	Iteration int               `json:"iteration"`
 	Usage     switchboard.Usage `json:"usage"`
 	Model     string            `json:"model,omitempty"`
+	// started is when the user's message arrived, for the turn-duration
+	// metric; a turn resumed after an approval does not count the wait.
+	started time.Time
 }
 
 // userTurn answers a user's message.
@@ -52,7 +56,7 @@ func (s *session) userTurn(ctx context.Context, in switchboard.Input, text strin
 		ID: newID("m_"), Role: switchboard.RoleUser, Author: in.Author.DisplayName(),
 		AuthorID: in.Author.ID, Channel: in.Author.Channel, Content: text, Format: switchboard.FormatText,
 	})
-	s.agentLoop(ctx, &turn{}, nil)
+	s.agentLoop(ctx, &turn{started: s.m.cfg.Now()}, nil)
 }
 
 // agentLoop calls the model until it answers without tools. With resume
@@ -267,17 +271,25 @@ func (s *session) finishStep(ctx context.Context, p *pendingTurn) error {
 
 // endTurn reports how the turn ended, its token usage, and goes idle.
 func (s *session) endTurn(ctx context.Context, t *turn, err error) {
+	outcome := "answered"
 	switch {
 	case err == nil:
 	case errors.Is(err, context.Canceled):
+		outcome = "stopped"
 		s.emitError(ctx, switchboard.ErrCodeCancelled, "Stopped.")
 	default:
+		outcome = "error"
 		s.log.Warn("turn failed", "err", err)
 		s.emitError(ctx, switchboard.ErrCodeProvider, providerErrorMessage(err))
 	}
+	if !t.started.IsZero() {
+		s.m.cfg.Metrics.TurnEnded(outcome, s.m.cfg.Now().Sub(t.started))
+	}
 	if t.Usage != (switchboard.Usage{}) {
 		s.rec.Usage = s.rec.Usage.Add(t.Usage)
-		if err := s.m.cfg.Store.AddSessionUsage(ctx, s.id, t.Usage); err != nil {
+		// Tokens spent are spent even when the turn was stopped or the
+		// gateway is shutting down, so the write outlives ctx.
+		if err := s.m.cfg.Store.AddSessionUsage(context.WithoutCancel(ctx), s.id, t.Usage); err != nil {
 			s.log.Error("usage not stored", "err", err)
 		}
 		s.emit(ctx, switchboard.EventUsage, switchboard.UsageData{Usage: t.Usage, Session: s.rec.Usage, Model: t.Model})

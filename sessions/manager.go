@@ -14,11 +14,13 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/collaboration"
 	"github.com/switchboard-gw/switchboard/guides"
+	"github.com/switchboard-gw/switchboard/metrics"
 	"github.com/switchboard-gw/switchboard/providers"
 	"github.com/switchboard-gw/switchboard/tools"
 )
@@ -73,6 +75,8 @@ type Config struct {
 
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Metrics may be nil.
+	Metrics *metrics.Metrics
 }
 
 func (c Config) withDefaults() Config {
@@ -119,13 +123,16 @@ type Manager struct {
 	live sync.Map        // session id → *session
 	wg   sync.WaitGroup
 
-	loadMu sync.Mutex // serialises loading, never held on the hot path
+	loadMu    sync.Mutex // serialises loading, never held on the hot path
+	liveCount atomic.Int64
 }
 
 // NewManager starts a manager; its sessions stop when ctx ends, and Wait
 // returns once they have.
 func NewManager(ctx context.Context, cfg Config) *Manager {
-	return &Manager{cfg: cfg.withDefaults(), ctx: ctx}
+	m := &Manager{cfg: cfg.withDefaults(), ctx: ctx}
+	m.cfg.Metrics.GaugeFunc("switchboard_sessions_live", "Sessions loaded in memory.", func() float64 { return float64(m.liveCount.Load()) })
+	return m
 }
 
 // Wait blocks until every session goroutine has stopped.
@@ -147,16 +154,28 @@ type AttachOptions struct {
 	// AfterSeq: replay every stored event after it before live ones. A
 	// negative value means "only live events from now on".
 	AfterSeq int64
+	// MembersOnly refuses (ErrForbidden) to attach an author to an existing
+	// session they are not yet a member of, unless Role grants them one:
+	// listeners whose users are authenticated use it so that knowing a
+	// session id is not enough to read it.
+	MembersOnly bool
 }
 
 // Attach opens or finds a session, makes the author a member and returns a
 // subscription to its events.
 func (m *Manager) Attach(ctx context.Context, opts AttachOptions) (*Subscription, error) {
-	s, err := m.open(ctx, opts)
+	s, created, err := m.open(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	role, err := s.join(ctx, opts.Author, opts.Role)
+	grant := opts.Role
+	switch {
+	case created:
+		grant = "" // the creator is the owner, whatever their token says
+	case opts.MembersOnly && grant == "" && !s.isMember(opts.Author):
+		return nil, fmt.Errorf("sessions: attach %s: %w: %s is not a member", s.id, ErrForbidden, opts.Author.Key())
+	}
+	role, err := s.join(ctx, opts.Author, grant)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +184,10 @@ func (m *Manager) Attach(ctx context.Context, opts AttachOptions) (*Subscription
 		after = s.publishedSeq()
 	}
 	sub := s.subscribe(after)
-	sub.Ready = switchboard.ReadyData{Session: s.id, Guide: s.guideName(), Role: string(role), LastSeq: s.publishedSeq()}
+	sub.Ready = switchboard.ReadyData{
+		Session: s.id, Guide: s.guideName(), Role: string(role), LastSeq: s.publishedSeq(),
+		User: &switchboard.ReadyUser{ID: opts.Author.ID, Name: opts.Author.DisplayName()},
+	}
 	return sub, nil
 }
 
@@ -213,20 +235,23 @@ func (m *Manager) Submit(ctx context.Context, sessionID string, in switchboard.I
 }
 
 // open finds or creates the session an Attach names.
-func (m *Manager) open(ctx context.Context, opts AttachOptions) (*session, error) {
+func (m *Manager) open(ctx context.Context, opts AttachOptions) (s *session, created bool, err error) {
 	if opts.SessionID != "" {
-		return m.load(ctx, opts.SessionID)
+		s, err = m.load(ctx, opts.SessionID)
+		return s, false, err
 	}
 	if opts.Key != "" {
 		rec, err := m.cfg.Store.SessionByKey(ctx, opts.Key)
 		if err == nil {
-			return m.load(ctx, rec.ID)
+			s, err = m.load(ctx, rec.ID)
+			return s, false, err
 		}
 		if !errors.Is(err, switchboard.ErrNotFound) {
-			return nil, fmt.Errorf("sessions: open %q: %w", opts.Key, err)
+			return nil, false, fmt.Errorf("sessions: open %q: %w", opts.Key, err)
 		}
 	}
-	return m.create(ctx, opts.Key, opts.Guide, opts.Author)
+	s, err = m.create(ctx, opts.Key, opts.Guide, opts.Author)
+	return s, err == nil, err
 }
 
 // create stores a new session owned by author.
@@ -268,6 +293,7 @@ func (m *Manager) load(ctx context.Context, id string) (*session, error) {
 		return nil, err
 	}
 	m.live.Store(id, s)
+	m.liveCount.Add(1)
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
@@ -277,7 +303,11 @@ func (m *Manager) load(ctx context.Context, id string) (*session, error) {
 }
 
 // unload removes an idle session; the next access loads it again.
-func (m *Manager) unload(s *session) { m.live.CompareAndDelete(s.id, s) }
+func (m *Manager) unload(s *session) {
+	if m.live.CompareAndDelete(s.id, s) {
+		m.liveCount.Add(-1)
+	}
+}
 
 func newID(prefix string) string {
 	b := make([]byte, 10)

@@ -225,6 +225,13 @@ func (s *session) role(a switchboard.Author) collaboration.Role {
 	return s.roleLocked(a)
 }
 
+func (s *session) isMember(a switchboard.Author) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.roles[a.Key()]
+	return ok
+}
+
 func (s *session) memberCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -296,6 +303,7 @@ func (s *session) emit(ctx context.Context, typ switchboard.EventType, data any)
 	if err := s.m.cfg.Store.AppendEvents(ctx, ev); err != nil {
 		s.log.Error("event not stored", "seq", ev.Seq, "type", typ, "err", err)
 	}
+	s.m.cfg.Metrics.Event(string(typ))
 	s.mu.Lock()
 	s.published = ev.Seq
 	for sub := range s.subs {

@@ -1,0 +1,112 @@
+// Package metrics is the gateway's Prometheus instrumentation, served at
+// /metrics. It owns its registry (no global state), and every method is safe
+// on a nil *Metrics so packages and tests that do not care pass nil.
+package metrics
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics holds the gateway's collectors.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	events      *prometheus.CounterVec
+	turns       *prometheus.CounterVec
+	turnSeconds prometheus.Histogram
+
+	wsConnections prometheus.Gauge
+	wsFrames      *prometheus.CounterVec
+	wsClosed      *prometheus.CounterVec
+}
+
+// New makes the collectors and registers them, with the Go runtime and
+// process collectors, on a registry of its own.
+func New() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_events_total", Help: "Session events emitted (and stored), by type.",
+		}, []string{"type"}),
+		turns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_turns_total", Help: "Agent turns ended, by outcome (answered, error, stopped, awaiting_confirmation).",
+		}, []string{"outcome"}),
+		turnSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "switchboard_turn_duration_seconds",
+			Help:    "Time from a user's input to the end of the agent turn it started (model and tools, not approval waits).",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 12),
+		}),
+		wsConnections: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchboard_websocket_connections", Help: "Open /ws connections.",
+		}),
+		wsFrames: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_websocket_frames_received_total", Help: "Client frames received on /ws, by type (invalid for undecodable ones).",
+		}, []string{"type"}),
+		wsClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_websocket_closed_total", Help: "/ws connections closed, by reason.",
+		}, []string{"reason"}),
+	}
+	m.reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.events, m.turns, m.turnSeconds, m.wsConnections, m.wsFrames, m.wsClosed,
+	)
+	return m
+}
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// GaugeFunc registers a gauge read at scrape time, e.g. the number of live
+// sessions, so the hot path pays nothing for it.
+func (m *Metrics) GaugeFunc(name, help string, f func() float64) {
+	if m == nil {
+		return
+	}
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
+}
+
+// Event counts one emitted session event.
+func (m *Metrics) Event(typ string) {
+	if m == nil {
+		return
+	}
+	m.events.WithLabelValues(typ).Inc()
+}
+
+// TurnEnded records an agent turn.
+func (m *Metrics) TurnEnded(outcome string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.turns.WithLabelValues(outcome).Inc()
+	m.turnSeconds.Observe(d.Seconds())
+}
+
+// Connected counts a /ws connection in; the returned func counts it out
+// with the reason it closed.
+func (m *Metrics) Connected() (closed func(reason string)) {
+	if m == nil {
+		return func(string) {}
+	}
+	m.wsConnections.Inc()
+	return func(reason string) {
+		m.wsConnections.Dec()
+		m.wsClosed.WithLabelValues(reason).Inc()
+	}
+}
+
+// Frame counts a client frame by type.
+func (m *Metrics) Frame(typ string) {
+	if m == nil {
+		return
+	}
+	m.wsFrames.WithLabelValues(typ).Inc()
+}

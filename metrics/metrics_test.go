@@ -1,0 +1,66 @@
+package metrics_test
+
+import (
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-gw/switchboard/metrics"
+)
+
+func scrape(t *testing.T, m *metrics.Metrics) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	return string(body)
+}
+
+func TestCountersAppearInTheScrape(t *testing.T) {
+	m := metrics.New()
+	m.Event("delta")
+	m.Event("delta")
+	m.TurnEnded("answered", 20*time.Millisecond)
+	closed := m.Connected()
+	m.Frame("input")
+	live := 3.0
+	m.GaugeFunc("switchboard_sessions_live", "Sessions in memory.", func() float64 { return live })
+
+	body := scrape(t, m)
+	for _, want := range []string{
+		`switchboard_events_total{type="delta"} 2`,
+		`switchboard_turns_total{outcome="answered"} 1`,
+		`switchboard_turn_duration_seconds_count 1`,
+		`switchboard_websocket_connections 1`,
+		`switchboard_websocket_frames_received_total{type="input"} 1`,
+		`switchboard_sessions_live 3`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("scrape lacks %q", want)
+		}
+	}
+
+	closed("client_gone")
+	body = scrape(t, m)
+	for _, want := range []string{
+		`switchboard_websocket_connections 0`,
+		`switchboard_websocket_closed_total{reason="client_gone"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("after close, scrape lacks %q", want)
+		}
+	}
+}
+
+// Packages and tests that do not care about metrics pass nil.
+func TestNilMetricsIsANoOp(t *testing.T) {
+	var m *metrics.Metrics
+	m.Event("delta")
+	m.TurnEnded("answered", time.Second)
+	m.Frame("input")
+	m.GaugeFunc("x", "y", func() float64 { return 1 })
+	m.Connected()("done")
+}
