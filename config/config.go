@@ -66,6 +66,10 @@ const (
 	KindDemo      = "demo"
 )
 
+// roles are collaboration's role names, repeated here so config stays a
+// leaf package.
+var roles = []string{"owner", "approver", "member", "viewer"}
+
 var kinds = []string{KindOpenAI, KindAnthropic, KindGemini, KindOllama, KindDemo}
 
 // Provider is one configured model endpoint; guides name it by Name.
@@ -112,9 +116,75 @@ type Listeners struct {
 	Discord   Discord   `koanf:"discord"`
 }
 
-// WebSocket is the /ws endpoint of the HTTP server.
+// WebSocket is the /ws endpoint of the HTTP server and the web widget.
 type WebSocket struct {
 	Enabled bool `koanf:"enabled"`
+	// AllowedOrigins are the pages on other origins that may open /ws
+	// ("https://shop.example"). The gateway's own origin and loopback pages
+	// are always allowed; so are programs, which send no Origin.
+	AllowedOrigins []string `koanf:"allowed_origins"`
+	// ReadLimit is the largest client frame in bytes; a bigger one closes
+	// the connection with 1009.
+	ReadLimit int64 `koanf:"read_limit"`
+	// SendBuffer is how many events may wait for one slow client before it
+	// is disconnected (it resumes where it left off).
+	SendBuffer int           `koanf:"send_buffer"`
+	Auth       WebSocketAuth `koanf:"auth"`
+}
+
+// WebSocket auth modes.
+const (
+	AuthNone  = "none"  // anyone who can reach /ws; loopback only by default
+	AuthToken = "token" // static bearer tokens, one per user or service
+	AuthJWT   = "jwt"   // HS256 user tokens minted by the site's backend
+)
+
+// WebSocketAuth says who may connect to /ws.
+type WebSocketAuth struct {
+	Mode         string        `koanf:"mode"`
+	Tokens       []StaticToken `koanf:"tokens"`
+	JWTSecret    string        `koanf:"jwt_secret"`
+	JWTSecretEnv string        `koanf:"jwt_secret_env"`
+	// AllowUnauthenticated lets mode none serve a non-loopback http.addr.
+	// Without it the gateway refuses to start that way.
+	AllowUnauthenticated bool `koanf:"allow_unauthenticated"`
+}
+
+// StaticToken is one accepted token and the user it stands for.
+type StaticToken struct {
+	Token    string `koanf:"token"`
+	TokenEnv string `koanf:"token_env"`
+	User     string `koanf:"user"`
+	Name     string `koanf:"name"`
+	Role     string `koanf:"role"` // owner | approver | member | viewer; default member
+}
+
+// Secret returns the token's value from Token or TokenEnv in environ.
+func (t StaticToken) Secret(environ []string) string {
+	if t.Token != "" {
+		return t.Token
+	}
+	return lookup(environ, t.TokenEnv)
+}
+
+// Secret returns the JWT secret from JWTSecret or JWTSecretEnv in environ.
+func (a WebSocketAuth) Secret(environ []string) string {
+	if a.JWTSecret != "" {
+		return a.JWTSecret
+	}
+	return lookup(environ, a.JWTSecretEnv)
+}
+
+func lookup(environ []string, name string) string {
+	if name == "" {
+		return ""
+	}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
 }
 
 // Stdin modes.
@@ -210,22 +280,25 @@ const (
 // defaults are the first layer, as flat dotted keys.
 func defaults() map[string]any {
 	return map[string]any{
-		"http.addr":                   "127.0.0.1:8080",
-		"storage.dsn":                 "data/switchboard.db",
-		"guides.dir":                  "guides",
-		"guides.default":              "assistant",
-		"listeners.websocket.enabled": true,
-		"listeners.stdin.enabled":     StdinAuto,
-		"listeners.slack.enabled":     false,
-		"listeners.slack.mode":        SlackSocket,
-		"listeners.discord.enabled":   false,
-		"sessions.queue_size":         64,
-		"sessions.idle_timeout":       Duration(10 * time.Minute),
-		"sessions.approval_timeout":   Duration(10 * time.Minute),
-		"sessions.tool_timeout":       Duration(30 * time.Second),
-		"sessions.subscriber_buffer":  256,
-		"log.level":                   "info",
-		"log.format":                  "text",
+		"http.addr":                       "127.0.0.1:8080",
+		"storage.dsn":                     "data/switchboard.db",
+		"guides.dir":                      "guides",
+		"guides.default":                  "assistant",
+		"listeners.websocket.enabled":     true,
+		"listeners.websocket.read_limit":  64 << 10,
+		"listeners.websocket.send_buffer": 256,
+		"listeners.websocket.auth.mode":   AuthNone,
+		"listeners.stdin.enabled":         StdinAuto,
+		"listeners.slack.enabled":         false,
+		"listeners.slack.mode":            SlackSocket,
+		"listeners.discord.enabled":       false,
+		"sessions.queue_size":             64,
+		"sessions.idle_timeout":           Duration(10 * time.Minute),
+		"sessions.approval_timeout":       Duration(10 * time.Minute),
+		"sessions.tool_timeout":           Duration(30 * time.Second),
+		"sessions.subscriber_buffer":      256,
+		"log.level":                       "info",
+		"log.format":                      "text",
 	}
 }
 
@@ -422,6 +495,46 @@ func (c Config) Validate() error {
 	}
 	if c.Guides.Default == "" {
 		bad("guides.default", "must not be empty")
+	}
+
+	ws := c.Listeners.WebSocket
+	if ws.ReadLimit < 1024 {
+		bad("listeners.websocket.read_limit", "must be at least 1024 bytes")
+	}
+	if ws.SendBuffer < 1 {
+		bad("listeners.websocket.send_buffer", "must be at least 1")
+	}
+	for i, o := range ws.AllowedOrigins {
+		if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			bad(fmt.Sprintf("listeners.websocket.allowed_origins[%d]", i), "want an origin such as https://shop.example, not %q", o)
+		}
+	}
+	switch a := ws.Auth; a.Mode {
+	case AuthNone:
+	case AuthToken:
+		if len(a.Tokens) == 0 {
+			bad("listeners.websocket.auth.tokens", "auth mode token needs at least one token")
+		}
+		for i, t := range a.Tokens {
+			key := fmt.Sprintf("listeners.websocket.auth.tokens[%d]", i)
+			if t.Token == "" && t.TokenEnv == "" {
+				bad(key+".token", "needs token or token_env")
+			}
+			if t.User == "" {
+				bad(key+".user", "must name the user the token stands for")
+			}
+			if t.Role != "" && !slices.Contains(roles, t.Role) {
+				bad(key+".role", "want %s, not %q", strings.Join(roles, ", "), t.Role)
+			}
+		}
+	case AuthJWT:
+		if a.JWTSecret == "" && a.JWTSecretEnv == "" {
+			bad("listeners.websocket.auth.jwt_secret", "auth mode jwt needs jwt_secret (or jwt_secret_env)")
+		} else if a.JWTSecret != "" && len(a.JWTSecret) < 32 {
+			bad("listeners.websocket.auth.jwt_secret", "must be at least 32 bytes; e.g. openssl rand -hex 32")
+		}
+	default:
+		bad("listeners.websocket.auth.mode", "want none, token or jwt, not %q", a.Mode)
 	}
 
 	switch c.Listeners.Stdin.Enabled {
