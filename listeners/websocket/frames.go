@@ -1,0 +1,167 @@
+package websocket
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/switchboard-gw/switchboard"
+)
+
+// Client frame types (CONTRACT §4).
+const (
+	frameHello   = "hello"
+	frameInput   = "input"
+	frameConfirm = "confirm"
+	frameAction  = "action"
+	frameCancel  = "cancel"
+)
+
+// clientFrame is every client frame's fields in one struct; decode checks
+// that the ones its type needs are there.
+type clientFrame struct {
+	Type string `json:"type"`
+
+	// hello
+	Session     string `json:"session"`
+	Guide       string `json:"guide"`
+	ResumeAfter *int64 `json:"resume_after"`
+	Token       string `json:"token"`
+	User        *struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	} `json:"user"`
+
+	// input
+	ID   string `json:"id"`
+	Text string `json:"text"`
+
+	// confirm
+	ConfirmationID string `json:"confirmation_id"`
+	Approved       *bool  `json:"approved"`
+
+	// action
+	ActionID string          `json:"action_id"`
+	Value    json.RawMessage `json:"value"`
+}
+
+// Limits on fields that end up stored or shown; the frame's own size is
+// bounded by the read limit.
+const (
+	maxIDLen   = 128
+	maxNameLen = 100
+)
+
+var errBadFrame = errors.New("bad frame")
+
+// decodeFrame parses and checks one client frame.
+func decodeFrame(data []byte) (clientFrame, error) {
+	var f clientFrame
+	if err := json.Unmarshal(data, &f); err != nil {
+		var syn *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &syn):
+			return f, fmt.Errorf("%w: not valid JSON (at byte %d)", errBadFrame, syn.Offset)
+		case errors.As(err, &typ):
+			return f, fmt.Errorf("%w: field %q must be a %s, not a %s", errBadFrame, typ.Field, typ.Type, typ.Value)
+		}
+		return f, fmt.Errorf("%w: %v", errBadFrame, err)
+	}
+	bad := func(format string, args ...any) (clientFrame, error) {
+		return f, fmt.Errorf("%w: %s: %s", errBadFrame, f.Type, fmt.Sprintf(format, args...))
+	}
+	switch f.Type {
+	case frameHello:
+		if f.ResumeAfter != nil && *f.ResumeAfter < 0 {
+			return bad("resume_after must be 0 or more")
+		}
+		if f.User != nil && (len(f.User.ID) > maxIDLen || len(f.User.Name) > maxNameLen) {
+			return bad("user id or name too long")
+		}
+	case frameInput:
+		if strings.TrimSpace(f.Text) == "" {
+			return bad("text is empty")
+		}
+		if len(f.ID) > maxIDLen {
+			return bad("id longer than %d bytes", maxIDLen)
+		}
+	case frameConfirm:
+		if f.ConfirmationID == "" {
+			return bad("confirmation_id is missing")
+		}
+		if f.Approved == nil {
+			return bad("approved (true or false) is missing")
+		}
+	case frameAction:
+		if f.ActionID == "" {
+			return bad("action_id is missing")
+		}
+	case frameCancel:
+	case "":
+		return f, fmt.Errorf("%w: no type (want hello, input, confirm, action or cancel)", errBadFrame)
+	default:
+		return f, fmt.Errorf("%w: unknown type %q (want hello, input, confirm, action or cancel)", errBadFrame, f.Type)
+	}
+	return f, nil
+}
+
+// actionValue is an action's value as the session takes it: a JSON string
+// as its text, anything else (a form's object) as its JSON.
+func actionValue(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s
+	}
+	return string(raw)
+}
+
+// encodeEvent is the frame for one event. A Markdown message gets an html
+// field beside its content, and a card a text_html beside its text: the
+// rendered, sanitised form the widget shows.
+func (h *Handler) encodeEvent(ev switchboard.Event) ([]byte, error) {
+	switch ev.Type {
+	case switchboard.EventMessage:
+		var md switchboard.MessageData
+		if err := json.Unmarshal(ev.Data, &md); err == nil && md.Format == switchboard.FormatMarkdown {
+			data, err := json.Marshal(struct {
+				switchboard.MessageData
+				HTML string `json:"html"`
+			}{md, h.md.render(md.Content)})
+			if err != nil {
+				return nil, err
+			}
+			ev.Data = data
+		}
+	case switchboard.EventUI:
+		var ui switchboard.UI
+		if err := json.Unmarshal(ev.Data, &ui); err == nil && ui.Text != "" {
+			data, err := json.Marshal(struct {
+				switchboard.UI
+				TextHTML string `json:"text_html"`
+			}{ui, h.md.render(ui.Text)})
+			if err != nil {
+				return nil, err
+			}
+			ev.Data = data
+		}
+	}
+	return json.Marshal(ev)
+}
+
+// connEvent is an event of the connection rather than the session: ready,
+// and errors about a frame. They carry seq 0 and are not stored.
+func connEvent(sessionID, agent string, typ switchboard.EventType, data any) []byte {
+	raw, _ := json.Marshal(data) // the payload types always encode
+	b, _ := json.Marshal(switchboard.Event{
+		Time: time.Now().UTC().Truncate(time.Millisecond), Session: sessionID, Agent: agent, Type: typ, Data: raw,
+	})
+	return b
+}

@@ -1,0 +1,246 @@
+package websocket_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	gws "github.com/gorilla/websocket"
+
+	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/guides"
+	"github.com/switchboard-gw/switchboard/listeners/websocket"
+	"github.com/switchboard-gw/switchboard/providers"
+	"github.com/switchboard-gw/switchboard/providers/openai"
+	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
+	"github.com/switchboard-gw/switchboard/sessions"
+	"github.com/switchboard-gw/switchboard/storage"
+	"github.com/switchboard-gw/switchboard/tools"
+)
+
+// gateway is a whole gateway on loopback: real storage, sessions, the
+// OpenAI adapter against a scripted server, and the /ws handler.
+type gateway struct {
+	t     *testing.T
+	llm   *openaitest.Server
+	srv   *httptest.Server
+	db    *storage.DB
+	mgr   *sessions.Manager
+	wsURL string
+}
+
+func newGateway(t *testing.T, cfg websocket.Config) *gateway {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	db, err := storage.Open(ctx, t.TempDir()+"/gw.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalog, err := guides.LoadDir("../../guides")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := tools.NewRegistry(tools.Builtins(time.Now)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	llm := openaitest.New()
+	p, err := openai.New(providers.Config{Name: "main", Kind: "openai", BaseURL: llm.BaseURL(), APIKey: "test", Model: "gpt-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	mgrCtx, stopMgr := context.WithCancel(context.Background())
+	mgr := sessions.NewManager(mgrCtx, sessions.Config{
+		Store: db, Guides: catalog, DefaultGuide: "assistant", Tools: reg,
+		Providers:       map[string]*providers.Resilient{"main": {Name: "main", Provider: p, Policy: providers.Policy{MaxRetries: 0}}},
+		DefaultProvider: "main", Logger: log,
+	})
+	mux := http.NewServeMux()
+	mux.Handle("GET /ws", websocket.New(ctx, cfg, mgr, log))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		cancel()
+		srv.Close()
+		stopMgr()
+		mgr.Wait()
+		llm.Close()
+		db.Close()
+	})
+	return &gateway{t: t, llm: llm, srv: srv, db: db, mgr: mgr, wsURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws"}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// client is one WebSocket connection speaking protocol v1.
+type client struct {
+	t  *testing.T
+	ws *gws.Conn
+}
+
+func (g *gateway) dial(header http.Header) *client {
+	g.t.Helper()
+	c, err := g.tryDial(header)
+	if err != nil {
+		g.t.Fatalf("dial: %v", err)
+	}
+	return c
+}
+
+func (g *gateway) tryDial(header http.Header) (*client, error) {
+	ws, resp, err := gws.DefaultDialer.Dial(g.wsURL, header)
+	if err != nil {
+		if resp != nil {
+			return nil, fmt.Errorf("%w (HTTP %d)", err, resp.StatusCode)
+		}
+		return nil, err
+	}
+	c := &client{t: g.t, ws: ws}
+	g.t.Cleanup(func() { ws.Close() })
+	return c, nil
+}
+
+// hello dials, says hello and returns the client with its ready data.
+func (g *gateway) hello(frame map[string]any) (*client, switchboard.ReadyData) {
+	g.t.Helper()
+	c := g.dial(nil)
+	frame["type"] = "hello"
+	c.send(frame)
+	ev := c.next()
+	if ev.Type != switchboard.EventReady {
+		g.t.Fatalf("after hello got %s %s, want ready", ev.Type, ev.Data)
+	}
+	var r switchboard.ReadyData
+	if err := json.Unmarshal(ev.Data, &r); err != nil {
+		g.t.Fatal(err)
+	}
+	return c, r
+}
+
+func (c *client) send(frame any) {
+	c.t.Helper()
+	if err := c.ws.WriteJSON(frame); err != nil {
+		c.t.Fatalf("send: %v", err)
+	}
+}
+
+func (c *client) sendRaw(s string) {
+	c.t.Helper()
+	if err := c.ws.WriteMessage(gws.TextMessage, []byte(s)); err != nil {
+		c.t.Fatalf("send: %v", err)
+	}
+}
+
+// wireEvent is an event as the client sees it.
+type wireEvent struct {
+	switchboard.Event
+}
+
+// next reads one event, failing the test after 10s of silence.
+func (c *client) next() wireEvent {
+	c.t.Helper()
+	ev, err := c.read(10 * time.Second)
+	if err != nil {
+		c.t.Fatalf("read: %v", err)
+	}
+	return ev
+}
+
+func (c *client) read(timeout time.Duration) (wireEvent, error) {
+	_ = c.ws.SetReadDeadline(time.Now().Add(timeout))
+	var ev wireEvent
+	_, data, err := c.ws.ReadMessage()
+	if err != nil {
+		return ev, err
+	}
+	if err := json.Unmarshal(data, &ev); err != nil {
+		c.t.Fatalf("server sent a frame that is not an event: %s", data)
+	}
+	return ev, nil
+}
+
+// until reads events until one matches, returning all read.
+func (c *client) until(match func(wireEvent) bool) []wireEvent {
+	c.t.Helper()
+	var got []wireEvent
+	for {
+		ev := c.next()
+		got = append(got, ev)
+		if match(ev) {
+			return got
+		}
+	}
+}
+
+// untilAssistant reads until the final assistant message.
+func (c *client) untilAssistant() []wireEvent {
+	c.t.Helper()
+	return c.until(func(ev wireEvent) bool {
+		return ev.Type == switchboard.EventMessage && data[switchboard.MessageData](c.t, ev).Role == switchboard.RoleAssistant
+	})
+}
+
+// untilIdle reads until the session reports idle.
+func (c *client) untilIdle() []wireEvent {
+	c.t.Helper()
+	return c.until(func(ev wireEvent) bool {
+		return ev.Type == switchboard.EventState && data[switchboard.StateData](c.t, ev).State == switchboard.StateIdle
+	})
+}
+
+// closeCode reads until the server closes, returning its close frame.
+func (c *client) closeCode() *gws.CloseError {
+	c.t.Helper()
+	for {
+		_, err := c.read(10 * time.Second)
+		if err == nil {
+			continue
+		}
+		ce, ok := err.(*gws.CloseError)
+		if !ok {
+			c.t.Fatalf("connection ended without a close frame: %v", err)
+		}
+		return ce
+	}
+}
+
+func data[T any](t *testing.T, ev wireEvent) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(ev.Data, &v); err != nil {
+		t.Fatalf("%s event data %s: %v", ev.Type, ev.Data, err)
+	}
+	return v
+}
+
+// seqs lists the seq of every stored event.
+func seqs(evs []wireEvent) []int64 {
+	var out []int64
+	for _, ev := range evs {
+		if ev.Seq > 0 {
+			out = append(out, ev.Seq)
+		}
+	}
+	return out
+}
+
+// contiguous fails unless the seqs run from..to by one.
+func contiguous(t *testing.T, got []int64, from int64) {
+	t.Helper()
+	for i, s := range got {
+		if s != from+int64(i) {
+			t.Fatalf("seqs %v: want a run from %d with no gap or duplicate", got, from)
+		}
+	}
+}
