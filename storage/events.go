@@ -10,15 +10,6 @@ import (
 	"github.com/switchboard-gw/switchboard"
 )
 
-// writeReq is one item of the event queue: an event to store, or a Flush
-// marker, which the writer answers once everything queued before it is
-// committed. Sharing one FIFO is what makes that ordering guarantee free.
-type writeReq struct {
-	ev    switchboard.Event
-	flush chan error // set for a marker; buffered, so the writer never waits
-	last  bool       // Close's marker: the writer exits once it is answered
-}
-
 // AppendEvents queues events for the background writer and returns without
 // waiting for the commit. Only when the queue is full does it wait, until
 // there is room or ctx ends: slowing producers down rather than dropping
@@ -68,113 +59,6 @@ func (db *DB) Flush(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("storage: flush: %w", ctx.Err())
 	}
-}
-
-// enqueue prefers the queue to ctx: a request that fits is queued even if
-// ctx has just ended, so nothing is refused that need not be.
-func (db *DB) enqueue(ctx context.Context, r writeReq) error {
-	select {
-	case db.queue <- r:
-		return nil
-	default:
-	}
-	select {
-	case db.queue <- r:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// runWriter is the one goroutine that writes events. It takes whatever is
-// queued, up to a batch, and commits it in one transaction, so sessions
-// producing events at the same time share commits instead of queueing for
-// the write lock one row at a time.
-func (db *DB) runWriter() {
-	var unreported error
-	batch := make([]writeReq, 0, db.batchSize)
-	for {
-		batch = db.fill(append(batch[:0], <-db.queue))
-		unreported = db.commit(batch, unreported)
-		if batch[len(batch)-1].last {
-			return
-		}
-	}
-}
-
-// fill adds to batch what the queue holds right now, up to the batch size.
-func (db *DB) fill(batch []writeReq) []writeReq {
-	for len(batch) < db.batchSize {
-		select {
-		case r := <-db.queue:
-			batch = append(batch, r)
-		default:
-			return batch
-		}
-	}
-	return batch
-}
-
-// commit writes the batch's events and answers its Flush markers, which
-// all follow the events queued before them. It returns the error still to
-// be reported to the next Flush.
-func (db *DB) commit(batch []writeReq, unreported error) error {
-	evs := make([]switchboard.Event, 0, len(batch))
-	for _, r := range batch {
-		if r.flush == nil {
-			evs = append(evs, r.ev)
-		}
-	}
-	if len(evs) > 0 {
-		if db.beforeBatch != nil {
-			db.beforeBatch(evs)
-		}
-		if err := db.insertEvents(evs); err != nil {
-			db.log.Error("storage: event batch not written", "events", len(evs), "err", err)
-			unreported = errors.Join(unreported, err)
-		}
-	}
-	answered := false
-	for _, r := range batch {
-		if r.flush != nil {
-			r.flush <- unreported
-			answered = true
-		}
-	}
-	if answered {
-		return nil
-	}
-	return unreported
-}
-
-func (db *DB) insertEvents(evs []switchboard.Event) (err error) {
-	// Not tied to any caller's context: the events are already accepted,
-	// and Close waits for this to finish.
-	ctx := context.Background()
-	tx, err := db.write.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("storage: write events: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			tx.Rollback()
-		}
-	}()
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (session_id, seq, time, type, agent, data)
-		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, seq) DO NOTHING`)
-	if err != nil {
-		return fmt.Errorf("storage: write events: %w", err)
-	}
-	defer stmt.Close()
-	for _, ev := range evs {
-		if _, err := stmt.ExecContext(ctx, ev.Session, ev.Seq, ev.Time.UnixMilli(), string(ev.Type), ev.Agent, string(ev.Data)); err != nil {
-			return fmt.Errorf("storage: write event %s/%d: %w", ev.Session, ev.Seq, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("storage: write events: %w", err)
-	}
-	return nil
 }
 
 // EventsAfter returns up to limit stored events of a session with seq

@@ -16,39 +16,40 @@ import (
 // an assistant message that called tools is always stored with all of its
 // results, or not at all. With clearPending, the session's suspended turn
 // is deleted in the same transaction, since these messages complete it.
-func (db *DB) AppendMessages(ctx context.Context, sessionID string, msgs []switchboard.Message, clearPending bool) (err error) {
-	tx, err := db.write.BeginTx(ctx, nil)
+func (db *DB) AppendMessages(ctx context.Context, sessionID string, msgs []switchboard.Message, clearPending bool) error {
+	// Encoded before queueing, so the writer's transaction holds only SQL.
+	data := make([]string, len(msgs))
+	for i, m := range msgs {
+		b, err := json.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("storage: append messages: message %d: %w", i, err)
+		}
+		data[i] = string(b)
+	}
+	err := db.inBatch(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if len(msgs) > 0 {
+			stmt, err := tx.PrepareContext(ctx, `INSERT INTO messages (session_id, role, data) VALUES (?, ?, ?)`)
+			if err != nil {
+				return err
+			}
+			defer stmt.Close()
+			for i, m := range msgs {
+				if _, err := stmt.ExecContext(ctx, sessionID, string(m.Role), data[i]); err != nil {
+					return fmt.Errorf("message %d: %w", i, err)
+				}
+			}
+		}
+		if clearPending {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM pending_turns WHERE session_id = ?`, sessionID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("storage: append messages: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			tx.Rollback()
-			err = fmt.Errorf("storage: append messages: %w", err)
-		}
-	}()
-	if len(msgs) > 0 {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO messages (session_id, role, data) VALUES (?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		for i, m := range msgs {
-			data, err := json.Marshal(m)
-			if err != nil {
-				return fmt.Errorf("message %d: %w", i, err)
-			}
-			if _, err := stmt.ExecContext(ctx, sessionID, string(m.Role), string(data)); err != nil {
-				return fmt.Errorf("message %d: %w", i, err)
-			}
-		}
-	}
-	if clearPending {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM pending_turns WHERE session_id = ?`, sessionID); err != nil {
-			return err
-		}
-	}
-	return tx.Commit()
+	return nil
 }
 
 // windowQuery walks the (session_id, id) index backwards from the newest
@@ -145,12 +146,16 @@ func (db *DB) SeenInput(ctx context.Context, sessionID, clientID string) (bool, 
 	if clientID == "" {
 		return false, nil
 	}
-	res, err := db.write.ExecContext(ctx, `INSERT INTO seen_inputs (session_id, client_id, seen_at) VALUES (?, ?, ?)
-		ON CONFLICT (session_id, client_id) DO NOTHING`, sessionID, clientID, time.Now().UnixMilli())
-	if err != nil {
-		return false, fmt.Errorf("storage: seen input: %w", err)
-	}
-	n, err := res.RowsAffected()
+	var n int64
+	err := db.inBatch(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO seen_inputs (session_id, client_id, seen_at) VALUES (?, ?, ?)
+			ON CONFLICT (session_id, client_id) DO NOTHING`, sessionID, clientID, time.Now().UnixMilli())
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("storage: seen input: %w", err)
 	}

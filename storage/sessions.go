@@ -89,11 +89,15 @@ func (db *DB) AddSessionUsage(ctx context.Context, id string, u switchboard.Usag
 }
 
 func (db *DB) updateSession(ctx context.Context, op, id, query string, args ...any) error {
-	res, err := db.write.ExecContext(ctx, query, args...)
-	if err != nil {
-		return fmt.Errorf("storage: %s %s: %w", op, id, err)
-	}
-	n, err := res.RowsAffected()
+	var n int64
+	err := db.inBatch(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("storage: %s %s: %w", op, id, err)
 	}

@@ -4,9 +4,12 @@
 //
 // SQLite allows one writer at a time, so the store has exactly one: a
 // single-connection *sql.DB through which every write goes, and a separate
-// pool for reads (WAL lets those run while the writer commits). Events, the
-// hottest write, are queued and committed in batches by one background
-// goroutine, so many sessions' events share a commit.
+// pool for reads (WAL lets those run while the writer commits). One
+// background goroutine commits what is queued in batches (writer.go):
+// events, which their producers do not wait for, and the hot writes of a
+// turn (messages, input ids, usage), whose callers wait for the batch's
+// commit. Many sessions thus share one transaction instead of queueing for
+// the write lock one each.
 package storage
 
 import (
