@@ -118,7 +118,11 @@ func TestNestedEnv(t *testing.T) {
 		"SWITCHBOARD_LISTENERS__STDIN__ENABLED=false",
 		"SWITCHBOARD_LISTENERS__WEBSOCKET__ENABLED=false",
 		"SWITCHBOARD_LISTENERS__DISCORD__APPLICATION_ID=012345",
+		"SWITCHBOARD_LISTENERS__WEBSOCKET__ALLOWED_ORIGINS=https://a.example, https://b.example:8443",
 	})
+	if got := c.Listeners.WebSocket.AllowedOrigins; len(got) != 2 || got[0] != "https://a.example" || got[1] != "https://b.example:8443" {
+		t.Errorf("a list from the environment is comma-separated: %q", got)
+	}
 	s := c.Listeners.Slack
 	if s.BotToken != "xoxb-1: #not a comment" || s.AppTokenEnv != "MY_APP_TOKEN" || !s.Enabled {
 		t.Errorf("slack: %+v", s)

@@ -84,6 +84,17 @@ func (d *decoder) value(t reflect.Type, n *yaml.Node, key string) (any, bool) {
 		if isNull(n) {
 			return []any{}, true
 		}
+		if n.Kind == yaml.ScalarNode && t.Elem().Kind() == reflect.String {
+			// A list of words from an environment variable or --set:
+			// "https://a.example,https://b.example".
+			out := []any{}
+			for _, part := range strings.Split(n.Value, ",") {
+				if part = strings.TrimSpace(part); part != "" {
+					out = append(out, part)
+				}
+			}
+			return out, true
+		}
 		if n.Kind != yaml.SequenceNode {
 			d.fail(n, key, "want a list (- name: …)")
 			return nil, false
@@ -114,6 +125,13 @@ func (d *decoder) value(t reflect.Type, n *yaml.Node, key string) (any, bool) {
 		return v, true
 	case t.Kind() == reflect.Int:
 		var v int
+		if n.Kind != yaml.ScalarNode || n.Decode(&v) != nil {
+			d.fail(n, key, "want a whole number, not %s", show(n))
+			return nil, false
+		}
+		return v, true
+	case t.Kind() == reflect.Int64:
+		var v int64
 		if n.Kind != yaml.ScalarNode || n.Decode(&v) != nil {
 			d.fail(n, key, "want a whole number, not %s", show(n))
 			return nil, false
