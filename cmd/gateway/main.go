@@ -24,6 +24,8 @@ import (
 	"github.com/switchboard-gw/switchboard/config"
 	"github.com/switchboard-gw/switchboard/guides"
 	"github.com/switchboard-gw/switchboard/listeners/stdin"
+	"github.com/switchboard-gw/switchboard/listeners/websocket"
+	"github.com/switchboard-gw/switchboard/metrics"
 	"github.com/switchboard-gw/switchboard/providers"
 	"github.com/switchboard-gw/switchboard/providers/anthropic"
 	"github.com/switchboard-gw/switchboard/providers/demo"
@@ -32,6 +34,7 @@ import (
 	"github.com/switchboard-gw/switchboard/sessions"
 	"github.com/switchboard-gw/switchboard/storage"
 	"github.com/switchboard-gw/switchboard/tools"
+	"github.com/switchboard-gw/switchboard/web"
 )
 
 func main() {
@@ -94,9 +97,15 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 		return fmt.Errorf("guides.default: no guide %q in %s (have: %s)", cfg.Guides.Default, cfg.Guides.Dir, strings.Join(catalog.Names(), ", "))
 	}
 
+	if err := checkWebSocket(cfg, environ); err != nil {
+		return err
+	}
+	mets := metrics.New()
+
 	sessionsCtx, stopSessions := context.WithCancel(context.Background())
 	manager := sessions.NewManager(sessionsCtx, sessions.Config{
-		Store: db, Guides: catalog, DefaultGuide: cfg.Guides.Default,
+		Metrics: mets,
+		Store:   db, Guides: catalog, DefaultGuide: cfg.Guides.Default,
 		Providers: provs, DefaultProvider: defaultProvider, Tools: registry,
 		QueueSize: cfg.Sessions.QueueSize, SubscriberBuffer: cfg.Sessions.SubscriberBuffer,
 		IdleTimeout: time.Duration(cfg.Sessions.IdleTimeout), ApprovalTimeout: time.Duration(cfg.Sessions.ApprovalTimeout),
@@ -112,7 +121,21 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 	errc := make(chan error, 2)
 	running := 0
 
-	srv, err := listenHTTP(cfg, log)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.Handle("GET /metrics", mets.Handler())
+	if cfg.Listeners.WebSocket.Enabled {
+		wsc := cfg.Listeners.WebSocket
+		mux.Handle("GET /ws", websocket.New(ctx, websocket.Config{
+			AllowedOrigins: wsc.AllowedOrigins, ReadLimit: wsc.ReadLimit, SendBuffer: wsc.SendBuffer,
+			Auth: websocketAuth(wsc.Auth, environ), Metrics: mets,
+		}, manager, log))
+		mux.Handle("/", web.Handler())
+	}
+	srv, err := listenHTTP(cfg, mux, log)
 	if err != nil {
 		return err
 	}
@@ -143,6 +166,54 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 		}
 	}
 	return firstErr
+}
+
+// checkWebSocket refuses to serve /ws without authentication beyond this
+// machine unless the operator said so (anyone who can reach it could talk
+// to the model on the operator's account), and refuses secrets named by an
+// environment variable that is not set (an empty JWT secret would accept
+// tokens anyone can sign).
+func checkWebSocket(cfg config.Config, environ []string) error {
+	ws := cfg.Listeners.WebSocket
+	if !ws.Enabled {
+		return nil
+	}
+	switch ws.Auth.Mode {
+	case config.AuthJWT:
+		if ws.Auth.Secret(environ) == "" {
+			return fmt.Errorf("listeners.websocket.auth.jwt_secret_env: the environment variable %s is not set", ws.Auth.JWTSecretEnv)
+		}
+		return nil
+	case config.AuthToken:
+		for i, t := range ws.Auth.Tokens {
+			if t.Secret(environ) == "" {
+				return fmt.Errorf("listeners.websocket.auth.tokens[%d].token_env: the environment variable %s is not set", i, t.TokenEnv)
+			}
+		}
+		return nil
+	}
+	if ws.Auth.AllowUnauthenticated {
+		return nil
+	}
+	host, _, _ := net.SplitHostPort(cfg.HTTP.Addr)
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("http.addr %s is not a loopback address and listeners.websocket.auth.mode is none: "+
+		"anyone who reaches it could use your model. Set auth.mode to token or jwt (see docs/websocket.md), "+
+		"or set listeners.websocket.auth.allow_unauthenticated: true if a proxy in front authenticates", cfg.HTTP.Addr)
+}
+
+// websocketAuth resolves the configured secrets.
+func websocketAuth(a config.WebSocketAuth, environ []string) websocket.Auth {
+	out := websocket.Auth{Mode: a.Mode, JWTSecret: []byte(a.Secret(environ))}
+	for _, t := range a.Tokens {
+		out.Tokens = append(out.Tokens, websocket.StaticToken{Token: t.Secret(environ), UserID: t.User, Name: t.Name, Role: t.Role})
+	}
+	return out
 }
 
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
@@ -277,16 +348,11 @@ func localUser(environ []string) switchboard.Author {
 
 // listenHTTP binds the HTTP address now, so a port in use fails start-up
 // with a clear error instead of later in a goroutine.
-func listenHTTP(cfg config.Config, log *slog.Logger) (*httpServer, error) {
+func listenHTTP(cfg config.Config, mux http.Handler, log *slog.Logger) (*httpServer, error) {
 	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("http.addr %s: %w", cfg.HTTP.Addr, err)
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = io.WriteString(w, "ok\n")
-	})
 	log.Info("http listening", "addr", ln.Addr().String())
 	return &httpServer{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}, nil
 }

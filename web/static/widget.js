@@ -1,0 +1,586 @@
+// Switchboard chat widget: <script src="…/widget.js" data-guide="…"></script>
+//
+// Defines <switchboard-chat> (open Shadow DOM, so the page's CSS cannot
+// reach in) and adds one to the page. It speaks protocol v1 over /ws
+// (docs/websocket.md). Everything the server sends is set as text, except
+// the `html` of a Markdown message and the `text_html` of a card, which the
+// gateway renders and sanitises (goldmark + bluemonday): no Markdown or HTML
+// from the model is ever interpreted here.
+(() => {
+  "use strict";
+  if (customElements.get("switchboard-chat")) return;
+
+  const script = document.currentScript;
+  // The gateway that served this script is the default server.
+  const scriptBase = script && script.src ? new URL(script.src, location.href) : new URL(location.href);
+  const defaultServer = new URL("/ws", scriptBase);
+  defaultServer.protocol = scriptBase.protocol === "https:" ? "wss:" : "ws:";
+
+  const STYLE = `
+:host {
+  --sb-accent: #3454d1; --sb-accent-fg: #fff; --sb-bg: #fff; --sb-fg: #1d2330;
+  --sb-muted: #667085; --sb-border: #d0d5dd; --sb-bubble: #f2f4f7; --sb-danger: #c4320a;
+  --sb-font: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
+  --sb-radius: 12px; --sb-width: 380px; --sb-height: 560px; --sb-z: 2147483000;
+  all: initial; font-family: var(--sb-font); color: var(--sb-fg);
+}
+* { box-sizing: border-box; }
+[hidden] { display: none !important; }
+button, select, input, textarea { font: inherit; color: inherit; }
+:focus-visible { outline: 2px solid var(--sb-accent); outline-offset: 2px; }
+.launcher {
+  position: fixed; right: 20px; bottom: 20px; z-index: var(--sb-z);
+  width: 56px; height: 56px; border-radius: 50%; border: 0; cursor: pointer;
+  background: var(--sb-accent); color: var(--sb-accent-fg); font-size: 26px; line-height: 56px;
+  box-shadow: 0 4px 14px rgba(0,0,0,.25);
+}
+.panel {
+  position: fixed; right: 20px; bottom: 88px; z-index: var(--sb-z);
+  width: var(--sb-width); height: var(--sb-height); max-height: calc(100vh - 108px);
+  display: flex; flex-direction: column; background: var(--sb-bg); color: var(--sb-fg);
+  border: 1px solid var(--sb-border); border-radius: var(--sb-radius);
+  box-shadow: 0 12px 32px rgba(0,0,0,.2); overflow: hidden; font-size: 15px; line-height: 1.45;
+}
+header { display: flex; align-items: center; gap: 8px; padding: 10px 12px; border-bottom: 1px solid var(--sb-border); }
+header h2 { flex: 1; margin: 0; font-size: 16px; font-weight: 600; }
+.dot { width: 8px; height: 8px; border-radius: 50%; background: var(--sb-muted); }
+:host([data-connected="true"]) .dot { background: #12b76a; }
+.close { border: 0; background: none; font-size: 22px; cursor: pointer; color: var(--sb-muted); padding: 0 4px; }
+.log { flex: 1; overflow-y: auto; padding: 12px; display: flex; flex-direction: column; gap: 8px; }
+.msg { max-width: 88%; padding: 8px 11px; border-radius: var(--sb-radius); background: var(--sb-bubble); overflow-wrap: anywhere; }
+.msg[data-role="user"] { align-self: flex-start; }
+.msg[data-role="user"][data-mine="true"] { align-self: flex-end; background: var(--sb-accent); color: var(--sb-accent-fg); }
+.msg[data-role="user"][data-mine="true"] .author { display: none; }
+.msg[data-role="system"] { align-self: center; background: none; color: var(--sb-muted); font-size: 13px; }
+.msg .author, .msg .model { display: block; font-size: 12px; color: var(--sb-muted); }
+.msg .body { white-space: normal; }
+.msg[data-role="user"] .body, .msg.streaming .body { white-space: pre-wrap; }
+.msg .body > :first-child { margin-top: 0; } .msg .body > :last-child { margin-bottom: 0; }
+.msg pre { overflow-x: auto; background: rgba(0,0,0,.06); padding: 8px; border-radius: 6px; }
+.msg code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 13px; }
+.msg table { border-collapse: collapse; } .msg td, .msg th { border: 1px solid var(--sb-border); padding: 2px 6px; }
+.msg img { max-width: 100%; }
+.tool { font-size: 13px; color: var(--sb-muted); border-left: 3px solid var(--sb-border); padding-left: 8px; }
+.tool summary { cursor: pointer; }
+.tool pre, .confirm pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: 4px 0; font-size: 12px; }
+.tool.error { border-left-color: var(--sb-danger); }
+.confirm, .card { border: 1px solid var(--sb-border); border-radius: var(--sb-radius); padding: 10px; }
+.confirm .warning { color: var(--sb-danger); }
+.actions { display: flex; flex-wrap: wrap; gap: 6px; margin-top: 6px; }
+.actions button, .card form button, .send {
+  border: 1px solid var(--sb-border); background: var(--sb-bg); border-radius: 8px; padding: 6px 12px; cursor: pointer;
+}
+button.primary, .send, button[data-approve] { background: var(--sb-accent); color: var(--sb-accent-fg); border-color: var(--sb-accent); }
+button.danger, button[data-deny] { color: var(--sb-danger); border-color: var(--sb-danger); }
+button:disabled, select:disabled, input:disabled, textarea:disabled { opacity: .55; cursor: default; }
+button.chosen { outline: 2px solid var(--sb-fg); opacity: 1; }
+.resolution { font-size: 13px; color: var(--sb-muted); margin: 6px 0 0; }
+.card h3 { margin: 0 0 6px; font-size: 15px; }
+.card dl { display: grid; grid-template-columns: auto 1fr; gap: 2px 10px; margin: 6px 0; font-size: 14px; }
+.card dt { color: var(--sb-muted); } .card dd { margin: 0; }
+.card img { max-width: 100%; border-radius: 8px; margin: 6px 0; }
+.card select, .card input, .card textarea { width: 100%; padding: 6px; border: 1px solid var(--sb-border); border-radius: 6px; margin: 2px 0 6px; background: var(--sb-bg); }
+.card label { display: block; font-size: 13px; }
+.notice { font-size: 13px; color: var(--sb-danger); align-self: center; text-align: center; }
+.state { min-height: 20px; padding: 0 12px; font-size: 13px; color: var(--sb-muted); }
+form.compose { display: flex; gap: 8px; padding: 10px 12px; border-top: 1px solid var(--sb-border); }
+form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; padding: 9px; border: 1px solid var(--sb-border); border-radius: 8px; background: var(--sb-bg); }
+.sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+@media (max-width: 480px) {
+  .panel { inset: 0; width: 100%; height: 100%; max-height: none; border-radius: 0; border: 0; }
+  .launcher { right: 12px; bottom: 12px; }
+  :host([data-open="true"]) .launcher { display: none; }
+}`;
+
+  // el builds an element; text is always set as text, never as HTML.
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === "class") e.className = v;
+      else if (k === "text") e.textContent = v;
+      else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+      else e.setAttribute(k, v === true ? "" : String(v));
+    }
+    for (const c of children) if (c) e.append(c);
+    return e;
+  }
+
+  function newID() {
+    if (crypto.randomUUID) return crypto.randomUUID();
+    const b = crypto.getRandomValues(new Uint8Array(16));
+    return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+  }
+
+  function pretty(args) {
+    if (args === undefined || args === null) return "";
+    return typeof args === "string" ? args : JSON.stringify(args, null, 2);
+  }
+
+  // safeImageURL allows http(s) and inline images only: no javascript: and
+  // no other scheme from model output.
+  function safeImageURL(img) {
+    if (!img) return null;
+    if (img.data && /^image\/[a-z0-9.+-]+$/i.test(img.mime_type || "")) {
+      return "data:" + img.mime_type + ";base64," + img.data;
+    }
+    if (!img.url) return null;
+    if (/^data:image\//i.test(img.url)) return img.url;
+    try {
+      const u = new URL(img.url);
+      return u.protocol === "https:" || u.protocol === "http:" ? u.href : null;
+    } catch {
+      return null;
+    }
+  }
+
+  const STATE_TEXT = {
+    thinking: () => "thinking…",
+    executing_tool: (d) => "running " + (d.tool || "a tool") + "…",
+    awaiting_confirmation: () => "waiting for approval…",
+  };
+
+  class SwitchboardChat extends HTMLElement {
+    constructor() {
+      super();
+      this.attachShadow({ mode: "open" });
+      this.ws = null;
+      this.session = "";      // the session the transcript shows
+      this.lastSeq = 0;       // last session event handled
+      this.role = "";
+      this.me = "";           // our user id, from ready
+      this.attached = false;
+      this.pending = [];      // inputs not yet seen back from the session: {id, text}
+      this.attempt = 0;
+      this.timer = 0;
+      this.stopped = false;   // refused (1008): wait for the user
+      this.built = false;
+    }
+
+    get server() { return this.getAttribute("server") || defaultServer.href; }
+    get guide() { return this.getAttribute("guide") || ""; }
+    get storageKey() { return "switchboard:" + this.server + ":" + this.guide; }
+
+    connectedCallback() {
+      if (!this.built) this.build();
+      this.onOnline = () => { if (!this.ws && !this.stopped && this.wanted) this.connect(); };
+      window.addEventListener("online", this.onOnline);
+      const stored = this.load();
+      if (stored.session) this.session = stored.session;
+      if (this.hasAttribute("open")) this.setOpen(true, false);
+      else if (this.session) this.connect(); // carry on a conversation after a reload
+    }
+
+    disconnectedCallback() {
+      window.removeEventListener("online", this.onOnline);
+      clearTimeout(this.timer);
+      this.wanted = false;
+      if (this.ws) this.ws.close(1000);
+    }
+
+    load() {
+      try { return JSON.parse(localStorage.getItem(this.storageKey) || "{}"); } catch { return {}; }
+    }
+
+    save() {
+      try { localStorage.setItem(this.storageKey, JSON.stringify({ session: this.session })); } catch { /* private mode */ }
+    }
+
+    // userID is a stable anonymous id for gateways without sign-in, so a
+    // reconnect or reload is the same user (and keeps the owner's role).
+    userID() {
+      try {
+        let id = localStorage.getItem("switchboard:user");
+        if (!id) { id = "web-" + newID(); localStorage.setItem("switchboard:user", id); }
+        return id;
+      } catch {
+        this.anon = this.anon || "web-" + newID();
+        return this.anon;
+      }
+    }
+
+    build() {
+      this.built = true;
+      const title = this.getAttribute("title") || "Chat";
+      this.removeAttribute("title"); // not a tooltip on the whole page corner
+      const root = this.shadowRoot;
+      root.append(el("style", { text: STYLE }));
+      const panelID = "sb-panel";
+      this.launcher = el("button", {
+        class: "launcher", type: "button", "aria-controls": panelID, "aria-expanded": "false",
+        "aria-label": "Open chat: " + title, text: "💬", onclick: () => this.setOpen(!this.isOpen, true),
+      });
+      this.log = el("div", { class: "log", role: "log", "aria-live": "polite", "aria-label": "Conversation" });
+      this.stateLine = el("div", { class: "state", role: "status", "aria-live": "polite" });
+      this.input = el("textarea", {
+        rows: "1", placeholder: "Type a message…", "aria-label": "Message", maxlength: "16000",
+        onkeydown: (e) => {
+          if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); this.sendInput(); }
+        },
+      });
+      this.compose = el("form", { class: "compose", onsubmit: (e) => { e.preventDefault(); this.sendInput(); } },
+        this.input, el("button", { class: "send", type: "submit", text: "Send" }));
+      this.panel = el("section", {
+        class: "panel", id: panelID, role: "dialog", "aria-label": title, hidden: true,
+        onkeydown: (e) => { if (e.key === "Escape") { this.setOpen(false, true); } },
+      },
+      el("header", {}, el("span", { class: "dot", "aria-hidden": "true" }), el("h2", { text: title }),
+        el("button", { class: "close", type: "button", "aria-label": "Close chat", text: "×", onclick: () => this.setOpen(false, true) })),
+      this.log, this.stateLine, this.compose);
+      root.append(this.launcher, this.panel);
+    }
+
+    get isOpen() { return !this.panel.hidden; }
+
+    setOpen(open, focus) {
+      this.panel.hidden = !open;
+      this.launcher.setAttribute("aria-expanded", String(open));
+      this.dataset.open = String(open);
+      if (open) {
+        this.wanted = true;
+        if (!this.ws && !this.stopped) this.connect();
+        if (focus) this.input.focus();
+        this.scrollDown();
+      } else if (focus) {
+        this.launcher.focus();
+      }
+    }
+
+    // --- connection ---
+
+    connect() {
+      clearTimeout(this.timer);
+      this.wanted = true;
+      let ws;
+      try {
+        ws = new WebSocket(this.server);
+      } catch (e) {
+        this.notice("Cannot connect to " + this.server + ": " + e.message);
+        return;
+      }
+      this.ws = ws;
+      this.attached = false;
+      this.setStatus("connecting…");
+      ws.onopen = () => this.hello();
+      ws.onmessage = (m) => {
+        let ev;
+        try { ev = JSON.parse(m.data); } catch { return; }
+        this.handle(ev);
+      };
+      ws.onclose = (e) => {
+        if (this.ws !== ws) return;
+        this.ws = null;
+        this.attached = false;
+        this.dataset.connected = "false";
+        if (e.code === 1008) {
+          // Policy: a bad or expired token, or a session we may not see.
+          // Retrying would be refused the same way.
+          this.stopped = true;
+          this.notice("Disconnected: " + (e.reason || "not allowed") + ". Reload the page to try again.");
+          this.setStatus("");
+          return;
+        }
+        if (!this.wanted) return;
+        this.setStatus("reconnecting…");
+        const delay = Math.min(15000, 500 * 2 ** this.attempt) * (0.5 + Math.random() / 2);
+        this.attempt++;
+        this.timer = setTimeout(() => this.connect(), delay);
+      };
+    }
+
+    hello() {
+      const f = { type: "hello", user: { id: this.userID() } };
+      const name = this.getAttribute("user-name");
+      if (name) f.user.name = name;
+      if (this.guide) f.guide = this.guide;
+      const token = this.getAttribute("token");
+      if (token) f.token = token;
+      if (this.session) {
+        f.session = this.session;
+        f.resume_after = this.lastSeq; // 0 after a reload: replay it all
+      }
+      this.send(f);
+    }
+
+    send(f) {
+      if (!this.ws || this.ws.readyState !== WebSocket.OPEN) return false;
+      this.ws.send(JSON.stringify(f));
+      return true;
+    }
+
+    // --- events ---
+
+    handle(ev) {
+      if (ev.seq > 0) {
+        if (ev.seq <= this.lastSeq) return; // replayed and already shown
+        this.lastSeq = ev.seq;
+      }
+      const d = ev.data || {};
+      switch (ev.type) {
+        case "ready": return this.onReady(d);
+        case "message": return this.onMessage(d);
+        case "delta": return this.onDelta(d);
+        case "tool_call": return this.onToolCall(d);
+        case "tool_response": return this.onToolResponse(d);
+        case "confirmation_request": return this.onConfirmationRequest(d);
+        case "confirmation_resolved": return this.onConfirmationResolved(d);
+        case "ui": return this.onUI(d);
+        case "state": return this.onState(d);
+        case "error": return this.onError(ev, d);
+      }
+    }
+
+    onReady(d) {
+      if (d.session !== this.session) {
+        // A new conversation: the first, a /reset on this connection, or
+        // a stored one that is gone. Its events start at seq 1.
+        if (this.session) this.log.replaceChildren();
+        this.lastSeq = 0;
+      }
+      this.session = d.session;
+      this.role = d.role;
+      this.me = d.user ? d.user.id : "";
+      this.attached = true;
+      this.attempt = 0;
+      this.dataset.connected = "true";
+      this.dataset.session = d.session;
+      this.save();
+      this.setStatus("");
+      const viewer = d.role === "viewer";
+      this.input.disabled = viewer;
+      this.input.placeholder = viewer ? "You can watch this conversation but not write." : "Type a message…";
+      // Resend what may not have arrived; the gateway drops repeated ids.
+      for (const p of this.pending) this.send({ type: "input", id: p.id, text: p.text });
+    }
+
+    onError(ev, d) {
+      if (d.code === "not_found" && !this.attached && this.session) {
+        // The stored session is gone (another gateway, a wiped store): start afresh.
+        this.session = "";
+        this.lastSeq = 0;
+        this.log.replaceChildren();
+        this.save();
+        this.hello();
+        return;
+      }
+      this.notice(d.message || d.code || "error");
+    }
+
+    bubble(id, role) {
+      let b = id ? this.log.querySelector(`.msg[data-id="${CSS.escape(id)}"]`) : null;
+      if (!b) {
+        b = el("div", { class: "msg", "data-role": role, "data-id": id || undefined });
+        b.append(el("div", { class: "body" }));
+        this.append(b);
+      }
+      return b;
+    }
+
+    onDelta(d) {
+      const b = this.bubble(d.message_id, "assistant");
+      if (!b.dataset.done) {
+        b.classList.add("streaming");
+        b.querySelector(".body").append(document.createTextNode(d.content || ""));
+        this.scrollDown();
+      }
+    }
+
+    onMessage(d) {
+      const b = this.bubble(d.id, d.role || "assistant");
+      b.dataset.done = "true";
+      b.classList.remove("streaming");
+      const body = b.querySelector(".body");
+      if (d.html !== undefined) body.innerHTML = d.html; // rendered and sanitised by the gateway
+      else body.textContent = d.content || "";
+      if (d.role === "user") {
+        const mine = d.author_id && d.author_id === this.me;
+        b.dataset.mine = String(Boolean(mine));
+        if (!b.querySelector(".author")) b.prepend(el("span", { class: "author", text: d.author || "someone" }));
+        if (mine) this.confirmPending(d.content);
+      }
+      if (d.role === "assistant" && d.model && /demo/i.test(d.model) && !b.querySelector(".model")) {
+        b.append(el("span", { class: "model", text: d.model }));
+      }
+      this.scrollDown();
+    }
+
+    confirmPending(text) {
+      const i = this.pending.findIndex((p) => p.text.trim() === (text || "").trim());
+      this.pending.splice(i >= 0 ? i : 0, 1);
+    }
+
+    onToolCall(d) {
+      const box = el("details", { class: "tool", "data-call": d.id },
+        el("summary", { text: "🔧 " + d.name }),
+        el("pre", { class: "args", text: pretty(d.args) }));
+      this.append(box);
+    }
+
+    onToolResponse(d) {
+      let box = this.log.querySelector(`.tool[data-call="${CSS.escape(d.tool_call_id || "")}"]`);
+      if (!box) {
+        box = el("details", { class: "tool", "data-call": d.tool_call_id }, el("summary", { text: "🔧 " + d.name }));
+        this.append(box);
+      }
+      box.append(el("pre", { class: "result", text: (d.is_error ? "error: " : "→ ") + (d.content_preview || "") }));
+      if (d.is_error) box.classList.add("error");
+      box.querySelector("summary").textContent = "🔧 " + d.name + (d.is_error ? " failed" : " ✓");
+    }
+
+    onConfirmationRequest(d) {
+      const canApprove = this.role === "owner" || this.role === "approver";
+      const approve = el("button", { type: "button", "data-approve": true, text: "Approve", onclick: () => this.answer(d.confirmation_id, true, box) });
+      const deny = el("button", { type: "button", "data-deny": true, text: "Deny", onclick: () => this.answer(d.confirmation_id, false, box) });
+      const box = el("div", { class: "confirm", role: "group", "aria-label": "Approval for " + d.tool_name, "data-confirmation": d.confirmation_id },
+        el("p", { text: "Allow " + d.tool_name + "?" }),
+        el("pre", { text: pretty(d.args) }),
+        d.security_warning ? el("p", { class: "warning", text: "⚠ " + d.security_warning }) : null,
+        canApprove ? el("div", { class: "actions" }, approve, deny) : el("p", { class: "resolution", text: "Waiting for an approver…" }));
+      this.append(box);
+    }
+
+    answer(id, approved, box) {
+      if (this.send({ type: "confirm", confirmation_id: id, approved })) {
+        box.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+      } else {
+        this.notice("Not connected; try again in a moment.");
+      }
+    }
+
+    onConfirmationResolved(d) {
+      const box = this.log.querySelector(`.confirm[data-confirmation="${CSS.escape(d.confirmation_id || "")}"]`);
+      if (!box) return;
+      box.querySelectorAll("button").forEach((b) => {
+        b.disabled = true;
+        if (b.hasAttribute(d.approved ? "data-approve" : "data-deny")) b.classList.add("chosen");
+      });
+      box.querySelectorAll(".resolution").forEach((r) => r.remove());
+      let text;
+      if (d.by === "expired") text = "Expired: not run";
+      else if (d.by === "cancelled") text = "Cancelled";
+      else text = (d.approved ? "Approved by " : "Denied by ") + d.by;
+      box.append(el("p", { class: "resolution", role: "status", text }));
+    }
+
+    onUI(d) {
+      const card = el("div", { class: "card", "data-ui": d.id, role: "group", "aria-label": d.title || "Card" });
+      const done = (chosen) => {
+        card.querySelectorAll("button, select, input, textarea").forEach((c) => { c.disabled = true; });
+        if (chosen) chosen.classList.add("chosen");
+      };
+      const act = (actionID, value, chosen) => {
+        if (this.send({ type: "action", action_id: actionID, value })) done(chosen);
+        else this.notice("Not connected; try again in a moment.");
+      };
+      if (d.title) card.append(el("h3", { text: d.title }));
+      if (d.text_html !== undefined) {
+        const t = el("div", { class: "text" });
+        t.innerHTML = d.text_html; // rendered and sanitised by the gateway
+        card.append(t);
+      } else if (d.text) {
+        card.append(el("p", { class: "text", text: d.text }));
+      }
+      if (d.fields && d.fields.length) {
+        const dl = el("dl");
+        for (const f of d.fields) dl.append(el("dt", { text: f.label }), el("dd", { text: f.value }));
+        card.append(dl);
+      }
+      const src = safeImageURL(d.image);
+      if (src) card.append(el("img", { src, alt: (d.image && d.image.alt) || "", loading: "lazy", referrerpolicy: "no-referrer" }));
+      if (d.buttons && d.buttons.length) {
+        const row = el("div", { class: "actions" });
+        for (const b of d.buttons) {
+          const btn = el("button", {
+            type: "button", class: b.style === "primary" || b.style === "danger" ? b.style : undefined, text: b.label,
+            onclick: () => act(b.action_id, b.value || b.label, btn),
+          });
+          row.append(btn);
+        }
+        card.append(row);
+      }
+      if (d.select) {
+        const s = d.select;
+        const sel = el("select", { "aria-label": s.placeholder || "Choose" },
+          el("option", { value: "", text: s.placeholder || "Choose…", disabled: true, selected: true }));
+        for (const o of s.options || []) sel.append(el("option", { value: o.value, text: o.label }));
+        sel.addEventListener("change", () => { if (sel.value) act(s.action_id, sel.value, null); });
+        card.append(sel);
+      }
+      if (d.form) {
+        const f = d.form;
+        const form = el("form");
+        for (const inp of f.inputs || []) {
+          const id = "f-" + newID();
+          const attrs = { id, name: inp.name, placeholder: inp.placeholder, required: Boolean(inp.required) };
+          const field = inp.type === "textarea"
+            ? el("textarea", Object.assign(attrs, { rows: "3" }))
+            : el("input", Object.assign(attrs, { type: ["number", "email"].includes(inp.type) ? inp.type : "text" }));
+          form.append(el("label", { for: id, text: inp.label || inp.name }), field);
+        }
+        const submit = el("button", { type: "submit", class: "primary", text: f.submit_label || "Submit" });
+        form.append(submit);
+        form.addEventListener("submit", (e) => {
+          e.preventDefault();
+          const value = {};
+          for (const [k, v] of new FormData(form).entries()) value[k] = String(v);
+          act(f.action_id, value, submit);
+        });
+        card.append(form);
+      }
+      this.append(card);
+    }
+
+    onState(d) {
+      const f = STATE_TEXT[d.state];
+      this.setStatus(f ? f(d) : "");
+    }
+
+    // --- input ---
+
+    sendInput() {
+      const text = this.input.value.trim();
+      if (!text || this.input.disabled) return;
+      const p = { id: newID(), text };
+      this.pending.push(p);
+      this.input.value = "";
+      if (!this.attached || !this.send({ type: "input", id: p.id, text })) {
+        this.setStatus("not connected: your message will be sent when the connection is back");
+        if (!this.ws && !this.stopped) this.connect();
+      }
+    }
+
+    // --- rendering helpers ---
+
+    append(node) {
+      this.log.append(node);
+      this.scrollDown();
+    }
+
+    notice(text) {
+      this.append(el("div", { class: "notice", role: "alert", text }));
+    }
+
+    setStatus(text) {
+      this.stateLine.textContent = text;
+    }
+
+    scrollDown() {
+      this.log.scrollTop = this.log.scrollHeight;
+    }
+  }
+
+  customElements.define("switchboard-chat", SwitchboardChat);
+
+  // The script tag's data-* attributes configure the element it adds.
+  if (script && !script.hasAttribute("data-manual")) {
+    const chat = document.createElement("switchboard-chat");
+    for (const a of ["guide", "title", "server", "token", "user-name"]) {
+      const v = script.getAttribute("data-" + a);
+      if (v) chat.setAttribute(a, v);
+    }
+    if (script.hasAttribute("data-open")) chat.setAttribute("open", "");
+    const add = () => document.body.append(chat);
+    if (document.body) add();
+    else document.addEventListener("DOMContentLoaded", add);
+  }
+})();
