@@ -147,7 +147,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       this.ws = null;
       this.session = "";      // the session the transcript shows
       this.lastSeq = 0;       // last session event handled
-      this.role = "";
+      this.myRole = "";     // our role in the session, from ready (not this.role: that is the ARIA attribute)
       this.me = "";           // our user id, from ready
       this.attached = false;
       this.pending = [];      // inputs not yet seen back from the session: {id, text}
@@ -338,7 +338,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
         this.lastSeq = 0;
       }
       this.session = d.session;
-      this.role = d.role;
+      this.myRole = d.role;
       this.me = d.user ? d.user.id : "";
       this.attached = true;
       this.attempt = 0;
@@ -371,7 +371,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       if (!b) {
         b = el("div", { class: "msg", "data-role": role, "data-id": id || undefined });
         b.append(el("div", { class: "body" }));
-        this.append(b);
+        this.show(b);
       }
       return b;
     }
@@ -413,14 +413,14 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       const box = el("details", { class: "tool", "data-call": d.id },
         el("summary", { text: "🔧 " + d.name }),
         el("pre", { class: "args", text: pretty(d.args) }));
-      this.append(box);
+      this.show(box);
     }
 
     onToolResponse(d) {
       let box = this.log.querySelector(`.tool[data-call="${CSS.escape(d.tool_call_id || "")}"]`);
       if (!box) {
         box = el("details", { class: "tool", "data-call": d.tool_call_id }, el("summary", { text: "🔧 " + d.name }));
-        this.append(box);
+        this.show(box);
       }
       box.append(el("pre", { class: "result", text: (d.is_error ? "error: " : "→ ") + (d.content_preview || "") }));
       if (d.is_error) box.classList.add("error");
@@ -428,7 +428,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
     }
 
     onConfirmationRequest(d) {
-      const canApprove = this.role === "owner" || this.role === "approver";
+      const canApprove = this.myRole === "owner" || this.myRole === "approver";
       const approve = el("button", { type: "button", "data-approve": true, text: "Approve", onclick: () => this.answer(d.confirmation_id, true, box) });
       const deny = el("button", { type: "button", "data-deny": true, text: "Deny", onclick: () => this.answer(d.confirmation_id, false, box) });
       const box = el("div", { class: "confirm", role: "group", "aria-label": "Approval for " + d.tool_name, "data-confirmation": d.confirmation_id },
@@ -436,7 +436,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
         el("pre", { text: pretty(d.args) }),
         d.security_warning ? el("p", { class: "warning", text: "⚠ " + d.security_warning }) : null,
         canApprove ? el("div", { class: "actions" }, approve, deny) : el("p", { class: "resolution", text: "Waiting for an approver…" }));
-      this.append(box);
+      this.show(box);
     }
 
     answer(id, approved, box) {
@@ -527,7 +527,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
         });
         card.append(form);
       }
-      this.append(card);
+      this.show(card);
     }
 
     onState(d) {
@@ -551,13 +551,13 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
 
     // --- rendering helpers ---
 
-    append(node) {
+    show(node) {
       this.log.append(node);
       this.scrollDown();
     }
 
     notice(text) {
-      this.append(el("div", { class: "notice", role: "alert", text }));
+      this.show(el("div", { class: "notice", role: "alert", text }));
     }
 
     setStatus(text) {
