@@ -18,9 +18,10 @@ test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 10m ./...
 
-## bench: the benchmark report (docs/benchmarks.md)
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+## bench: the benchmark report (docs/benchmarks.md): gateway vs the floors, see bench/
+bench: build
+	$(GO) build -o bin/bench ./bench
+	./bin/bench --gateway $(BIN) --guides guides --out docs/benchmarks.md
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -236,7 +236,7 @@ func buildProviders(cfg config.Config, environ []string, log *slog.Logger) (map[
 	var missing []string
 	for i, pc := range cfg.Providers {
 		key, _ := pc.Key(environ)
-		pcfg := providers.Config{Name: pc.Name, Kind: pc.Kind, BaseURL: pc.BaseURL, APIKey: key, Model: pc.Model}
+		pcfg := providers.Config{Name: pc.Name, Kind: pc.Kind, BaseURL: pc.BaseURL, APIKey: key, Model: pc.Model, HTTPClient: providerClient()}
 		var (
 			p   providers.Provider
 			err error
@@ -288,6 +288,18 @@ func buildProviders(cfg config.Config, environ []string, log *slog.Logger) (map[
 		provs[def] = demoModel
 	}
 	return provs, def, nil
+}
+
+// providerClient is one provider's connection pool. Go's default keeps two
+// idle connections per host, so with many sessions streaming at once every
+// other request would open a new connection (a TLS handshake to a hosted
+// API, a TIME_WAIT socket each); this keeps enough for the concurrency a
+// gateway sees. Timeouts stay with providers.Resilient.
+func providerClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 1024
+	t.MaxIdleConnsPerHost = 512
+	return &http.Client{Transport: t}
 }
 
 // needsKey: hosted APIs need a key; a local OpenAI-compatible server

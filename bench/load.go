@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	gws "github.com/gorilla/websocket"
+)
+
+// The load generator: N connections, each a session sending turns back to
+// back. A turn is timed from the input's send to the assistant's final
+// message. Frames are matched by bytes, not decoded: the client shares the
+// machine with the servers and should cost as little as it can.
+
+var (
+	assistantMessage = []byte(`"role":"assistant"`)
+	messageType      = []byte(`"type":"message"`)
+	readyType        = []byte(`"type":"ready"`)
+)
+
+// isFinal reports whether a frame is the assistant's whole message.
+func isFinal(frame []byte) bool {
+	return bytes.Contains(frame, messageType) && bytes.Contains(frame, assistantMessage)
+}
+
+// dialSession connects and says hello, returning once ready arrives.
+func dialSession(ctx context.Context, url string) (*gws.Conn, error) {
+	d := gws.Dialer{HandshakeTimeout: 30 * time.Second, ReadBufferSize: 4096, WriteBufferSize: 1024}
+	c, _, err := d.DialContext(ctx, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", url, err)
+	}
+	if err := c.WriteMessage(gws.TextMessage, []byte(`{"type":"hello"}`)); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("hello: %w", err)
+	}
+	for {
+		_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
+		_, msg, err := c.ReadMessage()
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("waiting for ready: %w", err)
+		}
+		if bytes.Contains(msg, readyType) {
+			return c, nil
+		}
+	}
+}
+
+// turn sends one input and reads until the assistant's message; it returns
+// the frames received on the way (their sizes, for calibrating the echo
+// floor).
+func turn(c *gws.Conn, id int, sizes *[]int) error {
+	in := []byte(`{"type":"input","id":"` + strconv.Itoa(id) + `","text":"hello there"}`)
+	if err := c.WriteMessage(gws.TextMessage, in); err != nil {
+		return fmt.Errorf("send input: %w", err)
+	}
+	for {
+		_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
+		_, msg, err := c.ReadMessage()
+		if err != nil {
+			return fmt.Errorf("read: %w", err)
+		}
+		if sizes != nil {
+			*sizes = append(*sizes, len(msg))
+		}
+		if isFinal(msg) {
+			return nil
+		}
+	}
+}
+
+// loadResult is one run of the load generator against one target.
+type loadResult struct {
+	sessions  int
+	turns     int
+	elapsed   time.Duration
+	latencies []time.Duration // sorted
+	errors    int
+}
+
+func (r loadResult) turnsPerSec() float64 { return float64(r.turns) / r.elapsed.Seconds() }
+
+// percentile of sorted durations, nearest rank.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted))*p/100+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// runLoad connects n sessions, lets them run turns back to back for warmup,
+// then measures for d. onStart and onEnd bracket the measured window (the
+// caller reads the server's CPU there).
+func runLoad(ctx context.Context, url string, n int, warmup, d time.Duration, onStart, onEnd func()) (loadResult, error) {
+	conns := make([]*gws.Conn, n)
+	var dialErr error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64)
+	for i := range conns {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			c, err := dialSession(ctx, url)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				dialErr = errors.Join(dialErr, err)
+				return
+			}
+			conns[i] = c
+		}()
+	}
+	wg.Wait()
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	if dialErr != nil {
+		return loadResult{}, fmt.Errorf("connecting %d sessions: %w", n, dialErr)
+	}
+
+	// Every turn is recorded with its end; the ones that ended inside the
+	// measured window count.
+	type done struct {
+		end time.Time
+		lat time.Duration
+	}
+	var (
+		stop    = make(chan struct{})
+		turns   = make([][]done, n)
+		errored = make([]bool, n)
+	)
+	for i, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rec := make([]done, 0, 1024)
+			defer func() { turns[i] = rec }()
+			for id := 0; ; id++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				start := time.Now()
+				if err := turn(c, id, nil); err != nil {
+					errored[i] = true
+					return
+				}
+				end := time.Now()
+				rec = append(rec, done{end, end.Sub(start)})
+			}
+		}()
+	}
+	select {
+	case <-time.After(warmup):
+	case <-ctx.Done():
+	}
+	onStart()
+	t0 := time.Now()
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+	}
+	t1 := time.Now()
+	onEnd()
+	close(stop)
+	// A turn in flight finishes; closing the connections ends any that cannot.
+	closer := time.AfterFunc(30*time.Second, func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	wg.Wait()
+	closer.Stop()
+	elapsed := t1.Sub(t0)
+
+	r := loadResult{sessions: n, elapsed: elapsed}
+	for i := range turns {
+		for _, t := range turns[i] {
+			if !t.end.Before(t0) && !t.end.After(t1) {
+				r.latencies = append(r.latencies, t.lat)
+			}
+		}
+		if errored[i] {
+			r.errors++
+		}
+	}
+	r.turns = len(r.latencies)
+	slices.Sort(r.latencies)
+	return r, nil
+}

@@ -1,0 +1,390 @@
+// Command bench is `make bench`: it measures the gateway over WebSocket
+// against a scripted model, next to two floors driven by the same client —
+// a bare gorilla/websocket server sending the same frames, and a thin relay
+// that streams the same model with no sessions or storage — then the memory
+// of idle connections and the cost of building a turn's context, and
+// writes docs/benchmarks.md.
+//
+// Every server runs as its own process on loopback (bench llm|echo|relay
+// are the floors and the model; the gateway is bin/gateway), so CPU and
+// memory are read per process from /proc. The numbers are for people to
+// read: no test asserts one.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "llm":
+			return serveChild(ctx, llmHandler())
+		case "echo":
+			sizes, err := parseInts(args[1])
+			if err != nil {
+				return err
+			}
+			return serveChild(ctx, echoHandler(sizes))
+		case "relay":
+			return serveChild(ctx, relayHandler(args[1]))
+		}
+	}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	gateway := fs.String("gateway", "bin/gateway", "the gateway binary")
+	out := fs.String("out", "docs/benchmarks.md", "where to write the report ('' for stdout only)")
+	levels := fs.String("levels", "1,100,1000", "concurrent sessions per run")
+	duration := fs.Duration("duration", 5*time.Second, "measured time per run")
+	warmup := fs.Duration("warmup", time.Second, "unmeasured time before each run")
+	idle := fs.Int("idle", 10000, "idle connections for the memory measurement (0 to skip)")
+	contextSizes := fs.String("context", "1000,1000000", "stored messages for the context-build measurement ('' to skip)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	lv, err := parseInts(*levels)
+	if err != nil {
+		return fmt.Errorf("--levels: %w", err)
+	}
+	raiseFileLimit()
+	dir, err := os.MkdirTemp("", "switchboard-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	rep := report{machine: machine(), date: time.Now().UTC(), duration: *duration, commit: gitCommit()}
+
+	llm, err := startChild(ctx, "llm")
+	if err != nil {
+		return fmt.Errorf("llm server: %w", err)
+	}
+	defer llm.stop()
+	llmURL := "http://" + llm.addr
+
+	// Calibrate the echo floor on what the gateway sends per turn.
+	sizes, err := calibrate(ctx, *gateway, dir, llmURL)
+	if err != nil {
+		return fmt.Errorf("calibrating against the gateway: %w", err)
+	}
+	rep.framesPerTurn = len(sizes)
+	log("a gateway turn is %d frames (%v bytes)", len(sizes), sizes)
+	echo, err := startChild(ctx, "echo", joinInts(sizes))
+	if err != nil {
+		return fmt.Errorf("echo server: %w", err)
+	}
+	defer echo.stop()
+	relay, err := startChild(ctx, "relay", llmURL)
+	if err != nil {
+		return fmt.Errorf("relay: %w", err)
+	}
+	defer relay.stop()
+
+	for _, n := range lv {
+		gw, err := startGateway(ctx, *gateway, dir, llmURL)
+		if err != nil {
+			return err
+		}
+		for _, t := range []struct {
+			name string
+			p    *child
+		}{{"gateway", gw}, {"thin relay (floor)", relay}, {"bare WebSocket (floor)", echo}} {
+			row, err := measure(ctx, t.name, t.p, n, *warmup, *duration)
+			if err != nil {
+				gw.stop()
+				return fmt.Errorf("%s at %d sessions: %w", t.name, n, err)
+			}
+			log("%-24s %5d sessions: %8.0f turns/s  p50 %-9v p99 %-9v CPU %.2fs/1k turns  peak RSS %d MiB  errors %d",
+				t.name, n, row.turnsPerSec(), row.p50(), row.p99(), row.cpuPer1k, row.peakKiB>>10, row.errors)
+			rep.rows = append(rep.rows, row)
+		}
+		gw.stop()
+	}
+
+	if *idle > 0 {
+		gw, err := startGateway(ctx, *gateway, dir, llmURL)
+		if err != nil {
+			return err
+		}
+		rep.idle, err = measureIdle(ctx, gw, *idle)
+		gw.stop()
+		if err != nil {
+			return fmt.Errorf("idle connections: %w", err)
+		}
+		log("idle: %d connections, %.1f KiB each", rep.idle.conns, rep.idle.perConnKiB())
+	}
+	if *contextSizes != "" {
+		cs, err := parseInts(*contextSizes)
+		if err != nil {
+			return fmt.Errorf("--context: %w", err)
+		}
+		rep.context, err = measureContextBuild(ctx, dir, cs, 200)
+		if err != nil {
+			return fmt.Errorf("context build: %w", err)
+		}
+		for _, c := range rep.context {
+			log("context build with %d stored messages: median %v, p99 %v", c.messages, c.median, c.p99)
+		}
+	}
+
+	md := rep.markdown()
+	fmt.Print(md)
+	if *out != "" {
+		if err := os.WriteFile(*out, []byte(md), 0o644); err != nil {
+			return err
+		}
+		log("wrote %s", *out)
+	}
+	return nil
+}
+
+func log(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+}
+
+// child is a server process.
+type child struct {
+	cmd  *exec.Cmd
+	addr string
+	once sync.Once
+}
+
+func (c *child) pid() int { return c.cmd.Process.Pid }
+
+func (c *child) stop() {
+	c.once.Do(func() {
+		_ = c.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = c.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = c.cmd.Process.Kill()
+			<-done
+		}
+	})
+}
+
+// startChild runs this binary as one of the servers and reads its address.
+func startChild(ctx context.Context, args ...string) (*child, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, self, args...)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("reading its address: %w", err)
+	}
+	return &child{cmd: cmd, addr: strings.TrimSpace(line)}, nil
+}
+
+// benchGuide answers with text only: the turn measured is the streaming
+// path, not tools.
+const benchGuide = `---
+name: bench
+description: The benchmark's guide
+temperature: 0
+memory: { policy: sliding-window, window: 20 }
+---
+You are a benchmark.
+`
+
+// startGateway starts the gateway binary with a fresh store and waits
+// until it answers /healthz.
+func startGateway(ctx context.Context, bin, dir, llmURL string) (*child, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	run := filepath.Join(dir, "gw-"+strconv.Itoa(port))
+	if err := os.MkdirAll(filepath.Join(run, "guides"), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(run, "guides", "bench.md"), []byte(benchGuide), 0o644); err != nil {
+		return nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	cfg := fmt.Sprintf(`http: { addr: %q }
+storage: { dsn: %q }
+providers:
+  - { name: main, kind: openai, base_url: %q, api_key: bench, model: bench-model }
+guides: { dir: %q, default: bench }
+listeners:
+  websocket: { enabled: true }
+  stdin: { enabled: false }
+log: { level: warn }
+`, addr, filepath.Join(run, "bench.db"), llmURL+"/v1", filepath.Join(run, "guides"))
+	cfgPath := filepath.Join(run, "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, bin, "--config", cfgPath)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	c := &child{cmd: cmd, addr: addr}
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return c, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			c.stop()
+			return nil, fmt.Errorf("the gateway did not answer /healthz on %s", addr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func calibrate(ctx context.Context, bin, dir, llmURL string) ([]int, error) {
+	gw, err := startGateway(ctx, bin, dir, llmURL)
+	if err != nil {
+		return nil, err
+	}
+	defer gw.stop()
+	c, err := dialSession(ctx, "ws://"+gw.addr+"/ws")
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	// The second turn, when the connection and model client are warm.
+	var sizes []int
+	for i := range 2 {
+		sizes = sizes[:0]
+		if err := turn(c, i, &sizes); err != nil {
+			return nil, err
+		}
+	}
+	return sizes, nil
+}
+
+// row is one target at one level.
+type row struct {
+	loadResult
+	target   string
+	cpuPer1k float64 // CPU seconds per 1,000 turns
+	peakKiB  int64
+}
+
+func (r row) p50() time.Duration { return percentile(r.latencies, 50).Round(10 * time.Microsecond) }
+func (r row) p99() time.Duration { return percentile(r.latencies, 99).Round(10 * time.Microsecond) }
+
+func measure(ctx context.Context, name string, p *child, n int, warmup, d time.Duration) (row, error) {
+	var cpu0, cpu1 time.Duration
+	var peak int64
+	stopSampling := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if kb, err := memKiB(p.pid(), "VmRSS"); err == nil {
+				peak = max(peak, kb)
+			}
+			select {
+			case <-stopSampling:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	res, err := runLoad(ctx, "ws://"+p.addr+"/ws", n, warmup, d,
+		func() { cpu0, _ = cpuTime(p.pid()) },
+		func() { cpu1, _ = cpuTime(p.pid()) })
+	close(stopSampling)
+	<-sampled
+	if err != nil {
+		return row{}, err
+	}
+	r := row{loadResult: res, target: name, peakKiB: peak}
+	if res.turns > 0 {
+		r.cpuPer1k = (cpu1 - cpu0).Seconds() / float64(res.turns) * 1000
+	}
+	return r, nil
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// raiseFileLimit lifts the soft open-files limit to the hard one; the
+// servers started after inherit it. 10,000 idle connections need it.
+func raiseFileLimit() {
+	var l syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) == nil && l.Cur < l.Max {
+		l.Cur = l.Max
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
+	}
+}
+
+func gitCommit() string {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, errors.New("want a comma-separated list of positive numbers, not " + strconv.Quote(s))
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	gws "github.com/gorilla/websocket"
+)
+
+// idleResult is the gateway's memory with many idle connections open.
+type idleResult struct {
+	conns          int
+	before, after  int64 // VmRSS in KiB
+	requested      int
+	firstDialError string
+}
+
+func (r idleResult) perConnKiB() float64 {
+	if r.conns == 0 {
+		return 0
+	}
+	return float64(r.after-r.before) / float64(r.conns)
+}
+
+// measureIdle opens n connections to the gateway, each a session that
+// said hello and got ready, and reads the gateway's RSS before and after.
+func measureIdle(ctx context.Context, gw *child, n int) (idleResult, error) {
+	url := "ws://" + gw.addr + "/ws"
+	warm, err := dialSession(ctx, url)
+	if err != nil {
+		return idleResult{}, err
+	}
+	defer warm.Close()
+	time.Sleep(500 * time.Millisecond)
+	before, err := memKiB(gw.pid(), "VmRSS")
+	if err != nil {
+		return idleResult{}, err
+	}
+	var (
+		mu       sync.Mutex
+		conns    []*gws.Conn
+		firstErr error
+		wg       sync.WaitGroup
+		sem      = make(chan struct{}, 100)
+	)
+	for range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			c, err := dialSession(ctx, url)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			conns = append(conns, c)
+		}()
+	}
+	wg.Wait()
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	time.Sleep(2 * time.Second) // let the sessions settle
+	after, err := memKiB(gw.pid(), "VmRSS")
+	if err != nil {
+		return idleResult{}, err
+	}
+	r := idleResult{conns: len(conns), before: before, after: after, requested: n}
+	if firstErr != nil {
+		r.firstDialError = firstErr.Error()
+	}
+	if len(conns) == 0 {
+		return r, errors.Join(errors.New("no connection succeeded"), firstErr)
+	}
+	return r, nil
+}
+
+// report is docs/benchmarks.md.
+type report struct {
+	machine       string
+	date          time.Time
+	commit        string
+	duration      time.Duration
+	framesPerTurn int
+	rows          []row
+	idle          idleResult
+	context       []contextResult
+}
+
+func (r report) markdown() string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	p("# Benchmarks\n\n")
+	p("Written by `make bench` (`bench/`). Measured on %s", r.date.Format("2006-01-02"))
+	if r.commit != "" {
+		p(" at commit `%s`", r.commit)
+	}
+	p(", on %s. The load generator, the model and the server under test share this machine.\n\n", r.machine)
+	p("## Turns over WebSocket\n\n")
+	p("A scripted OpenAI-compatible model runs as its own process on loopback and streams a reply of %d tokens at once. "+
+		"Each of N WebSocket connections is a session sending turns back to back; a turn is timed from sending the input "+
+		"to receiving the assistant's final `message`. Each run is measured for %v after a warm-up. "+
+		"Every gateway turn is %d frames (the user's message, states, %d deltas, the final message, usage), and every event is stored in SQLite.\n\n",
+		tokensPerReply, r.duration, r.framesPerTurn, tokensPerReply)
+	p("The floors, driven by the same client in the same run: **thin relay** forwards each input to the same model " +
+		"and streams its deltas back, with no sessions, storage or events; **bare WebSocket** is a gorilla/websocket " +
+		"server answering each input with the same number and sizes of frames as the gateway, with no model at all.\n\n")
+	p("| target | sessions | turns/s | p50 | p99 | CPU s / 1k turns | peak RSS | errors |\n")
+	p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, row := range r.rows {
+		p("| %s | %d | %.0f | %v | %v | %.2f | %d MiB | %d |\n", row.target, row.sessions, row.turnsPerSec(), row.p50(), row.p99(), row.cpuPer1k, row.peakKiB>>10, row.errors)
+	}
+	p("\n")
+	var ratios []string
+	for i, row := range r.rows {
+		if row.target != "gateway" {
+			continue
+		}
+		for _, other := range r.rows[i:] {
+			if other.sessions == row.sessions && strings.HasPrefix(other.target, "thin relay") && other.turnsPerSec() > 0 {
+				ratios = append(ratios, fmt.Sprintf("%.0f %% at %d", 100*row.turnsPerSec()/other.turnsPerSec(), row.sessions))
+			}
+		}
+	}
+	if len(ratios) > 0 {
+		p("Gateway turns/s as a share of the thin relay's (sessions): %s.\n\n", strings.Join(ratios, ", "))
+	}
+	if r.idle.conns > 0 {
+		p("## Idle connections\n\n")
+		p("%d WebSocket connections, each its own session that said hello and got `ready`, then idle: the gateway's RSS "+
+			"went from %d MiB to %d MiB, **%.1f KiB per connection** (connection, its goroutines and buffers, and a loaded session).",
+			r.idle.conns, r.idle.before>>10, r.idle.after>>10, r.idle.perConnKiB())
+		if r.idle.conns < r.idle.requested {
+			p(" %d of %d connections were refused: %s.", r.idle.requested-r.idle.conns, r.idle.requested, r.idle.firstDialError)
+		}
+		p("\n\n")
+	}
+	if len(r.context) > 0 {
+		p("## Context build\n\n")
+		p("Loading the sliding window (%d messages) of a session from SQLite, as a session does when it loads; "+
+			"afterwards the window is kept in memory and each turn builds its request from it. Median and p99 of 200 loads.\n\n", windowSize)
+		p("| stored messages | median | p99 |\n| ---: | ---: | ---: |\n")
+		for _, c := range r.context {
+			p("| %d | %v | %v |\n", c.messages, c.median.Round(time.Microsecond), c.p99.Round(time.Microsecond))
+		}
+		p("\n")
+	}
+	return b.String()
+}
