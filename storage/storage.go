@@ -55,12 +55,14 @@ var migrationFiles embed.FS
 const (
 	defaultQueueSize = 8192
 	defaultBatchSize = 512
+	defaultLinger    = 2 * time.Millisecond
 )
 
 type options struct {
 	queueSize int
 	batchSize int
 	readConns int
+	linger    time.Duration
 	logger    *slog.Logger
 	// beforeBatch, when set, is called by the event writer with each batch
 	// before it is written. Tests use it to hold the writer still.
@@ -77,6 +79,11 @@ func WithQueueSize(n int) Option { return func(o *options) { o.queueSize = n } }
 // WithBatchSize caps how many events one commit takes (default 512).
 func WithBatchSize(n int) Option { return func(o *options) { o.batchSize = n } }
 
+// WithLinger sets how long a batch of events, which nobody waits for,
+// waits for more to join it before it is committed (default 2ms; 0 commits
+// at once). Writes a caller waits for are never held back.
+func WithLinger(d time.Duration) Option { return func(o *options) { o.linger = d } }
+
 // WithReadConns sets the size of the read pool (default 2×CPUs, at least 4).
 func WithReadConns(n int) Option { return func(o *options) { o.readConns = n } }
 
@@ -91,6 +98,7 @@ type DB struct {
 
 	beforeBatch func([]switchboard.Event)
 	batchSize   int
+	linger      time.Duration
 	queue       chan writeReq
 
 	// mu guards closed. Senders to queue hold it for reading, so Close,
@@ -107,6 +115,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 	o := options{
 		queueSize: defaultQueueSize,
 		batchSize: defaultBatchSize,
+		linger:    defaultLinger,
 		readConns: max(4, 2*runtime.NumCPU()),
 		logger:    slog.Default(),
 	}
@@ -159,6 +168,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 		log:         o.logger,
 		beforeBatch: o.beforeBatch,
 		batchSize:   o.batchSize,
+		linger:      max(o.linger, 0),
 		queue:       make(chan writeReq, o.queueSize),
 	}
 	go db.runWriter()
@@ -168,7 +178,9 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 // dsns builds the driver DSNs for the writer and the readers. Pragmas go in
 // the DSN so that every connection the pools open gets them.
 func dsns(dsn string) (write, read string, memory bool, err error) {
-	params := []string{"_pragma=busy_timeout(5000)", "_pragma=synchronous(NORMAL)", "_pragma=foreign_keys(1)"}
+	// temp_store(MEMORY): statement journals and temporary tables stay in
+	// memory instead of temporary files.
+	params := []string{"_pragma=busy_timeout(5000)", "_pragma=synchronous(NORMAL)", "_pragma=foreign_keys(1)", "_pragma=temp_store(MEMORY)"}
 	var base string
 	switch {
 	case dsn == "":

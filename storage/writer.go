@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/switchboard-gw/switchboard"
 )
@@ -20,8 +21,8 @@ type writeReq struct {
 	last  bool       // Close's marker: the writer exits once it is answered
 }
 
-// writeJob is a caller's writes, run inside the writer's batch transaction
-// under a savepoint of its own, so its failure undoes only its writes.
+// writeJob is a caller's writes, run inside the writer's batch transaction;
+// if they fail, only they are undone (see writeBatch).
 type writeJob struct {
 	run  func(ctx context.Context, tx *sql.Tx) error
 	err  error
@@ -30,10 +31,9 @@ type writeJob struct {
 
 // inBatch runs fn in the writer's next batch transaction and returns once
 // that transaction is committed: group commit. Sessions writing at the same
-// time share one commit (and one fsync) instead of queueing for the write
-// connection one transaction each. fn sees only its own savepoint's worth of
-// failure: if it errs, its writes are rolled back and the rest of the batch
-// commits.
+// time share one commit instead of queueing for the write connection one
+// transaction each. If fn errs, its writes are rolled back and the rest of
+// the batch commits.
 //
 // Once queued, the job is waited for even if ctx ends: the writer always
 // answers, and returning early would leave the caller unsure whether its
@@ -73,16 +73,50 @@ func (db *DB) enqueue(ctx context.Context, r writeReq) error {
 // up to a batch, and commits it in one transaction, so sessions writing at
 // the same time share commits instead of queueing for the write lock one
 // row at a time.
+//
+// A batch of events only, which nobody waits for, lingers up to
+// db.linger for more to join it: a reply streamed as twenty deltas then
+// costs one or two commits instead of twenty. Anything waited on (a job, a
+// Flush, Close) ends the linger at once.
 func (db *DB) runWriter() {
 	var unreported error
 	batch := make([]writeReq, 0, db.batchSize)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for {
 		batch = db.fill(append(batch[:0], <-db.queue))
+		if db.linger > 0 && !waitedOn(batch) && len(batch) < db.batchSize {
+			timer.Reset(db.linger)
+		linger:
+			for len(batch) < db.batchSize {
+				select {
+				case r := <-db.queue:
+					batch = append(batch, r)
+					if waitedOn(batch[len(batch)-1:]) {
+						batch = db.fill(batch)
+						break linger
+					}
+				case <-timer.C:
+					break linger
+				}
+			}
+			timer.Stop()
+		}
 		unreported = db.commit(batch, unreported)
 		if batch[len(batch)-1].last {
 			return
 		}
 	}
+}
+
+// waitedOn reports whether a caller is waiting on any request of batch.
+func waitedOn(batch []writeReq) bool {
+	for _, r := range batch {
+		if r.job != nil || r.flush != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // fill adds to batch what the queue holds right now, up to the batch size.
@@ -145,47 +179,65 @@ func (db *DB) commit(batch []writeReq, unreported error) error {
 	return unreported
 }
 
-// writeBatch is one transaction: the events under one savepoint, each job
-// under its own. It records each job's error in the job, and returns the
-// events' error and the transaction's (begin or commit), which is every
-// part's.
+// writeBatch writes the events and jobs in one transaction, recording each
+// job's error in the job, and returns the events' error and the
+// transaction's (begin or commit), which is every part's.
+//
+// Parts fail rarely (a foreign key: a bug somewhere), so the batch is tried
+// whole first, with nothing extra on the hot path; only if a part fails is
+// it rolled back and every part written in a transaction of its own, so
+// that one part's failure undoes only its own writes.
 func (db *DB) writeBatch(evs []switchboard.Event, jobs []*writeJob) (evErr, txErr error) {
 	// Not tied to any caller's context: the writes are already accepted,
 	// and Close waits for this to finish.
 	ctx := context.Background()
-	tx, err := db.write.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("storage: begin batch: %w", err)
-	}
+	parts := make([]func(*sql.Tx) error, 0, 1+len(jobs))
 	if len(evs) > 0 {
-		evErr = savepoint(ctx, tx, func() error { return insertEvents(ctx, tx, evs) })
+		parts = append(parts, func(tx *sql.Tx) error { return insertEvents(ctx, tx, evs) })
 	}
 	for _, j := range jobs {
-		j.err = savepoint(ctx, tx, func() error { return j.run(ctx, tx) })
+		parts = append(parts, func(tx *sql.Tx) error { return j.run(ctx, tx) })
+	}
+	errs, err := db.writeParts(ctx, parts)
+	if err == nil && len(parts) > 1 && errors.Join(errs...) != nil {
+		for i := range parts {
+			perr, err := db.writeParts(ctx, parts[i:i+1])
+			errs[i] = errors.Join(perr[0], err)
+		}
+	}
+	if len(evs) > 0 {
+		evErr, errs = errs[0], errs[1:]
+	}
+	for i, j := range jobs {
+		j.err = errs[i]
+	}
+	return evErr, err
+}
+
+// writeParts runs parts in one transaction and commits it if all of them
+// succeed. It returns each part's error, and the transaction's own.
+func (db *DB) writeParts(ctx context.Context, parts []func(*sql.Tx) error) ([]error, error) {
+	errs := make([]error, len(parts))
+	tx, err := db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return errs, fmt.Errorf("storage: begin batch: %w", err)
+	}
+	failed := false
+	for i, p := range parts {
+		if errs[i] = p(tx); errs[i] != nil {
+			failed = true
+			break
+		}
+	}
+	if failed {
+		tx.Rollback()
+		return errs, nil
 	}
 	if err := tx.Commit(); err != nil {
 		tx.Rollback()
-		return evErr, fmt.Errorf("storage: commit batch: %w", err)
+		return errs, fmt.Errorf("storage: commit batch: %w", err)
 	}
-	return evErr, nil
-}
-
-// savepoint runs fn so that its failure undoes only its own writes.
-func savepoint(ctx context.Context, tx *sql.Tx, fn func() error) error {
-	if _, err := tx.ExecContext(ctx, `SAVEPOINT part`); err != nil {
-		return fmt.Errorf("storage: savepoint: %w", err)
-	}
-	if err := fn(); err != nil {
-		if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO part`); rerr != nil {
-			return errors.Join(err, fmt.Errorf("storage: rollback to savepoint: %w", rerr))
-		}
-		_, _ = tx.ExecContext(ctx, `RELEASE part`)
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, `RELEASE part`); err != nil {
-		return fmt.Errorf("storage: release savepoint: %w", err)
-	}
-	return nil
+	return errs, nil
 }
 
 func insertEvents(ctx context.Context, tx *sql.Tx, evs []switchboard.Event) error {

@@ -102,3 +102,33 @@ func TestWritesAfterCloseAreRefused(t *testing.T) {
 		t.Errorf("SeenInput after Close = %v, want ErrClosed", err)
 	}
 }
+
+// Events nobody waits for linger to share a commit; a Flush, which someone
+// waits for, ends the linger at once.
+func TestEventsLingerUntilSomeoneWaits(t *testing.T) {
+	ctx := context.Background()
+	var batches [][]switchboard.Event
+	record := func(o *options) {
+		o.beforeBatch = func(evs []switchboard.Event) { batches = append(batches, evs) }
+	}
+	db, _ := openFile(t, WithLinger(time.Hour), record)
+	for seq := int64(1); seq <= 3; seq++ {
+		if err := db.AppendEvents(ctx, ev("a", seq, switchboard.EventDelta, `{}`)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond) // without the linger, each would be its own batch
+	}
+	flushed := make(chan error, 1)
+	go func() { flushed <- db.Flush(ctx) }()
+	select {
+	case err := <-flushed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Flush waited for the linger")
+	}
+	if len(batches) != 1 || len(batches[0]) != 3 {
+		t.Fatalf("batches %v, want the three events in one", batches)
+	}
+}
