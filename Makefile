@@ -21,7 +21,7 @@ test:
 ## bench: the benchmark report (docs/benchmarks.md): gateway vs the floors, see bench/
 bench: build
 	$(GO) build -o bin/bench ./bench
-	./bin/bench --gateway $(BIN) --guides guides --out docs/benchmarks.md
+	./bin/bench --gateway $(BIN) --out docs/benchmarks.md
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
