@@ -124,7 +124,8 @@ func (s *session) agentLoop(ctx context.Context, t *turn, resume *pendingTurn) {
 	}
 }
 
-// callModel streams one model response, emitting its text as it arrives.
+// callModel streams one model response, emitting its text as it arrives
+// (merged into fewer deltas when the session falls behind; see readAhead).
 // Nothing is added to the context here: a stream that breaks half way
 // leaves no half message behind.
 func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (switchboard.Message, error) {
@@ -141,7 +142,7 @@ func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (
 	id := newID("m_")
 	var text strings.Builder
 	var calls []switchboard.ToolCall
-	for ev, err := range s.provider().Stream(turnCtx, req) {
+	for ev, err := range readAhead(turnCtx, s.provider(), req) {
 		if err != nil {
 			return switchboard.Message{}, err
 		}

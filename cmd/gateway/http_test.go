@@ -167,12 +167,15 @@ func TestHTTPServesWidgetWebSocketHealthAndMetrics(t *testing.T) {
 	for _, want := range []string{
 		`switchboard_turns_total{outcome="answered"} 1`,
 		`switchboard_websocket_connections 1`,
-		`switchboard_events_total{type="delta"} 3`,
 		`switchboard_sessions_live 1`,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+	// The three tokens may arrive together and be sent as fewer deltas.
+	if !regexp.MustCompile(`switchboard_events_total\{type="delta"\} [123]\n`).MatchString(metrics) {
+		t.Errorf("/metrics counts no delta events:\n%s", metrics)
 	}
 
 	s.stop()
