@@ -14,11 +14,13 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"net/http"
 	"net/url"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/switchboard-gw/switchboard"
@@ -98,7 +100,11 @@ func (p *Provider) Stream(ctx context.Context, req providers.Request) iter.Seq2[
 			return
 		}
 		var term terminator
-		stream := p.chat.NewStreaming(ctx, params, option.WithMiddleware(term.watch))
+		var raw *http.Response
+		sdkStream := p.chat.NewStreaming(ctx, params, option.WithMiddleware(term.watch), option.WithResponseInto(&raw))
+		// The SDK's stream is only used for its error: the same response
+		// is read as a stream of the lean chunk type (see chunk).
+		stream := ssestream.NewStream[chunk](ssestream.NewDecoder(raw), sdkStream.Err())
 		defer stream.Close()
 
 		t := newTurn()

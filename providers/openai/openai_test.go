@@ -464,6 +464,31 @@ func TestErrorChunk(t *testing.T) {
 	}
 }
 
+func TestMalformedChunk(t *testing.T) {
+	for name, data := range map[string]string{
+		"not JSON":     `{"choices":[{"index":0,"delta":{"content":"Hel`,
+		"content type": `{"choices":[{"index":0,"delta":{"content":{"text":"lo"}}}]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+				sse(w, roleChunk(), textChunk("Hel"), data, done)
+			})
+			evs, err := collect(newProvider(t, f.baseURL()).Stream(t.Context(), providers.Request{
+				Messages: []switchboard.Message{{Role: switchboard.RoleUser, Content: "hi"}},
+			}))
+			if err == nil {
+				t.Fatalf("no error; events:%s", dump(evs))
+			}
+			if !strings.HasPrefix(err.Error(), "gpt: ") {
+				t.Errorf("error %q does not name the provider", err)
+			}
+			if len(evs) != 1 || evs[0].Text != "Hel" {
+				t.Errorf("events before the error:%s", dump(evs))
+			}
+		})
+	}
+}
+
 func TestInvalidToolArguments(t *testing.T) {
 	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
 		sse(w, roleChunk(), toolStart(0, "call_a", "get_weather", `{"city":`), finishChunk("tool_calls"), done)

@@ -8,11 +8,48 @@ import (
 	"fmt"
 	"strings"
 
-	sdk "github.com/openai/openai-go/v3"
-
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/providers"
 )
+
+// chunk is what the adapter reads of one streamed chat.completion.chunk.
+//
+// It is decoded with encoding/json rather than as the SDK's
+// ChatCompletionChunk, whose reflective decoder cost a fifth of the
+// gateway's CPU under load (docs/benchmarks.md). The request, its errors
+// and the server-sent-event framing stay the SDK's; only these few fields
+// are read, and a field that is null or absent reads as empty, as it does
+// through the SDK.
+type chunk struct {
+	Model   string   `json:"model"`
+	Usage   *usage   `json:"usage"`
+	Choices []choice `json:"choices"`
+}
+
+type choice struct {
+	Index int64 `json:"index"`
+	Delta struct {
+		Content   string          `json:"content"`
+		Refusal   string          `json:"refusal"`
+		ToolCalls []toolCallDelta `json:"tool_calls"`
+	} `json:"delta"`
+	FinishReason string `json:"finish_reason"`
+}
+
+type toolCallDelta struct {
+	Index    int64  `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type usage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	TotalTokens      int64 `json:"total_tokens"`
+}
 
 // turn is what one streamed response has said so far.
 type turn struct {
@@ -24,7 +61,7 @@ type turn struct {
 	open   map[int64]*pendingCall
 	model  string
 	finish string
-	tokens *sdk.CompletionUsage
+	tokens *usage
 }
 
 type pendingCall struct {
@@ -36,15 +73,14 @@ func newTurn() *turn { return &turn{open: map[int64]*pendingCall{}} }
 
 // consume yields the events of one chunk. more is false when the consumer
 // stopped ranging; err reports a response that makes no sense.
-func (t *turn) consume(chunk sdk.ChatCompletionChunk, yield func(providers.Event, error) bool) (more bool, err error) {
+func (t *turn) consume(chunk chunk, yield func(providers.Event, error) bool) (more bool, err error) {
 	if chunk.Model != "" {
 		t.model = chunk.Model
 	}
 	// The usage chunk comes last with no choices; some compatible servers
 	// put usage on every chunk instead, so only the last one counts.
-	if chunk.JSON.Usage.Valid() {
-		u := chunk.Usage
-		t.tokens = &u
+	if chunk.Usage != nil {
+		t.tokens = chunk.Usage
 	}
 	for _, choice := range chunk.Choices {
 		if choice.Index != 0 {
@@ -73,7 +109,7 @@ func (t *turn) consume(chunk sdk.ChatCompletionChunk, yield func(providers.Event
 // addToolDelta adds one piece of a tool call. A piece whose id differs from
 // the call open at its index starts a new call: some compatible servers
 // send every call whole with the same (or no) index.
-func (t *turn) addToolDelta(tc sdk.ChatCompletionChunkChoiceDeltaToolCall) {
+func (t *turn) addToolDelta(tc toolCallDelta) {
 	c, ok := t.open[tc.Index]
 	if !ok || (tc.ID != "" && tc.ID != c.id) {
 		c = &pendingCall{id: tc.ID}
