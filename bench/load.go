@@ -53,25 +53,26 @@ func dialSession(ctx context.Context, url string) (*gws.Conn, error) {
 	}
 }
 
-// turn sends one input and reads until the assistant's message; it returns
-// the frames received on the way (their sizes, for calibrating the echo
-// floor).
-func turn(c *gws.Conn, id int, sizes *[]int) error {
+// turn sends one input and reads until the assistant's message. It returns
+// how many frames came on the way, and appends their sizes to sizes if set
+// (for calibrating the echo floor).
+func turn(c *gws.Conn, id int, sizes *[]int) (frames int, err error) {
 	in := []byte(`{"type":"input","id":"` + strconv.Itoa(id) + `","text":"hello there"}`)
 	if err := c.WriteMessage(gws.TextMessage, in); err != nil {
-		return fmt.Errorf("send input: %w", err)
+		return 0, fmt.Errorf("send input: %w", err)
 	}
 	for {
 		_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
 		_, msg, err := c.ReadMessage()
 		if err != nil {
-			return fmt.Errorf("read: %w", err)
+			return frames, fmt.Errorf("read: %w", err)
 		}
+		frames++
 		if sizes != nil {
 			*sizes = append(*sizes, len(msg))
 		}
 		if isFinal(msg) {
-			return nil
+			return frames, nil
 		}
 	}
 }
@@ -82,10 +83,18 @@ type loadResult struct {
 	turns     int
 	elapsed   time.Duration
 	latencies []time.Duration // sorted
+	frames    int             // received in the measured turns
 	errors    int
 }
 
 func (r loadResult) turnsPerSec() float64 { return float64(r.turns) / r.elapsed.Seconds() }
+
+func (r loadResult) framesPerTurn() float64 {
+	if r.turns == 0 {
+		return 0
+	}
+	return float64(r.frames) / float64(r.turns)
+}
 
 // percentile of sorted durations, nearest rank.
 func percentile(sorted []time.Duration, p float64) time.Duration {
@@ -136,8 +145,9 @@ func runLoad(ctx context.Context, url string, n int, warmup, d time.Duration, on
 	// Every turn is recorded with its end; the ones that ended inside the
 	// measured window count.
 	type done struct {
-		end time.Time
-		lat time.Duration
+		end    time.Time
+		lat    time.Duration
+		frames int
 	}
 	var (
 		stop    = make(chan struct{})
@@ -157,12 +167,13 @@ func runLoad(ctx context.Context, url string, n int, warmup, d time.Duration, on
 				default:
 				}
 				start := time.Now()
-				if err := turn(c, id, nil); err != nil {
+				frames, err := turn(c, id, nil)
+				if err != nil {
 					errored[i] = true
 					return
 				}
 				end := time.Now()
-				rec = append(rec, done{end, end.Sub(start)})
+				rec = append(rec, done{end, end.Sub(start), frames})
 			}
 		}()
 	}
@@ -194,6 +205,7 @@ func runLoad(ctx context.Context, url string, n int, warmup, d time.Duration, on
 		for _, t := range turns[i] {
 			if !t.end.Before(t0) && !t.end.After(t1) {
 				r.latencies = append(r.latencies, t.lat)
+				r.frames += t.frames
 			}
 		}
 		if errored[i] {

@@ -117,8 +117,8 @@ func run(ctx context.Context, args []string) error {
 				gw.stop()
 				return fmt.Errorf("%s at %d sessions: %w", t.name, n, err)
 			}
-			log("%-24s %5d sessions: %8.0f turns/s  p50 %-9v p99 %-9v CPU %.2fs/1k turns  peak RSS %d MiB  errors %d",
-				t.name, n, row.turnsPerSec(), row.p50(), row.p99(), row.cpuPer1k, row.peakKiB>>10, row.errors)
+			log("%-24s %5d sessions: %8.0f turns/s  p50 %-9v p99 %-9v CPU %.2fs/1k turns  peak RSS %d MiB  %.1f frames/turn  errors %d",
+				t.name, n, row.turnsPerSec(), row.p50(), row.p99(), row.cpuPer1k, row.peakKiB>>10, row.framesPerTurn(), row.errors)
 			rep.rows = append(rep.rows, row)
 		}
 		gw.stop()
@@ -289,7 +289,7 @@ func calibrate(ctx context.Context, bin, dir, llmURL string) ([]int, error) {
 	var sizes []int
 	for i := range 2 {
 		sizes = sizes[:0]
-		if err := turn(c, i, &sizes); err != nil {
+		if _, err := turn(c, i, &sizes); err != nil {
 			return nil, err
 		}
 	}

@@ -111,15 +111,21 @@ func (r report) markdown() string {
 	p("A scripted OpenAI-compatible model runs as its own process on loopback and streams a reply of %d tokens at once. "+
 		"Each of N WebSocket connections is a session sending turns back to back; a turn is timed from sending the input "+
 		"to receiving the assistant's final `message`. Each run is measured for %v after a warm-up. "+
-		"Every gateway turn is %d frames (the user's message, states, %d deltas, the final message, usage), and every event is stored in SQLite.\n\n",
-		tokensPerReply, r.duration, r.framesPerTurn, tokensPerReply)
-	p("The floors, driven by the same client in the same run: **thin relay** forwards each input to the same model " +
-		"and streams its deltas back, with no sessions, storage or events; **bare WebSocket** is a gorilla/websocket " +
-		"server answering each input with the same number and sizes of frames as the gateway, with no model at all.\n\n")
-	p("| target | sessions | turns/s | p50 | p99 | CPU s / 1k turns | peak RSS | errors |\n")
-	p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		"Every gateway event is stored in SQLite.\n\n",
+		tokensPerReply, r.duration)
+	p("The floors, driven by the same client in the same run: **thin relay** forwards each input to the same model "+
+		"and streams every token back as a frame, with no sessions, storage or events; **bare WebSocket** is a gorilla/websocket "+
+		"server answering each input with the frames of one gateway turn measured on its own (%d frames), with no model at all.\n\n",
+		r.framesPerTurn)
+	p("A gateway turn is the user's message, state changes, the deltas, the final message and usage. The tokens arrive " +
+		"faster than a session stores and sends them, so a session merges the text that has piled up into fewer deltas " +
+		"(`sessions/readahead.go`; a model streaming at reading pace is passed on token by token): the frames column " +
+		"says how many each target sent per turn.\n\n")
+	p("| target | sessions | turns/s | p50 | p99 | CPU s / 1k turns | peak RSS | frames / turn | errors |\n")
+	p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, row := range r.rows {
-		p("| %s | %d | %.0f | %v | %v | %.2f | %d MiB | %d |\n", row.target, row.sessions, row.turnsPerSec(), row.p50(), row.p99(), row.cpuPer1k, row.peakKiB>>10, row.errors)
+		p("| %s | %d | %.0f | %v | %v | %.2f | %d MiB | %.1f | %d |\n", row.target, row.sessions, row.turnsPerSec(), row.p50(), row.p99(),
+			row.cpuPer1k, row.peakKiB>>10, row.framesPerTurn(), row.errors)
 	}
 	p("\n")
 	var ratios []string
