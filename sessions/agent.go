@@ -47,11 +47,16 @@ func (s *session) userTurn(ctx context.Context, in switchboard.Input, text strin
 	if s.memberCount() > 1 {
 		msg.Author = in.Author.DisplayName() // several people: tell the model who spoke
 	}
-	if err := s.commit(ctx, false, msg); err != nil {
+	dup, err := s.m.cfg.Store.AppendInput(ctx, s.id, in.ClientID, msg)
+	if err != nil {
 		s.log.Error("user message not stored", "err", err)
 		s.emitError(ctx, switchboard.ErrCodeInternal, "Your message could not be saved, so it was not sent to the model. Please try again.")
 		return
 	}
+	if dup {
+		return // sent again after a reconnect: it was answered the first time
+	}
+	s.window = trimWindow(append(s.window, msg), s.guide.Memory.Window)
 	s.emit(ctx, switchboard.EventMessage, switchboard.MessageData{
 		ID: newID("m_"), Role: switchboard.RoleUser, Author: in.Author.DisplayName(),
 		AuthorID: in.Author.ID, Channel: in.Author.Channel, Content: text, Format: switchboard.FormatText,

@@ -187,6 +187,44 @@ func TestMessageWhileAwaitingApprovalIsRefusedClearly(t *testing.T) {
 	}
 }
 
+func TestRefusedMessageCanBeSentAgainWithItsID(t *testing.T) {
+	h := newHarness(t)
+	askForTime(h)
+	c := h.newSession(alice)
+	c.say("what time is it?")
+	req := c.confirmation()
+	again := switchboard.Input{Kind: switchboard.InputText, Text: "are you there?", ClientID: "m2"}
+	c.send(again)
+	if e := c.errorEvent(); e.Code != switchboard.ErrCodeBusy {
+		t.Fatalf("got %+v", e)
+	}
+	c.send(switchboard.Input{Kind: switchboard.InputConfirm, ConfirmationID: req.ConfirmationID, Approved: true})
+	c.reply()
+	c.idle()
+
+	// The refused message was not stored, so its id is free: the client's
+	// retry is answered, and a second retry is not.
+	c.send(again)
+	user := c.until(switchboard.EventMessage, nil).(*switchboard.MessageData)
+	if user.Role != switchboard.RoleUser || user.Content != "are you there?" {
+		t.Fatalf("retry gave %+v", user)
+	}
+	c.reply()
+	c.idle()
+	calls := len(h.llm.Requests())
+	c.send(again)
+	stored := 0
+	for _, m := range c.window() {
+		if m.Role == switchboard.RoleUser && m.Content == "are you there?" {
+			stored++
+		}
+	}
+	if stored != 1 || len(h.llm.Requests()) != calls {
+		t.Fatalf("the retried message is stored %d times and the repeat called the model %d times; want 1 and 0",
+			stored, len(h.llm.Requests())-calls)
+	}
+}
+
 // idleOrAwaiting waits for the turn to settle into waiting for approval.
 func (c *client) idleOrAwaiting() {
 	c.t.Helper()

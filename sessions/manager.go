@@ -44,6 +44,7 @@ type Store interface {
 	FindUI(ctx context.Context, sessionID, uiID string) (switchboard.UI, error)
 
 	AppendMessages(ctx context.Context, sessionID string, msgs []switchboard.Message, clearPending bool) error
+	AppendInput(ctx context.Context, sessionID, clientID string, msg switchboard.Message) (dup bool, err error)
 	Window(ctx context.Context, sessionID string, n int) ([]switchboard.Message, error)
 
 	SavePending(ctx context.Context, sessionID string, data []byte) error
@@ -220,7 +221,11 @@ func (m *Manager) Submit(ctx context.Context, sessionID string, in switchboard.I
 	if err != nil {
 		return nil, err
 	}
-	if in.ClientID != "" {
+	// A stop acts as it is queued, so a repeated one is caught here. Every
+	// other input is de-duplicated by the session as it handles it: a
+	// message in the transaction that stores it (userTurn), so an input
+	// refused before that can be sent again with the same id.
+	if in.ClientID != "" && stops(in) {
 		seen, err := m.cfg.Store.SeenInput(ctx, sessionID, in.ClientID)
 		if err != nil {
 			return nil, fmt.Errorf("sessions: submit: %w", err)

@@ -166,7 +166,7 @@ func (s *session) submit(in switchboard.Input) (*Receipt, error) {
 		return nil, fmt.Errorf("%w: %s is a %s in this session and may not write", ErrForbidden, in.Author.DisplayName(), role)
 	}
 	j := job{input: in, receipt: &Receipt{done: make(chan struct{})}}
-	if in.Kind == switchboard.InputCancel || (in.Kind == switchboard.InputText && isStop(in.Text)) {
+	if stops(in) {
 		if s.cancelTurn != nil {
 			s.cancelTurn()
 			j.stoppedRunning = true
@@ -277,6 +277,9 @@ func (s *session) handle(j job) {
 		s.action(ctx, in)
 	case switchboard.InputText:
 		if cmd, ok := parseCommand(in.Text); ok {
+			if !stops(in) && s.repeated(ctx, in) {
+				return
+			}
 			s.command(ctx, j, cmd)
 			return
 		}
@@ -284,6 +287,20 @@ func (s *session) handle(j job) {
 	default:
 		s.emitError(ctx, switchboard.ErrCodeBadInput, fmt.Sprintf("unknown input kind %q", in.Kind))
 	}
+}
+
+// repeated records the input's client id and reports whether the session
+// had it already. A failed check lets the input through: answering twice
+// is better than dropping it.
+func (s *session) repeated(ctx context.Context, in switchboard.Input) bool {
+	if in.ClientID == "" {
+		return false
+	}
+	seen, err := s.m.cfg.Store.SeenInput(ctx, s.id, in.ClientID)
+	if err != nil {
+		s.log.Error("input id not recorded", "err", err)
+	}
+	return seen
 }
 
 // emit numbers an event, queues it for storage and hands it to every
@@ -495,8 +512,11 @@ func (sub *Subscription) send(ctx context.Context, ev switchboard.Event) bool {
 	}
 }
 
-// isStop reports whether a text input is the /stop command.
-func isStop(text string) bool {
-	cmd, ok := parseCommand(text)
-	return ok && cmd.name == "stop"
+// stops reports whether an input stops the running turn.
+func stops(in switchboard.Input) bool {
+	if in.Kind == switchboard.InputCancel {
+		return true
+	}
+	cmd, ok := parseCommand(in.Text)
+	return in.Kind == switchboard.InputText && ok && cmd.name == "stop"
 }

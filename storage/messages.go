@@ -139,6 +139,35 @@ func (db *DB) DeletePending(ctx context.Context, sessionID string) error {
 	return nil
 }
 
+// AppendInput stores a user's message and records the client's id for it
+// in one transaction: an input is stored and marked seen, or neither. So a
+// client that sends again after a reconnect is answered once, and an input
+// refused before it was stored (a full queue, a turn waiting for approval)
+// can be sent again with the same id. dup reports an id the session has
+// already seen; nothing is stored then. An empty id is never recorded.
+func (db *DB) AppendInput(ctx context.Context, sessionID, clientID string, msg switchboard.Message) (dup bool, err error) {
+	data, err := json.Marshal(msg)
+	if err != nil {
+		return false, fmt.Errorf("storage: append input: %w", err)
+	}
+	err = db.inBatch(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if clientID != "" {
+			seen, err := markSeen(ctx, tx, sessionID, clientID)
+			if err != nil || seen {
+				dup = seen
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO messages (session_id, role, data) VALUES (?, ?, ?)`,
+			sessionID, string(msg.Role), string(data))
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("storage: append input: %w", err)
+	}
+	return dup, nil
+}
+
 // SeenInput records a client's input id and reports whether the session had
 // already seen it, so a client retrying after a reconnect is not answered
 // twice. An empty id is never recorded and never seen.
@@ -146,18 +175,24 @@ func (db *DB) SeenInput(ctx context.Context, sessionID, clientID string) (bool, 
 	if clientID == "" {
 		return false, nil
 	}
-	var n int64
-	err := db.inBatch(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO seen_inputs (session_id, client_id, seen_at) VALUES (?, ?, ?)
-			ON CONFLICT (session_id, client_id) DO NOTHING`, sessionID, clientID, time.Now().UnixMilli())
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
+	var seen bool
+	err := db.inBatch(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		seen, err = markSeen(ctx, tx, sessionID, clientID)
 		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("storage: seen input: %w", err)
 	}
-	return n == 0, nil
+	return seen, nil
+}
+
+// markSeen records an input id, reporting whether it was there already.
+func markSeen(ctx context.Context, tx *sql.Tx, sessionID, clientID string) (bool, error) {
+	res, err := tx.ExecContext(ctx, `INSERT INTO seen_inputs (session_id, client_id, seen_at) VALUES (?, ?, ?)
+		ON CONFLICT (session_id, client_id) DO NOTHING`, sessionID, clientID, time.Now().UnixMilli())
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 0, err
 }

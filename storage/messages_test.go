@@ -281,6 +281,35 @@ func TestSeenInput(t *testing.T) {
 	}
 }
 
+func TestAppendInputStoresAndMarksTogether(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openFile(t)
+	newSession(t, db, "s1", "")
+	hi := switchboard.Message{Role: switchboard.RoleUser, Content: "hi"}
+	for i, step := range []struct {
+		id      string
+		wantDup bool
+	}{{"c1", false}, {"c1", true}, {"", false}, {"", false}, {"c2", false}} {
+		dup, err := db.AppendInput(ctx, "s1", step.id, hi)
+		if err != nil || dup != step.wantDup {
+			t.Fatalf("step %d: AppendInput(%q) = %v, %v; want %v", i, step.id, dup, err, step.wantDup)
+		}
+	}
+	if n, err := db.MessageCount(ctx, "s1"); err != nil || n != 4 {
+		t.Fatalf("stored %d messages (%v), want 4: a repeated id stores nothing", n, err)
+	}
+	if seen, err := db.SeenInput(ctx, "s1", "c2"); err != nil || !seen {
+		t.Fatalf("SeenInput(c2) = %v, %v; AppendInput must record the id", seen, err)
+	}
+	// An input whose message cannot be stored is not marked seen.
+	if _, err := db.AppendInput(ctx, "nope", "c3", hi); err == nil {
+		t.Fatal("AppendInput into a missing session succeeded")
+	}
+	if seen, err := db.SeenInput(ctx, "nope", "c3"); err == nil && seen {
+		t.Fatal("a failed AppendInput left its id marked seen")
+	}
+}
+
 func BenchmarkWindow(b *testing.B) {
 	for _, stored := range []int{1_000, 100_000} {
 		b.Run(fmt.Sprintf("stored=%d", stored), func(b *testing.B) {
