@@ -62,6 +62,7 @@ func run(ctx context.Context, args []string) error {
 	warmup := fs.Duration("warmup", time.Second, "unmeasured time before each run")
 	idle := fs.Int("idle", 10000, "idle connections for the memory measurement (0 to skip)")
 	contextSizes := fs.String("context", "1000,1000000", "stored messages for the context-build measurement ('' to skip)")
+	profiles := fs.String("cpuprofile", "", "directory for a CPU profile of each gateway run, gateway-<sessions>.prof ('' for none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -104,7 +105,11 @@ func run(ctx context.Context, args []string) error {
 	defer relay.stop()
 
 	for _, n := range lv {
-		gw, err := startGateway(ctx, *gateway, dir, llmURL)
+		var args []string
+		if *profiles != "" {
+			args = []string{"--cpuprofile", filepath.Join(*profiles, fmt.Sprintf("gateway-%d.prof", n))}
+		}
+		gw, err := startGateway(ctx, *gateway, dir, llmURL, args...)
 		if err != nil {
 			return err
 		}
@@ -225,7 +230,7 @@ You are a benchmark.
 
 // startGateway starts the gateway binary with a fresh store and waits
 // until it answers /healthz.
-func startGateway(ctx context.Context, bin, dir, llmURL string) (*child, error) {
+func startGateway(ctx context.Context, bin, dir, llmURL string, args ...string) (*child, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -252,7 +257,7 @@ log: { level: warn }
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, bin, "--config", cfgPath)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--config", cfgPath}, args...)...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
@@ -285,9 +290,11 @@ func calibrate(ctx context.Context, bin, dir, llmURL string) ([]int, error) {
 		return nil, err
 	}
 	defer c.Close()
-	// The second turn, when the connection and model client are warm.
+	// The last of 50 turns, when the connection, the model client and
+	// SQLite's cache are warm: the first turns are slower and their
+	// replies come in more deltas.
 	var sizes []int
-	for i := range 2 {
+	for i := range 50 {
 		sizes = sizes[:0]
 		if _, err := turn(c, i, &sizes); err != nil {
 			return nil, err

@@ -140,7 +140,8 @@ func (r report) markdown() string {
 		}
 	}
 	if len(ratios) > 0 {
-		p("Gateway turns/s as a share of the thin relay's (sessions): %s.\n\n", strings.Join(ratios, ", "))
+		p("Gateway turns/s as a share of the thin relay's (sessions): %s. "+
+			"Where the gateway's time goes: [performance.md](performance.md).\n\n", strings.Join(ratios, ", "))
 	}
 	if r.idle.conns > 0 {
 		p("## Idle connections\n\n")

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"os/user"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -46,6 +47,22 @@ func main() {
 	}
 }
 
+// startCPUProfile profiles until the returned func is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
 // stringList is a repeatable flag.
 type stringList []string
 
@@ -60,8 +77,16 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 	configFile := fs.String("config", "config.yaml", "configuration file (YAML)")
 	var sets stringList
 	fs.Var(&sets, "set", "override a config key, e.g. --set http.addr=127.0.0.1:9000 (repeatable)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this file until the gateway stops (for go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	cfg, err := config.Load(*configFile, sets, environ)
 	if err != nil {
