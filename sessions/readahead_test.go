@@ -19,7 +19,9 @@ func (f scriptedStream) Stream(ctx context.Context, _ providers.Request) iter.Se
 	return func(yield func(providers.Event, error) bool) { f(ctx, yield) }
 }
 
-func textDelta(s string) providers.Event { return providers.Event{Kind: providers.EventTextDelta, Text: s} }
+func textDelta(s string) providers.Event {
+	return providers.Event{Kind: providers.EventTextDelta, Text: s}
+}
 
 func TestReadAheadMergesTextThatArrivedWhileBusy(t *testing.T) {
 	gate, arrived := make(chan struct{}), make(chan struct{})
