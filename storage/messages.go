@@ -12,6 +12,13 @@ import (
 	"github.com/switchboard-gw/switchboard"
 )
 
+const (
+	insertMessage   = `INSERT INTO messages (session_id, role, data) VALUES (?, ?, ?)`
+	deletePending   = `DELETE FROM pending_turns WHERE session_id = ?`
+	insertSeenInput = `INSERT INTO seen_inputs (session_id, client_id, seen_at) VALUES (?, ?, ?)
+		ON CONFLICT (session_id, client_id) DO NOTHING`
+)
+
 // AppendMessages adds messages to a session's context in one transaction:
 // an assistant message that called tools is always stored with all of its
 // results, or not at all. With clearPending, the session's suspended turn
@@ -28,11 +35,10 @@ func (db *DB) AppendMessages(ctx context.Context, sessionID string, msgs []switc
 	}
 	err := db.inBatch(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if len(msgs) > 0 {
-			stmt, err := tx.PrepareContext(ctx, `INSERT INTO messages (session_id, role, data) VALUES (?, ?, ?)`)
+			stmt, err := db.writeStmt(ctx, tx, insertMessage)
 			if err != nil {
 				return err
 			}
-			defer stmt.Close()
 			for i, m := range msgs {
 				if _, err := stmt.ExecContext(ctx, sessionID, string(m.Role), data[i]); err != nil {
 					return fmt.Errorf("message %d: %w", i, err)
@@ -40,7 +46,7 @@ func (db *DB) AppendMessages(ctx context.Context, sessionID string, msgs []switc
 			}
 		}
 		if clearPending {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM pending_turns WHERE session_id = ?`, sessionID); err != nil {
+			if _, err := db.execWrite(ctx, tx, deletePending, sessionID); err != nil {
 				return err
 			}
 		}
@@ -152,14 +158,13 @@ func (db *DB) AppendInput(ctx context.Context, sessionID, clientID string, msg s
 	}
 	err = db.inBatch(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if clientID != "" {
-			seen, err := markSeen(ctx, tx, sessionID, clientID)
+			seen, err := db.markSeen(ctx, tx, sessionID, clientID)
 			if err != nil || seen {
 				dup = seen
 				return err
 			}
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO messages (session_id, role, data) VALUES (?, ?, ?)`,
-			sessionID, string(msg.Role), string(data))
+		_, err := db.execWrite(ctx, tx, insertMessage, sessionID, string(msg.Role), string(data))
 		return err
 	})
 	if err != nil {
@@ -177,7 +182,7 @@ func (db *DB) SeenInput(ctx context.Context, sessionID, clientID string) (bool, 
 	}
 	var seen bool
 	err := db.inBatch(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
-		seen, err = markSeen(ctx, tx, sessionID, clientID)
+		seen, err = db.markSeen(ctx, tx, sessionID, clientID)
 		return err
 	})
 	if err != nil {
@@ -187,9 +192,8 @@ func (db *DB) SeenInput(ctx context.Context, sessionID, clientID string) (bool, 
 }
 
 // markSeen records an input id, reporting whether it was there already.
-func markSeen(ctx context.Context, tx *sql.Tx, sessionID, clientID string) (bool, error) {
-	res, err := tx.ExecContext(ctx, `INSERT INTO seen_inputs (session_id, client_id, seen_at) VALUES (?, ?, ?)
-		ON CONFLICT (session_id, client_id) DO NOTHING`, sessionID, clientID, time.Now().UnixMilli())
+func (db *DB) markSeen(ctx context.Context, tx *sql.Tx, sessionID, clientID string) (bool, error) {
+	res, err := db.execWrite(ctx, tx, insertSeenInput, sessionID, clientID, time.Now().UnixMilli())
 	if err != nil {
 		return false, err
 	}

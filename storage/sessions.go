@@ -79,19 +79,21 @@ func (db *DB) SetSessionGuide(ctx context.Context, id, guide string) error {
 	return db.updateSession(ctx, "set session guide", id, `UPDATE sessions SET guide = ? WHERE id = ?`, guide, id)
 }
 
+const addUsage = `UPDATE sessions SET
+	prompt_tokens = prompt_tokens + ?,
+	completion_tokens = completion_tokens + ?,
+	total_tokens = total_tokens + ?
+	WHERE id = ?`
+
 // AddSessionUsage adds a turn's tokens to the session's running total.
 func (db *DB) AddSessionUsage(ctx context.Context, id string, u switchboard.Usage) error {
-	return db.updateSession(ctx, "add session usage", id, `UPDATE sessions SET
-		prompt_tokens = prompt_tokens + ?,
-		completion_tokens = completion_tokens + ?,
-		total_tokens = total_tokens + ?
-		WHERE id = ?`, u.PromptTokens, u.CompletionTokens, u.TotalTokens, id)
+	return db.updateSession(ctx, "add session usage", id, addUsage, u.PromptTokens, u.CompletionTokens, u.TotalTokens, id)
 }
 
 func (db *DB) updateSession(ctx context.Context, op, id, query string, args ...any) error {
 	var n int64
 	err := db.inBatch(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, query, args...)
+		res, err := db.execWrite(ctx, tx, query, args...)
 		if err != nil {
 			return err
 		}

@@ -193,7 +193,7 @@ func (db *DB) writeBatch(evs []switchboard.Event, jobs []*writeJob) (evErr, txEr
 	ctx := context.Background()
 	parts := make([]func(*sql.Tx) error, 0, 1+len(jobs))
 	if len(evs) > 0 {
-		parts = append(parts, func(tx *sql.Tx) error { return insertEvents(ctx, tx, evs) })
+		parts = append(parts, func(tx *sql.Tx) error { return db.insertEvents(ctx, tx, evs) })
 	}
 	for _, j := range jobs {
 		parts = append(parts, func(tx *sql.Tx) error { return j.run(ctx, tx) })
@@ -240,13 +240,14 @@ func (db *DB) writeParts(ctx context.Context, parts []func(*sql.Tx) error) ([]er
 	return errs, nil
 }
 
-func insertEvents(ctx context.Context, tx *sql.Tx, evs []switchboard.Event) error {
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (session_id, seq, time, type, agent, data)
-		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, seq) DO NOTHING`)
+const insertEvent = `INSERT INTO events (session_id, seq, time, type, agent, data)
+	VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, seq) DO NOTHING`
+
+func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, evs []switchboard.Event) error {
+	stmt, err := db.writeStmt(ctx, tx, insertEvent)
 	if err != nil {
 		return fmt.Errorf("storage: write events: %w", err)
 	}
-	defer stmt.Close()
 	for _, ev := range evs {
 		if _, err := stmt.ExecContext(ctx, ev.Session, ev.Seq, ev.Time.UnixMilli(), string(ev.Type), ev.Agent, string(ev.Data)); err != nil {
 			return fmt.Errorf("storage: write event %s/%d: %w", ev.Session, ev.Seq, err)
