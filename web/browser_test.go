@@ -16,14 +16,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/switchboard-gw/switchboard/guides"
 	"github.com/switchboard-gw/switchboard/listeners/websocket"
-	"github.com/switchboard-gw/switchboard/providers"
-	"github.com/switchboard-gw/switchboard/providers/openai"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
-	"github.com/switchboard-gw/switchboard/sessions"
-	"github.com/switchboard-gw/switchboard/storage"
-	"github.com/switchboard-gw/switchboard/tools"
+	"github.com/switchboard-gw/switchboard/sessions/sessionstest"
 	"github.com/switchboard-gw/switchboard/web"
 )
 
@@ -85,33 +80,11 @@ type gateway struct {
 
 func newGateway(t *testing.T) *gateway {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	db, err := storage.Open(ctx, t.TempDir()+"/gw.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	catalog, err := guides.LoadDir("../guides")
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := tools.NewRegistry(tools.Builtins(time.Now)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	llm := openaitest.New()
-	p, err := openai.New(providers.Config{Name: "main", Kind: "openai", BaseURL: llm.BaseURL(), APIKey: "test", Model: "gpt-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	mgrCtx, stopMgr := context.WithCancel(context.Background())
-	mgr := sessions.NewManager(mgrCtx, sessions.Config{
-		Store: db, Guides: catalog, DefaultGuide: "assistant", Tools: reg,
-		Providers:       map[string]*providers.Resilient{"main": {Name: "main", Provider: p, Policy: providers.Policy{MaxRetries: 0}}},
-		DefaultProvider: "main", Logger: log,
-	})
+	sg := sessionstest.New(t, "../guides", log)
+	ctx, cancel := context.WithCancel(context.Background())
 	mux := http.NewServeMux()
-	mux.Handle("GET /ws", websocket.New(ctx, websocket.Config{}, mgr, log))
+	mux.Handle("GET /ws", websocket.New(ctx, websocket.Config{}, sg.Manager, log))
 	mux.Handle("/", web.Handler())
 	srv := httptest.NewUnstartedServer(mux)
 	ln := &cuttableListener{Listener: srv.Listener}
@@ -121,12 +94,8 @@ func newGateway(t *testing.T) *gateway {
 		cancel()
 		ln.cutAll()
 		srv.Close()
-		stopMgr()
-		mgr.Wait()
-		llm.Close()
-		db.Close()
 	})
-	return &gateway{llm: llm, url: srv.URL, ln: ln}
+	return &gateway{llm: sg.LLM, url: srv.URL, ln: ln}
 }
 
 // page is one browser tab showing the demo page.

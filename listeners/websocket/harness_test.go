@@ -14,14 +14,11 @@ import (
 	gws "github.com/gorilla/websocket"
 
 	"github.com/switchboard-gw/switchboard"
-	"github.com/switchboard-gw/switchboard/guides"
 	"github.com/switchboard-gw/switchboard/listeners/websocket"
-	"github.com/switchboard-gw/switchboard/providers"
-	"github.com/switchboard-gw/switchboard/providers/openai"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
 	"github.com/switchboard-gw/switchboard/sessions"
+	"github.com/switchboard-gw/switchboard/sessions/sessionstest"
 	"github.com/switchboard-gw/switchboard/storage"
-	"github.com/switchboard-gw/switchboard/tools"
 )
 
 // gateway is a whole gateway on loopback: real storage, sessions, the
@@ -37,43 +34,17 @@ type gateway struct {
 
 func newGateway(t *testing.T, cfg websocket.Config) *gateway {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	db, err := storage.Open(ctx, t.TempDir()+"/gw.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	catalog, err := guides.LoadDir("../../guides")
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := tools.NewRegistry(tools.Builtins(time.Now)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	llm := openaitest.New()
-	p, err := openai.New(providers.Config{Name: "main", Kind: "openai", BaseURL: llm.BaseURL(), APIKey: "test", Model: "gpt-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	mgrCtx, stopMgr := context.WithCancel(context.Background())
-	mgr := sessions.NewManager(mgrCtx, sessions.Config{
-		Store: db, Guides: catalog, DefaultGuide: "assistant", Tools: reg,
-		Providers:       map[string]*providers.Resilient{"main": {Name: "main", Provider: p, Policy: providers.Policy{MaxRetries: 0}}},
-		DefaultProvider: "main", Logger: log,
-	})
+	sg := sessionstest.New(t, "../../guides", log)
+	ctx, cancel := context.WithCancel(context.Background())
 	mux := http.NewServeMux()
-	mux.Handle("GET /ws", websocket.New(ctx, cfg, mgr, log))
+	mux.Handle("GET /ws", websocket.New(ctx, cfg, sg.Manager, log))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() {
 		cancel()
 		srv.Close()
-		stopMgr()
-		mgr.Wait()
-		llm.Close()
-		db.Close()
 	})
-	return &gateway{t: t, llm: llm, srv: srv, db: db, mgr: mgr, wsURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws"}
+	return &gateway{t: t, llm: sg.LLM, srv: srv, db: sg.DB, mgr: sg.Manager, wsURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws"}
 }
 
 type testWriter struct{ t *testing.T }
