@@ -105,39 +105,47 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
-// runLoad connects n sessions, lets them run turns back to back for warmup,
-// then measures for d. onStart and onEnd bracket the measured window (the
-// caller reads the server's CPU there).
-func runLoad(ctx context.Context, url string, n int, warmup, d time.Duration, onStart, onEnd func()) (loadResult, error) {
-	conns := make([]*gws.Conn, n)
-	var dialErr error
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 64)
-	for i := range conns {
-		wg.Add(1)
+// dialSessions opens n sessions, parallel at a time. It returns those that
+// opened and the errors of those that did not.
+func dialSessions(ctx context.Context, url string, n, parallel int) ([]*gws.Conn, []error) {
+	var (
+		mu    sync.Mutex
+		conns []*gws.Conn
+		errs  []error
+		wg    sync.WaitGroup
+		sem   = make(chan struct{}, parallel)
+	)
+	for range n {
 		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer func() { <-sem }()
 			c, err := dialSession(ctx, url)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				dialErr = errors.Join(dialErr, err)
+				errs = append(errs, err)
 				return
 			}
-			conns[i] = c
-		}()
+			conns = append(conns, c)
+		})
 	}
 	wg.Wait()
-	defer func() {
-		for _, c := range conns {
-			if c != nil {
-				c.Close()
-			}
-		}
-	}()
+	return conns, errs
+}
+
+func closeAll(conns []*gws.Conn) {
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// runLoad connects n sessions, lets them run turns back to back for warmup,
+// then measures for d. onStart and onEnd bracket the measured window (the
+// caller reads the server's CPU there).
+func runLoad(ctx context.Context, url string, n int, warmup, d time.Duration, onStart, onEnd func()) (loadResult, error) {
+	conns, errs := dialSessions(ctx, url, n, 64)
+	defer closeAll(conns)
+	dialErr := errors.Join(errs...)
 	if dialErr != nil {
 		return loadResult{}, fmt.Errorf("connecting %d sessions: %w", n, dialErr)
 	}
@@ -150,6 +158,7 @@ func runLoad(ctx context.Context, url string, n int, warmup, d time.Duration, on
 		frames int
 	}
 	var (
+		wg      sync.WaitGroup
 		stop    = make(chan struct{})
 		turns   = make([][]done, n)
 		errored = make([]bool, n)

@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
-
-	gws "github.com/gorilla/websocket"
 )
 
 // idleResult is the gateway's memory with many idle connections open.
@@ -40,37 +37,12 @@ func measureIdle(ctx context.Context, gw *child, n int) (idleResult, error) {
 	if err != nil {
 		return idleResult{}, err
 	}
-	var (
-		mu       sync.Mutex
-		conns    []*gws.Conn
-		firstErr error
-		wg       sync.WaitGroup
-		sem      = make(chan struct{}, 100)
-	)
-	for range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			c, err := dialSession(ctx, url)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				if firstErr == nil {
-					firstErr = err
-				}
-				return
-			}
-			conns = append(conns, c)
-		}()
+	conns, errs := dialSessions(ctx, url, n, 100)
+	defer closeAll(conns)
+	var firstErr error
+	if len(errs) > 0 {
+		firstErr = errs[0]
 	}
-	wg.Wait()
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
 	time.Sleep(2 * time.Second) // let the sessions settle
 	after, err := memKiB(gw.pid(), "VmRSS")
 	if err != nil {
