@@ -209,7 +209,11 @@ func dsns(dsn string) (write, read string, memory bool, err error) {
 			return "", "", false, fmt.Errorf("storage: open: %w", err)
 		}
 		base = "file:" + escapePath(dsn) + "?"
-		params = append(params, "_pragma=journal_mode(WAL)")
+		// Checkpoint every ~16 MiB of WAL instead of SQLite's 4 MiB: each
+		// session's newest pages are rewritten turn after turn, and a
+		// checkpoint copies a page back once however often it changed, so
+		// fewer checkpoints write far less (make bench: ~8 % more turns/s).
+		params = append(params, "_pragma=journal_mode(WAL)", "_pragma=wal_autocheckpoint(4000)")
 	}
 	base += strings.Join(params, "&")
 	// The writer begins IMMEDIATE so a transaction takes the write lock up

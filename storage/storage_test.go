@@ -46,6 +46,8 @@ func TestOpenAppliesPragmasOnEveryPool(t *testing.T) {
 		"busy_timeout": "5000",
 		"synchronous":  "1", // NORMAL
 		"foreign_keys": "1",
+		// The writer checkpoints; readers get it too, harmlessly.
+		"wal_autocheckpoint": "4000",
 	}
 	for pool, conn := range map[string]*sql.DB{"write": db.write, "read": db.read} {
 		for name, w := range want {
