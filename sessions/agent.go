@@ -34,6 +34,8 @@ type turn struct {
 	// started is when the user's message arrived, for the turn-duration
 	// metric; a turn resumed after an approval does not count the wait.
 	started time.Time
+	// usageStored is set once Usage is in the store with the answer.
+	usageStored bool
 }
 
 // userTurn answers a user's message.
@@ -99,11 +101,9 @@ func (s *session) agentLoop(ctx context.Context, t *turn, resume *pendingTurn) {
 		}
 		if final || len(reply.ToolCalls) == 0 {
 			reply.ToolCalls = nil // the last, tool-less call may still try
-			if reply.Content != "" {
-				if err := s.commit(ctx, false, reply); err != nil {
-					s.endTurn(ctx, t, err)
-					return
-				}
+			if err := s.answer(ctx, t, reply); err != nil {
+				s.endTurn(ctx, t, err)
+				return
 			}
 			s.endTurn(ctx, t, nil)
 			return
@@ -295,8 +295,10 @@ func (s *session) endTurn(ctx context.Context, t *turn, err error) {
 		s.rec.Usage = s.rec.Usage.Add(t.Usage)
 		// Tokens spent are spent even when the turn was stopped or the
 		// gateway is shutting down, so the write outlives ctx.
-		if err := s.m.cfg.Store.AddSessionUsage(context.WithoutCancel(ctx), s.id, t.Usage); err != nil {
-			s.log.Error("usage not stored", "err", err)
+		if !t.usageStored {
+			if err := s.m.cfg.Store.AddSessionUsage(context.WithoutCancel(ctx), s.id, t.Usage); err != nil {
+				s.log.Error("usage not stored", "err", err)
+			}
 		}
 		s.emit(ctx, switchboard.EventUsage, switchboard.UsageData{Usage: t.Usage, Session: s.rec.Usage, Model: t.Model})
 	}
@@ -317,6 +319,20 @@ func providerErrorMessage(err error) string {
 		return fmt.Sprintf("The model provider rejected the request: %v", err)
 	}
 	return fmt.Sprintf("The model call failed: %v", err)
+}
+
+// answer stores the model's final reply and the turn's tokens in one
+// write, then adds the reply to the window. Like usage alone, the write
+// outlives ctx: the tokens are spent.
+func (s *session) answer(ctx context.Context, t *turn, reply switchboard.Message) error {
+	if err := s.m.cfg.Store.AppendReply(context.WithoutCancel(ctx), s.id, reply, t.Usage); err != nil {
+		return fmt.Errorf("sessions: store reply: %w", err)
+	}
+	t.usageStored = true
+	if reply.Content != "" {
+		s.window = trimWindow(append(s.window, reply), s.guide.Memory.Window)
+	}
+	return nil
 }
 
 // commit appends messages to the stored context and to the in-memory

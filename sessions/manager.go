@@ -45,6 +45,7 @@ type Store interface {
 
 	AppendMessages(ctx context.Context, sessionID string, msgs []switchboard.Message, clearPending bool) error
 	AppendInput(ctx context.Context, sessionID, clientID string, msg switchboard.Message) (dup bool, err error)
+	AppendReply(ctx context.Context, sessionID string, reply switchboard.Message, usage switchboard.Usage) error
 	Window(ctx context.Context, sessionID string, n int) ([]switchboard.Message, error)
 
 	SavePending(ctx context.Context, sessionID string, data []byte) error

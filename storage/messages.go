@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -141,6 +142,44 @@ func (db *DB) LoadPending(ctx context.Context, sessionID string) ([]byte, error)
 func (db *DB) DeletePending(ctx context.Context, sessionID string) error {
 	if _, err := db.write.ExecContext(ctx, `DELETE FROM pending_turns WHERE session_id = ?`, sessionID); err != nil {
 		return fmt.Errorf("storage: delete pending %s: %w", sessionID, err)
+	}
+	return nil
+}
+
+// AppendReply ends a turn in one write: it stores the model's final reply
+// (unless it is empty) and adds the tokens the turn spent to the session's
+// running total.
+func (db *DB) AppendReply(ctx context.Context, sessionID string, reply switchboard.Message, usage switchboard.Usage) error {
+	var data []byte
+	if reply.Content != "" {
+		var err error
+		if data, err = json.Marshal(reply); err != nil {
+			return fmt.Errorf("storage: append reply: %w", err)
+		}
+	}
+	if data == nil && usage == (switchboard.Usage{}) {
+		return nil
+	}
+	err := db.inBatch(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if data != nil {
+			if _, err := db.execWrite(ctx, tx, insertMessage, sessionID, string(reply.Role), string(data)); err != nil {
+				return err
+			}
+		}
+		if usage == (switchboard.Usage{}) {
+			return nil
+		}
+		res, err := db.execWrite(ctx, tx, addUsage, usage.PromptTokens, usage.CompletionTokens, usage.TotalTokens, sessionID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return cmp.Or(err, ErrNotFound)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("storage: append reply: %w", err)
 	}
 	return nil
 }

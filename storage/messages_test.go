@@ -281,6 +281,31 @@ func TestSeenInput(t *testing.T) {
 	}
 }
 
+func TestAppendReplyStoresTheAnswerAndAddsUsage(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openFile(t)
+	newSession(t, db, "s1", "")
+	u := switchboard.Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15}
+	if err := db.AppendReply(ctx, "s1", switchboard.Message{Role: switchboard.RoleAssistant, Content: "Hello"}, u); err != nil {
+		t.Fatal(err)
+	}
+	// A turn that ended without text (stopped, tools only) still spent tokens.
+	if err := db.AppendReply(ctx, "s1", switchboard.Message{Role: switchboard.RoleAssistant}, u); err != nil {
+		t.Fatal(err)
+	}
+	w, err := db.Window(ctx, "s1", 10)
+	if err != nil || len(w) != 1 || w[0].Content != "Hello" {
+		t.Fatalf("window = %+v, %v; want the one answer", w, err)
+	}
+	s, err := db.Session(ctx, "s1")
+	if err != nil || s.Usage != u.Add(u) {
+		t.Fatalf("usage = %+v, %v; want %+v", s.Usage, err, u.Add(u))
+	}
+	if err := db.AppendReply(ctx, "nope", switchboard.Message{Role: switchboard.RoleAssistant}, u); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("usage for a missing session: %v, want ErrNotFound", err)
+	}
+}
+
 func TestAppendInputStoresAndMarksTogether(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
