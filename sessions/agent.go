@@ -58,7 +58,7 @@ func (s *session) userTurn(ctx context.Context, in switchboard.Input, text strin
 	if dup {
 		return // sent again after a reconnect: it was answered the first time
 	}
-	s.window = trimWindow(append(s.window, msg), s.guide.Memory.Window)
+	s.remember(msg)
 	s.emit(ctx, switchboard.EventMessage, switchboard.MessageData{
 		ID: newID("m_"), Role: switchboard.RoleUser, Author: in.Author.DisplayName(),
 		AuthorID: in.Author.ID, Channel: in.Author.Channel, Content: text, Format: switchboard.FormatText,
@@ -330,7 +330,7 @@ func (s *session) answer(ctx context.Context, t *turn, reply switchboard.Message
 	}
 	t.usageStored = true
 	if reply.Content != "" {
-		s.window = trimWindow(append(s.window, reply), s.guide.Memory.Window)
+		s.remember(reply)
 	}
 	return nil
 }
@@ -341,8 +341,13 @@ func (s *session) commit(ctx context.Context, clearPending bool, msgs ...switchb
 	if err := s.m.cfg.Store.AppendMessages(ctx, s.id, msgs, clearPending); err != nil {
 		return fmt.Errorf("sessions: store messages: %w", err)
 	}
-	s.window = trimWindow(append(s.window, msgs...), s.guide.Memory.Window)
+	s.remember(msgs...)
 	return nil
+}
+
+// remember adds stored messages to the in-memory window.
+func (s *session) remember(msgs ...switchboard.Message) {
+	s.window = trimWindow(append(s.window, msgs...), s.guide.Memory.Window)
 }
 
 // trimWindow keeps the last n messages, never starting with a tool result
