@@ -85,7 +85,20 @@ func echoHandler(sizes []int) http.Handler {
 	if len(frames) > 0 {
 		frames[len(frames)-1] = padded(`{"type":"message","data":{"role":"assistant","content":"`, `"}}`, sizes[len(sizes)-1])
 	}
-	ready := []byte(`{"seq":0,"type":"ready","data":{"session":"echo","role":"owner","last_seq":0}}`)
+	return floor("echo", func(_ context.Context, c *gws.Conn, _ []byte) error {
+		for _, f := range frames {
+			if err := c.WriteMessage(gws.TextMessage, f); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// floor serves a floor's WebSocket: a hello is answered with ready, and
+// every other frame is an input handed to turn, until the client leaves.
+func floor(name string, turn func(ctx context.Context, c *gws.Conn, input []byte) error) http.Handler {
+	ready := []byte(`{"seq":0,"type":"ready","data":{"session":"` + name + `","role":"owner","last_seq":0}}`)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := upgrader.Upgrade(w, r, nil)
 		if err != nil {
@@ -97,14 +110,13 @@ func echoHandler(sizes []int) http.Handler {
 			if err != nil {
 				return
 			}
-			reply := frames
-			if bytes.Contains(msg, []byte(`"hello"`)) {
-				reply = [][]byte{ready}
+			if bytes.Contains(msg, []byte(`"type":"hello"`)) {
+				err = c.WriteMessage(gws.TextMessage, ready)
+			} else {
+				err = turn(r.Context(), c, msg)
 			}
-			for _, f := range reply {
-				if err := c.WriteMessage(gws.TextMessage, f); err != nil {
-					return
-				}
+			if err != nil {
+				return
 			}
 		}
 	})
@@ -122,32 +134,12 @@ func padded(prefix, suffix string, n int) []byte {
 // sessions, no storage, no events.
 func relayHandler(llmURL string) http.Handler {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 2048, MaxIdleConnsPerHost: 2048, IdleConnTimeout: time.Minute}}
-	ready := []byte(`{"seq":0,"type":"ready","data":{"session":"relay","role":"owner","last_seq":0}}`)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := upgrader.Upgrade(w, r, nil)
-		if err != nil {
-			return
+	return floor("relay", func(ctx context.Context, c *gws.Conn, input []byte) error {
+		var in struct{ Text string }
+		if err := json.Unmarshal(input, &in); err != nil {
+			return err
 		}
-		defer c.Close()
-		for {
-			_, msg, err := c.ReadMessage()
-			if err != nil {
-				return
-			}
-			var in struct{ Type, Text string }
-			if err := json.Unmarshal(msg, &in); err != nil {
-				return
-			}
-			if in.Type == "hello" {
-				if c.WriteMessage(gws.TextMessage, ready) != nil {
-					return
-				}
-				continue
-			}
-			if err := relayTurn(r.Context(), client, llmURL, in.Text, c); err != nil {
-				return
-			}
-		}
+		return relayTurn(ctx, client, llmURL, in.Text, c)
 	})
 }
 
