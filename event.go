@@ -37,7 +37,8 @@ type Event struct {
 }
 
 // Ephemeral reports whether the event is sent live but not stored or
-// numbered: a ready event is per connection.
+// numbered: a ready event is per connection. (A notice, such as a storage
+// failure, is an error event with seq 0: it is not part of the history.)
 func (t EventType) Ephemeral() bool { return t == EventReady }
 
 // Payload decodes Data into the typed struct for the event's type.
@@ -195,4 +196,14 @@ const (
 	ErrCodeAlreadyResolved = "already_resolved"
 	ErrCodeCancelled       = "cancelled"
 	ErrCodeInternal        = "internal"
+	// ErrCodeInterrupted marks a turn a crash, a restart or a failed write
+	// cut short: whatever was streamed of it before is not its answer, and
+	// the turn is being run again from the stored context.
+	ErrCodeInterrupted = "interrupted"
+	// ErrCodeStorage: the gateway cannot store the conversation (disk full,
+	// I/O error) and has paused it. Sent as a notice without a seq.
+	ErrCodeStorage = "storage_unavailable"
+	// ErrCodeRestarting: the gateway is restarting; the turn is finished
+	// when it is back. Sent as a notice without a seq.
+	ErrCodeRestarting = "restarting"
 )

@@ -26,3 +26,11 @@ type Input struct {
 	ActionID string // InputAction
 	Value    string
 }
+
+// QueuedInput is an input a session has accepted and not yet taken up. It
+// is stored as it is accepted, so a restart takes it up; ID is its place
+// in the session's inbox.
+type QueuedInput struct {
+	ID    int64
+	Input Input
+}

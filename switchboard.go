@@ -95,3 +95,36 @@ type Session struct {
 
 // ErrNotFound is returned (wrapped) by stores for a missing record.
 var ErrNotFound = errors.New("not found")
+
+// TurnWrite is one atomic change to a session's stored conversation, made
+// as a turn goes on: all of it is stored, or none of it. Bundling what one
+// step changes (the user's message, its event and the open turn; a tool
+// step and the turn's progress; the answer, its tokens and the turn's end)
+// is what keeps the history consistent through a crash.
+type TurnWrite struct {
+	// InboxID takes up an accepted input (storage.DB.AcceptInput): it
+	// leaves the inbox in this write.
+	InboxID int64
+	// ClientID is recorded as seen; if it was seen already nothing is
+	// written and the write reports a duplicate. With Forget it is removed
+	// instead, so that an input the session refused can be sent again.
+	ClientID string
+	Forget   bool
+	// Messages are appended to the model's context, in order.
+	Messages []Message
+	// Events are stored with the rest; Published is told once they are.
+	Events    []Event
+	Published func([]Event, error)
+	// EventsThrough: nothing is written unless the session's events up to
+	// this seq are stored (with Events, the first one's predecessor must
+	// be). A turn's progress is then never stored past a hole in what its
+	// listeners were shown.
+	EventsThrough int64
+	// Turn, when not nil, is the open turn's new state: a turn is open
+	// from its user message until its answer or error is stored. EndTurn
+	// deletes it.
+	Turn    []byte
+	EndTurn bool
+	// Usage is added to the session's running total.
+	Usage Usage
+}

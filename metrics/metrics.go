@@ -19,6 +19,8 @@ type Metrics struct {
 	events      *prometheus.CounterVec
 	turns       *prometheus.CounterVec
 	turnSeconds prometheus.Histogram
+	resumed     *prometheus.CounterVec
+	writeFails  prometheus.Counter
 
 	wsConnections prometheus.Gauge
 	wsFrames      *prometheus.CounterVec
@@ -34,12 +36,19 @@ func New() *Metrics {
 			Name: "switchboard_events_total", Help: "Session events emitted (and stored), by type.",
 		}, []string{"type"}),
 		turns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchboard_turns_total", Help: "Agent turns ended, by outcome (answered, error, stopped, awaiting_confirmation).",
+			Name: "switchboard_turns_total", Help: "Agent turns ended, by outcome (answered, error, stopped, interrupted: cut by a shutdown or a failed write, and resumed later).",
 		}, []string{"outcome"}),
 		turnSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "switchboard_turn_duration_seconds",
 			Help:    "Time from a user's input to the end of the agent turn it started (model and tools, not approval waits).",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 12),
+		}),
+		resumed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_turns_resumed_total", Help: "Interrupted turns taken up again, by why they were cut (restart, storage).",
+		}, []string{"reason"}),
+		writeFails: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_storage_write_failures_total",
+			Help: "Writes a session could not store (disk full, I/O error): each pauses the session's turn until storage works again.",
 		}),
 		wsConnections: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "switchboard_websocket_connections", Help: "Open /ws connections.",
@@ -54,7 +63,7 @@ func New() *Metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.events, m.turns, m.turnSeconds, m.wsConnections, m.wsFrames, m.wsClosed,
+		m.events, m.turns, m.turnSeconds, m.resumed, m.writeFails, m.wsConnections, m.wsFrames, m.wsClosed,
 	)
 	return m
 }
@@ -88,6 +97,22 @@ func (m *Metrics) TurnEnded(outcome string, d time.Duration) {
 	}
 	m.turns.WithLabelValues(outcome).Inc()
 	m.turnSeconds.Observe(d.Seconds())
+}
+
+// TurnResumed counts an interrupted turn taken up again.
+func (m *Metrics) TurnResumed(reason string) {
+	if m == nil {
+		return
+	}
+	m.resumed.WithLabelValues(reason).Inc()
+}
+
+// WriteFailed counts a session write that storage refused.
+func (m *Metrics) WriteFailed() {
+	if m == nil {
+		return
+	}
+	m.writeFails.Inc()
 }
 
 // Connected counts a /ws connection in; the returned func counts it out

@@ -38,49 +38,71 @@ type turn struct {
 	usageStored bool
 }
 
-// userTurn answers a user's message.
-func (s *session) userTurn(ctx context.Context, in switchboard.Input, text string) {
+// userTurn answers a user's message. The message, its event and the turn
+// it opens are stored in one write before the model is called: from then
+// on, a crash at any point leaves an open turn that the next start runs
+// again, so every stored message gets its answer.
+func (s *session) userTurn(ctx context.Context, j job, text string) {
+	in := j.input
 	if s.pending != nil {
 		s.emitError(ctx, switchboard.ErrCodeBusy, fmt.Sprintf(
 			"A tool call is waiting for approval (%s). Approve or deny it first, or send /stop.", s.pending.waitingFor()))
+		// Refused, not taken: forget its id so it can be sent again.
+		s.write(ctx, switchboard.TurnWrite{InboxID: j.inboxID, ClientID: in.ClientID, Forget: true})
 		return
 	}
 	msg := switchboard.Message{Role: switchboard.RoleUser, Content: text}
 	if s.memberCount() > 1 {
 		msg.Author = in.Author.DisplayName() // several people: tell the model who spoke
 	}
-	dup, err := s.m.cfg.Store.AppendInput(ctx, s.id, in.ClientID, msg)
-	if err != nil {
-		s.log.Error("user message not stored", "err", err)
-		s.emitError(ctx, switchboard.ErrCodeInternal, "Your message could not be saved, so it was not sent to the model. Please try again.")
-		return
-	}
-	if dup {
-		return // sent again after a reconnect: it was answered the first time
-	}
-	s.remember(msg)
-	s.emit(ctx, switchboard.EventMessage, switchboard.MessageData{
+	ev, ok := s.event(switchboard.EventMessage, switchboard.MessageData{
 		ID: newID("m_"), Role: switchboard.RoleUser, Author: in.Author.DisplayName(),
 		AuthorID: in.Author.ID, Channel: in.Author.Channel, Content: text, Format: switchboard.FormatText,
 	})
-	s.agentLoop(ctx, &turn{started: s.m.cfg.Now()}, nil)
+	if !ok {
+		return
+	}
+	t := &turn{started: s.m.cfg.Now()}
+	w := switchboard.TurnWrite{
+		InboxID: j.inboxID, Messages: []switchboard.Message{msg},
+		Events: []switchboard.Event{ev}, Published: s.onCommit, Turn: running(*t),
+	}
+	if j.inboxID == 0 {
+		w.ClientID = in.ClientID // accepted without the inbox (a click): de-duplicated here
+	}
+	dup, err := s.store(ctx, w)
+	if err != nil {
+		return
+	}
+	if dup {
+		s.seq-- // its event was not stored, and nothing was numbered since
+		return
+	}
+	s.m.cfg.Metrics.Event(string(switchboard.EventMessage))
+	s.remember(msg)
+	s.agentLoop(ctx, t, nil)
 }
 
 // agentLoop calls the model until it answers without tools. With resume
 // set, it first finishes a turn that was waiting for approvals.
 func (s *session) agentLoop(ctx context.Context, t *turn, resume *pendingTurn) {
-	// turnCtx ends on /stop; ctx (the session's) keeps storing and
-	// emitting, so a stopped turn still reports and stores cleanly.
-	turnCtx, cancel := context.WithCancel(ctx)
+	// turnCtx ends on /stop, on a failed write and when a shutdown runs
+	// out of time; ctx (the session's) keeps storing and emitting, so a
+	// stopped turn still reports and stores cleanly.
+	turnCtx, cancel := context.WithCancelCause(s.m.turns)
 	s.setCancel(cancel)
 	defer func() {
 		s.setCancel(nil)
-		cancel()
+		cancel(nil)
 	}()
 
 	if resume != nil {
 		s.runTools(ctx, turnCtx, resume, resume.approvedCalls())
-		if err := s.finishStep(ctx, resume); err != nil {
+		if s.cutShort(turnCtx) {
+			s.endTurn(ctx, t, context.Cause(turnCtx))
+			return
+		}
+		if err := s.finishStep(ctx, t, resume); err != nil {
 			s.endTurn(ctx, t, err)
 			return
 		}
@@ -94,30 +116,41 @@ func (s *session) agentLoop(ctx context.Context, t *turn, resume *pendingTurn) {
 	for {
 		final := t.Iteration >= s.guide.MaxIterations
 		s.emitState(ctx, switchboard.StateThinking, "")
-		reply, err := s.callModel(ctx, turnCtx, t, final)
+		reply, shown, err := s.callModel(ctx, turnCtx, t, final)
 		if err != nil {
+			if turnCtx.Err() != nil {
+				err = context.Cause(turnCtx)
+			}
 			s.endTurn(ctx, t, err)
 			return
 		}
 		if final || len(reply.ToolCalls) == 0 {
 			reply.ToolCalls = nil // the last, tool-less call may still try
-			if err := s.answer(ctx, t, reply); err != nil {
+			if err := s.answer(ctx, t, reply, shown); err != nil {
 				s.endTurn(ctx, t, err)
 				return
 			}
 			s.endTurn(ctx, t, nil)
 			return
 		}
+		if shown != nil {
+			s.emit(ctx, switchboard.EventMessage, shown)
+		}
 
 		p := &pendingTurn{Turn: *t, Assistant: reply, Results: make([]*switchboard.Message, len(reply.ToolCalls))}
 		auto := s.triage(ctx, p)
 		s.runTools(ctx, turnCtx, p, auto)
+		if s.cutShort(turnCtx) {
+			// Not stored: the step is asked for again when the turn is.
+			s.endTurn(ctx, t, context.Cause(turnCtx))
+			return
+		}
 		if len(p.Confirmations) > 0 && turnCtx.Err() == nil {
 			s.suspend(ctx, p)
 			return
 		}
 		p.cancelUnresolved(s.m.cfg.Now())
-		if err := s.finishStep(ctx, p); err != nil {
+		if err := s.finishStep(ctx, t, p); err != nil {
 			s.endTurn(ctx, t, err)
 			return
 		}
@@ -129,11 +162,25 @@ func (s *session) agentLoop(ctx context.Context, t *turn, resume *pendingTurn) {
 	}
 }
 
+// cutShort reports whether the turn was cut by something other than the
+// user: a shutdown that ran out of time or a write that failed. Such a
+// turn is left open in the store, to be run again, rather than ended.
+func (s *session) cutShort(turnCtx context.Context) bool {
+	return turnCtx.Err() != nil && s.interrupting(context.Cause(turnCtx))
+}
+
+func (s *session) interrupting(err error) bool {
+	return s.m.ctx.Err() != nil || s.failing.Load() ||
+		errors.Is(err, ErrShuttingDown) || errors.Is(err, errStorage)
+}
+
 // callModel streams one model response, emitting its text as it arrives
-// (merged into fewer deltas when the session falls behind; see readAhead).
-// Nothing is added to the context here: a stream that breaks half way
-// leaves no half message behind.
-func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (switchboard.Message, error) {
+// (merged into fewer deltas when the session falls behind; see readAhead),
+// and returns it with the message event that shows it whole (nil without
+// text), which the caller stores with the reply or emits before its tool
+// calls. Nothing is added to the context here: a stream that breaks half
+// way leaves no half message behind.
+func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (switchboard.Message, *switchboard.MessageData, error) {
 	req := providers.Request{
 		Model:       s.guide.Model,
 		System:      s.systemPrompt(final),
@@ -149,7 +196,7 @@ func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (
 	var calls []switchboard.ToolCall
 	for ev, err := range readAhead(turnCtx, s.provider(), req) {
 		if err != nil {
-			return switchboard.Message{}, err
+			return switchboard.Message{}, nil, err
 		}
 		switch ev.Kind {
 		case providers.EventTextDelta:
@@ -169,13 +216,13 @@ func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (
 		t.Model = req.Model
 	}
 	reply := switchboard.Message{Role: switchboard.RoleAssistant, Content: text.String(), ToolCalls: calls}
-	if reply.Content != "" {
-		s.emit(ctx, switchboard.EventMessage, switchboard.MessageData{
-			ID: id, Role: switchboard.RoleAssistant, Author: s.guide.Name,
-			Content: reply.Content, Format: switchboard.FormatMarkdown, Model: t.Model,
-		})
+	if reply.Content == "" {
+		return reply, nil, nil
 	}
-	return reply, nil
+	return reply, &switchboard.MessageData{
+		ID: id, Role: switchboard.RoleAssistant, Author: s.guide.Name,
+		Content: reply.Content, Format: switchboard.FormatMarkdown, Model: t.Model,
+	}, nil
 }
 
 // triage announces each tool call and sorts it: calls that cannot run get
@@ -265,20 +312,39 @@ func (s *session) setResult(ctx context.Context, p *pendingTurn, i int, content 
 }
 
 // finishStep stores the assistant's tool calls with all their results in
-// one transaction, and drops the suspended turn in the same one.
-func (s *session) finishStep(ctx context.Context, p *pendingTurn) error {
+// one transaction, with the turn's progress (the waiting state, if any,
+// gives way to it).
+func (s *session) finishStep(ctx context.Context, t *turn, p *pendingTurn) error {
 	msgs := make([]switchboard.Message, 0, 1+len(p.Results))
 	msgs = append(msgs, p.Assistant)
 	for _, r := range p.Results {
 		msgs = append(msgs, *r)
 	}
-	return s.commit(ctx, true, msgs...)
+	next := *t
+	next.Iteration++
+	if _, err := s.store(ctx, switchboard.TurnWrite{Messages: msgs, Turn: running(next)}); err != nil {
+		return fmt.Errorf("sessions: store tool step: %w", err)
+	}
+	s.remember(msgs...)
+	return nil
 }
 
-// endTurn reports how the turn ended, its token usage, and goes idle.
+// endTurn reports how the turn ended, ends it in the store with the tokens
+// it spent, and goes idle. A turn cut by a shutdown or a failed write is
+// not ended: it stays open in the store and is run again.
 func (s *session) endTurn(ctx context.Context, t *turn, err error) {
 	outcome := "answered"
 	switch {
+	case err != nil && s.interrupting(err):
+		if !t.started.IsZero() {
+			s.m.cfg.Metrics.TurnEnded("interrupted", s.m.cfg.Now().Sub(t.started))
+		}
+		if s.m.ctx.Err() != nil || errors.Is(err, ErrShuttingDown) {
+			s.mu.Lock()
+			s.noticeLocked(switchboard.ErrCodeRestarting, "The gateway is restarting. This answer will be finished when it is back.")
+			s.mu.Unlock()
+		}
+		return
 	case err == nil:
 	case errors.Is(err, context.Canceled):
 		outcome = "stopped"
@@ -288,18 +354,19 @@ func (s *session) endTurn(ctx context.Context, t *turn, err error) {
 		s.log.Warn("turn failed", "err", err)
 		s.emitError(ctx, switchboard.ErrCodeProvider, providerErrorMessage(err))
 	}
+	if !t.usageStored {
+		// Tokens spent are spent even when the turn was stopped, so the
+		// write outlives ctx.
+		if !s.write(context.WithoutCancel(ctx), switchboard.TurnWrite{EndTurn: true, Usage: t.Usage}) {
+			return
+		}
+		t.usageStored = true
+	}
 	if !t.started.IsZero() {
 		s.m.cfg.Metrics.TurnEnded(outcome, s.m.cfg.Now().Sub(t.started))
 	}
 	if t.Usage != (switchboard.Usage{}) {
 		s.rec.Usage = s.rec.Usage.Add(t.Usage)
-		// Tokens spent are spent even when the turn was stopped or the
-		// gateway is shutting down, so the write outlives ctx.
-		if !t.usageStored {
-			if err := s.m.cfg.Store.AddSessionUsage(context.WithoutCancel(ctx), s.id, t.Usage); err != nil {
-				s.log.Error("usage not stored", "err", err)
-			}
-		}
 		s.emit(ctx, switchboard.EventUsage, switchboard.UsageData{Usage: t.Usage, Session: s.rec.Usage, Model: t.Model})
 	}
 	s.emitState(ctx, switchboard.StateIdle, "")
@@ -321,27 +388,31 @@ func providerErrorMessage(err error) string {
 	return fmt.Sprintf("The model call failed: %v", err)
 }
 
-// answer stores the model's final reply and the turn's tokens in one
-// write, then adds the reply to the window. Like usage alone, the write
-// outlives ctx: the tokens are spent.
-func (s *session) answer(ctx context.Context, t *turn, reply switchboard.Message) error {
-	if err := s.m.cfg.Store.AppendReply(context.WithoutCancel(ctx), s.id, reply, t.Usage); err != nil {
+// answer stores the model's final reply, the event that shows it and the
+// turn's tokens, and ends the turn, in one write: the answer is stored if
+// and only if it was shown. Then it adds the reply to the window. The
+// write outlives ctx: the tokens are spent.
+func (s *session) answer(ctx context.Context, t *turn, reply switchboard.Message, shown *switchboard.MessageData) error {
+	w := switchboard.TurnWrite{Usage: t.Usage, EndTurn: true}
+	if reply.Content != "" {
+		w.Messages = []switchboard.Message{reply}
+	}
+	if shown != nil {
+		ev, ok := s.event(switchboard.EventMessage, shown)
+		if ok {
+			w.Events, w.Published = []switchboard.Event{ev}, s.onCommit
+		}
+	}
+	if _, err := s.store(context.WithoutCancel(ctx), w); err != nil {
 		return fmt.Errorf("sessions: store reply: %w", err)
+	}
+	if len(w.Events) > 0 {
+		s.m.cfg.Metrics.Event(string(switchboard.EventMessage))
 	}
 	t.usageStored = true
 	if reply.Content != "" {
 		s.remember(reply)
 	}
-	return nil
-}
-
-// commit appends messages to the stored context and to the in-memory
-// window, in that order, so the window never holds what the store lost.
-func (s *session) commit(ctx context.Context, clearPending bool, msgs ...switchboard.Message) error {
-	if err := s.m.cfg.Store.AppendMessages(ctx, s.id, msgs, clearPending); err != nil {
-		return fmt.Errorf("sessions: store messages: %w", err)
-	}
-	s.remember(msgs...)
 	return nil
 }
 
@@ -424,7 +495,7 @@ func (s *session) provider() providers.Provider {
 	return p
 }
 
-func (s *session) setCancel(cancel context.CancelFunc) {
+func (s *session) setCancel(cancel context.CancelCauseFunc) {
 	s.mu.Lock()
 	s.cancelTurn = cancel
 	s.mu.Unlock()

@@ -3,7 +3,6 @@ package sessions
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -11,10 +10,13 @@ import (
 	"github.com/switchboard-gw/switchboard"
 )
 
-// pendingTurn is a turn suspended while tool calls wait for a human. It is
-// stored as it changes, so a restart while waiting loses nothing and the
-// same requests can still be answered.
+// pendingTurn is an open turn as it is stored: from the user's message
+// until the answer or an error is stored. While the turn runs it holds
+// only its progress (phaseRunning); while tool calls wait for a human it
+// holds the whole step, so a restart loses nothing and the same requests
+// can still be answered.
 type pendingTurn struct {
+	Phase     string                 `json:"phase,omitempty"`
 	Turn      turn                   `json:"turn"`
 	Assistant switchboard.Message    `json:"assistant"`
 	Results   []*switchboard.Message `json:"results"` // by call index; nil until known
@@ -22,6 +24,17 @@ type pendingTurn struct {
 	Confirmations []*confirmation `json:"confirmations"`
 	// Stopped: the user stopped the turn; finish storing it, call no model.
 	Stopped bool `json:"stopped,omitempty"`
+}
+
+// phaseRunning: the turn was running, not waiting; a restart that finds it
+// open knows a crash cut it short. A stored turn without a phase (written
+// before phases existed) was waiting for approval.
+const phaseRunning = "running"
+
+// running is the stored state of a turn under way.
+func running(t turn) []byte {
+	b, _ := json.Marshal(pendingTurn{Phase: phaseRunning, Turn: t}) // plain data: cannot fail
+	return b
 }
 
 type confirmation struct {
@@ -89,15 +102,9 @@ func (p *pendingTurn) cancelUnresolved(now time.Time) {
 
 // suspend stores the turn and asks for approval of each waiting call.
 func (s *session) suspend(ctx context.Context, p *pendingTurn) {
-	if err := s.savePending(ctx, p); err != nil {
-		// Without a stored state a restart would lose the request, so
-		// finish the step now with the calls refused.
-		s.log.Error("pending turn not stored", "err", err)
-		p.cancelUnresolved(s.m.cfg.Now())
-		if err := s.finishStep(ctx, p); err != nil {
-			s.log.Error("tool step not stored", "err", err)
-		}
-		s.endTurn(ctx, &p.Turn, fmt.Errorf("could not store the approval request: %w", err))
+	if !s.savePending(ctx, p) {
+		// The stored turn is still the running one: repair runs it again,
+		// and the model asks again.
 		return
 	}
 	s.pending = p
@@ -163,10 +170,12 @@ func (s *session) resolve(ctx context.Context, c *confirmation, approved bool, b
 		}
 		s.setResult(ctx, p, c.CallIndex, reason, true)
 	}
+	// Every answer is stored before the turn goes on: a crash after the
+	// last one runs the approved calls, instead of asking again.
+	if !s.savePending(ctx, p) {
+		return
+	}
 	if !p.allResolved() {
-		if err := s.savePending(ctx, p); err != nil {
-			s.log.Error("pending turn not stored", "err", err)
-		}
 		s.emitState(ctx, switchboard.StateAwaitingConfirmation, p.waitingFor())
 		return
 	}
@@ -182,6 +191,7 @@ func (s *session) resumePending(ctx context.Context) {
 	s.stopTimers()
 	s.pending = nil
 	t := p.Turn
+	t.started = s.m.cfg.Now()
 	s.agentLoop(ctx, &t, p)
 }
 
@@ -208,36 +218,15 @@ func (s *session) stop(ctx context.Context, by switchboard.Author, stoppedRunnin
 	s.resumePending(ctx)
 }
 
-func (s *session) savePending(ctx context.Context, p *pendingTurn) error {
+// savePending stores the waiting turn as it is now.
+func (s *session) savePending(ctx context.Context, p *pendingTurn) bool {
+	p.Phase = ""
 	data, err := json.Marshal(p)
 	if err != nil {
-		return err
+		s.writeFailed(fmt.Errorf("encode the waiting turn: %w", err))
+		return false
 	}
-	return s.m.cfg.Store.SavePending(ctx, s.id, data)
-}
-
-// restorePending reloads a turn that was waiting for approval when the
-// gateway stopped.
-func (s *session) restorePending(ctx context.Context) error {
-	data, err := s.m.cfg.Store.LoadPending(ctx, s.id)
-	if errors.Is(err, switchboard.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	var p pendingTurn
-	if err := json.Unmarshal(data, &p); err != nil {
-		return fmt.Errorf("pending turn: %w", err)
-	}
-	s.pending = &p
-	if p.allResolved() {
-		// Answered, but stopped before going on: go on once running.
-		s.schedule(job{resume: true})
-		return nil
-	}
-	s.armTimers()
-	return nil
+	return s.write(ctx, switchboard.TurnWrite{Turn: data})
 }
 
 // armTimers schedules the expiry of every open request; a request already

@@ -174,11 +174,11 @@ func (s *session) runToolDirectly(ctx context.Context, cmd command) {
 		s.setResult(ctx, p, 0, err.Error(), true)
 		return
 	}
-	turnCtx, cancel := context.WithCancel(ctx)
+	turnCtx, cancel := context.WithCancelCause(s.m.turns)
 	s.setCancel(cancel)
 	defer func() {
 		s.setCancel(nil)
-		cancel()
+		cancel(nil)
 	}()
 	s.runTools(ctx, turnCtx, p, []int{0})
 	s.emitState(ctx, switchboard.StateIdle, "")
@@ -192,10 +192,7 @@ func (s *session) action(ctx context.Context, in switchboard.Input) {
 		s.emitError(ctx, switchboard.ErrCodeBadInput, fmt.Sprintf("Unknown action %q.", in.ActionID))
 		return
 	}
-	// The card's event may still be in the write queue.
-	if err := s.m.cfg.Store.Flush(ctx); err != nil {
-		s.log.Error("flush before action lookup failed", "err", err)
-	}
+	// A card a user could click was published, so it is stored.
 	ui, err := s.m.cfg.Store.FindUI(ctx, s.id, uiID)
 	if err != nil {
 		s.emitError(ctx, switchboard.ErrCodeNotFound, fmt.Sprintf("The control %q is not part of this conversation.", in.ActionID))
@@ -206,5 +203,5 @@ func (s *session) action(ctx context.Context, in switchboard.Input) {
 		s.emitError(ctx, switchboard.ErrCodeBadInput, err.Error())
 		return
 	}
-	s.userTurn(ctx, in, text)
+	s.userTurn(ctx, job{input: in}, text)
 }

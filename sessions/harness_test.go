@@ -114,6 +114,10 @@ func (h *harness) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	h.stop = cancel
 	h.m = sessions.NewManager(ctx, cfg)
+	// As the gateway does: what a restart left under way goes on.
+	if err := h.m.Recover(context.Background()); err != nil {
+		h.t.Fatal(err)
+	}
 }
 
 func (h *harness) shutdown() {

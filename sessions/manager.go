@@ -32,24 +32,28 @@ type Store interface {
 	SessionByKey(ctx context.Context, key string) (switchboard.Session, error)
 	ClearSessionKey(ctx context.Context, id string) error
 	SetSessionGuide(ctx context.Context, id, guide string) error
-	AddSessionUsage(ctx context.Context, id string, u switchboard.Usage) error
 
 	SetMember(ctx context.Context, sessionID, authorKey, role string) error
 	Members(ctx context.Context, sessionID string) (map[string]string, error)
 
-	AppendEvents(ctx context.Context, evs ...switchboard.Event) error
+	// AppendEvents queues events; published is told once they are stored.
+	AppendEvents(ctx context.Context, published func([]switchboard.Event, error), evs ...switchboard.Event) error
 	Flush(ctx context.Context) error
 	EventsAfter(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]switchboard.Event, error)
 	LastSeq(ctx context.Context, sessionID string) (int64, error)
 	FindUI(ctx context.Context, sessionID, uiID string) (switchboard.UI, error)
 
-	AppendMessages(ctx context.Context, sessionID string, msgs []switchboard.Message, clearPending bool) error
-	AppendInput(ctx context.Context, sessionID, clientID string, msg switchboard.Message) (dup bool, err error)
-	AppendReply(ctx context.Context, sessionID string, reply switchboard.Message, usage switchboard.Usage) error
+	// WriteTurn is a turn's atomic write; see switchboard.TurnWrite.
+	WriteTurn(ctx context.Context, sessionID string, w switchboard.TurnWrite) (dup bool, err error)
 	Window(ctx context.Context, sessionID string, n int) ([]switchboard.Message, error)
-
-	SavePending(ctx context.Context, sessionID string, data []byte) error
 	LoadPending(ctx context.Context, sessionID string) ([]byte, error)
+
+	// AcceptInput stores an input durably before it is queued; Inbox
+	// lists those not taken up yet; Unfinished, the sessions a restart
+	// must take up.
+	AcceptInput(ctx context.Context, sessionID string, in switchboard.Input) (id int64, dup bool, err error)
+	Inbox(ctx context.Context, sessionID string) ([]switchboard.QueuedInput, error)
+	Unfinished(ctx context.Context) ([]string, error)
 
 	SeenInput(ctx context.Context, sessionID, clientID string) (bool, error)
 }
@@ -114,6 +118,12 @@ var (
 	ErrBusy      = errors.New("this session has too many messages waiting; try again in a moment")
 	ErrForbidden = errors.New("not allowed")
 	ErrClosed    = errors.New("the gateway is shutting down")
+	// ErrDraining: the gateway is finishing its turns before it stops; a
+	// client keeps the input and sends it again once reconnected.
+	ErrDraining = errors.New("the gateway is restarting; send that again in a moment")
+	// ErrShuttingDown is the cause of a turn cut because a shutdown ran out
+	// of time: the turn stays open and the next start runs it again.
+	ErrShuttingDown = errors.New("the gateway shut down before the turn finished")
 )
 
 // Manager owns the live sessions. Each session runs on its own goroutine
@@ -125,6 +135,15 @@ type Manager struct {
 	live sync.Map        // session id → *session
 	wg   sync.WaitGroup
 
+	// turns is the parent of every turn's context: Drain cancels it when
+	// its time is up (cause ErrShuttingDown).
+	turns     context.Context
+	stopTurns context.CancelCauseFunc
+	// draining is closed by Drain: sessions finish the job under way and
+	// take no other.
+	draining  chan struct{}
+	drainOnce sync.Once
+
 	loadMu    sync.Mutex // serialises loading, never held on the hot path
 	liveCount atomic.Int64
 }
@@ -132,13 +151,66 @@ type Manager struct {
 // NewManager starts a manager; its sessions stop when ctx ends, and Wait
 // returns once they have.
 func NewManager(ctx context.Context, cfg Config) *Manager {
-	m := &Manager{cfg: cfg.withDefaults(), ctx: ctx}
+	m := &Manager{cfg: cfg.withDefaults(), ctx: ctx, draining: make(chan struct{})}
+	m.turns, m.stopTurns = context.WithCancelCause(ctx)
 	m.cfg.Metrics.GaugeFunc("switchboard_sessions_live", "Sessions loaded in memory.", func() float64 { return float64(m.liveCount.Load()) })
 	return m
 }
 
 // Wait blocks until every session goroutine has stopped.
 func (m *Manager) Wait() { m.wg.Wait() }
+
+// Recover loads every session with work a crash or a restart left: a turn
+// that was running is run again, a turn waiting for approval waits again
+// (its expiry armed), and accepted inputs are answered in order. Call it
+// once at start, before listeners take input.
+func (m *Manager) Recover(ctx context.Context) error {
+	ids, err := m.cfg.Store.Unfinished(ctx)
+	if err != nil {
+		return fmt.Errorf("sessions: recover: %w", err)
+	}
+	var errs []error
+	for _, id := range ids {
+		if _, err := m.load(ctx, id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(ids) > 0 {
+		m.cfg.Logger.Info("sessions with unfinished work taken up", "sessions", len(ids)-len(errs), "failed", len(errs))
+	}
+	return errors.Join(errs...)
+}
+
+// Drain stops taking new work and lets the turns under way finish until
+// ctx ends; turns still running then are cut (not stored as stopped: the
+// next start runs them again, like after a crash). Listeners stay up
+// meanwhile, so their clients see the turns finish. It returns once every
+// session goroutine has stopped.
+func (m *Manager) Drain(ctx context.Context) {
+	m.drainOnce.Do(func() { close(m.draining) })
+	done := make(chan struct{})
+	go func() {
+		m.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	m.cfg.Logger.Warn("shutdown: turns still running after the grace period are cut, and resumed at the next start")
+	m.stopTurns(ErrShuttingDown)
+	<-done
+}
+
+func (m *Manager) isDraining() bool {
+	select {
+	case <-m.draining:
+		return true
+	default:
+		return false
+	}
+}
 
 // AttachOptions says which session to attach to and who is attaching.
 type AttachOptions struct {
@@ -182,8 +254,9 @@ func (m *Manager) Attach(ctx context.Context, opts AttachOptions) (*Subscription
 		return nil, err
 	}
 	after := opts.AfterSeq
-	if after < 0 {
-		after = s.publishedSeq()
+	if last := s.publishedSeq(); after < 0 || after > last {
+		// Past the end (a client whose store was reset): from now on.
+		after = last
 	}
 	sub := s.subscribe(after)
 	sub.Ready = switchboard.ReadyData{
@@ -196,10 +269,21 @@ func (m *Manager) Attach(ctx context.Context, opts AttachOptions) (*Subscription
 // Receipt tracks one submitted input.
 type Receipt struct {
 	done    chan struct{}
+	once    sync.Once
 	lastSeq int64
 	// NewSession is set when the input was /reset: the listener attaches
 	// there to go on.
 	NewSession string
+}
+
+func newReceipt() *Receipt { return &Receipt{done: make(chan struct{})} }
+
+// finish closes the receipt once; later calls do nothing.
+func (r *Receipt) finish(lastSeq int64) {
+	r.once.Do(func() {
+		r.lastSeq = lastSeq
+		close(r.done)
+	})
 }
 
 // Wait blocks until the session has finished with the input — the turn it
@@ -214,26 +298,35 @@ func (r *Receipt) Wait(ctx context.Context) (int64, error) {
 	}
 }
 
-// Submit queues an input for a session. It returns as soon as the input is
-// queued: the outcome arrives as events. It fails fast when the queue is
-// full rather than make a listener wait.
+// Submit hands an input to a session. A message or command is stored
+// before Submit returns (a crash cannot lose it once the listener is told
+// it was taken) and a repeated client id is answered once; other inputs
+// are queued. It returns as soon as that is done: the outcome arrives as
+// events. It fails fast when the queue is full rather than make a
+// listener wait.
 func (m *Manager) Submit(ctx context.Context, sessionID string, in switchboard.Input) (*Receipt, error) {
+	if m.isDraining() {
+		return nil, ErrDraining
+	}
 	s, err := m.load(ctx, sessionID)
 	if err != nil {
 		return nil, err
 	}
-	// A stop acts as it is queued, so a repeated one is caught here. Every
-	// other input is de-duplicated by the session as it handles it: a
-	// message in the transaction that stores it (userTurn), so an input
-	// refused before that can be sent again with the same id.
-	if in.ClientID != "" && stops(in) {
+	if !stops(in) {
+		if in.Kind == switchboard.InputText {
+			return s.accept(ctx, in)
+		}
+		return s.submit(in)
+	}
+	// A stop acts as it is queued, so a repeated one is caught here.
+	if in.ClientID != "" {
 		seen, err := m.cfg.Store.SeenInput(ctx, sessionID, in.ClientID)
 		if err != nil {
 			return nil, fmt.Errorf("sessions: submit: %w", err)
 		}
 		if seen {
-			r := &Receipt{done: make(chan struct{}), lastSeq: s.publishedSeq()}
-			close(r.done)
+			r := newReceipt()
+			r.finish(s.publishedSeq())
 			return r, nil
 		}
 	}
@@ -286,7 +379,7 @@ func (m *Manager) load(ctx context.Context, id string) (*session, error) {
 	if v, ok := m.live.Load(id); ok {
 		return v.(*session), nil
 	}
-	if m.ctx.Err() != nil {
+	if m.ctx.Err() != nil || m.isDraining() {
 		return nil, ErrClosed
 	}
 	m.loadMu.Lock()

@@ -3,9 +3,11 @@ package sessions
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-gw/switchboard"
@@ -25,6 +27,12 @@ type job struct {
 	// stoppedRunning: submitting this /stop or cancel already stopped a
 	// running turn, which reports it.
 	stoppedRunning bool
+	// inboxID is the input's place in the stored inbox: it was accepted
+	// durably, and leaves the inbox in the write that takes it up.
+	inboxID int64
+	// interrupted is an open turn a crash or a failed write cut short,
+	// to take up again from the stored context.
+	interrupted *pendingTurn
 }
 
 // session is one live conversation. Everything below "owned by run" is
@@ -45,14 +53,25 @@ type session struct {
 	timers  map[string]*time.Timer // expiry of open confirmation requests
 	seq     int64                  // last seq assigned
 
+	// onCommit is s.committed, made once: the store calls it with every
+	// batch of the session's events.
+	onCommit func([]switchboard.Event, error)
+	// failing is set when a write failed; the session stops its turn and
+	// repairs itself once storage works again (repair).
+	failing atomic.Bool
+	// acceptMu keeps inputs in the order they were accepted, in the store
+	// and in the queue alike.
+	acceptMu sync.Mutex
+
 	mu         sync.Mutex
 	closed     bool
-	published  int64 // last seq handed to subscribers
+	published  int64 // last seq stored and handed to subscribers
 	subs       map[*Subscription]struct{}
 	attached   int                           // subscriptions open, live or catching up
+	accepting  int                           // inputs being accepted: not yet queued
 	roles      map[string]collaboration.Role // author key → role
 	guideLabel string
-	cancelTurn context.CancelFunc
+	cancelTurn context.CancelCauseFunc
 }
 
 // restore loads a session's record, window, roles and any suspended turn.
@@ -84,18 +103,34 @@ func (m *Manager) restore(ctx context.Context, id string) (*session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sessions: load %s: %w", id, err)
 	}
+	open, err := loadTurn(ctx, st, id)
+	if err != nil {
+		return nil, fmt.Errorf("sessions: load %s: %w", id, err)
+	}
+	queued, err := st.Inbox(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("sessions: load %s: %w", id, err)
+	}
 	s := &session{
 		id: id, m: m, log: m.cfg.Logger.With("session", id),
-		inbox: make(chan job, m.cfg.QueueSize),
+		// Room for what was accepted before a restart, and the turn it cut.
+		inbox: make(chan job, max(m.cfg.QueueSize, len(queued)+1)),
 		rec:   rec, guide: g, window: window, seq: seq,
 		published: seq, subs: map[*Subscription]struct{}{},
 		roles: map[string]collaboration.Role{}, guideLabel: g.Name,
 	}
+	s.onCommit = s.committed
 	for k, r := range members {
 		s.roles[k] = collaboration.Role(r)
 	}
-	if err := s.restorePending(ctx); err != nil {
-		return nil, fmt.Errorf("sessions: load %s: %w", id, err)
+	// What was under way comes first, then what was waiting: in the
+	// order they were accepted.
+	s.takeUp(open, func(j job) { s.inbox <- j })
+	for _, q := range queued {
+		s.inbox <- job{input: q.Input, inboxID: q.ID, receipt: newReceipt()}
+	}
+	if open != nil || len(queued) > 0 {
+		s.log.Info("session resumed", "open_turn", open != nil, "queued_inputs", len(queued))
 	}
 	return s, nil
 }
@@ -107,12 +142,31 @@ func (s *session) run() {
 	idle := time.NewTimer(s.m.cfg.IdleTimeout)
 	defer idle.Stop()
 	for {
+		// A drain lets the job under way finish and takes no other.
+		select {
+		case <-s.m.draining:
+			s.shutdown()
+			return
+		default:
+		}
 		select {
 		case <-s.m.ctx.Done():
 			s.shutdown()
 			return
+		case <-s.m.draining:
+			s.shutdown()
+			return
 		case j := <-s.inbox:
+			if s.m.ctx.Err() != nil {
+				// Stopping: what is queued stays in the inbox for the
+				// next start; a turn begun now would only be cut.
+				s.shutdown()
+				return
+			}
 			s.handle(j)
+			if s.failing.Load() {
+				s.repair(j)
+			}
 			if !idle.Stop() {
 				select {
 				case <-idle.C:
@@ -134,7 +188,7 @@ func (s *session) run() {
 func (s *session) tryUnload() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.attached > 0 || len(s.inbox) > 0 || s.pending != nil {
+	if s.attached > 0 || s.accepting > 0 || len(s.inbox) > 0 || s.pending != nil {
 		return false
 	}
 	s.closed = true
@@ -165,10 +219,10 @@ func (s *session) submit(in switchboard.Input) (*Receipt, error) {
 	if role := s.roleLocked(in.Author); !role.CanWrite() {
 		return nil, fmt.Errorf("%w: %s is a %s in this session and may not write", ErrForbidden, in.Author.DisplayName(), role)
 	}
-	j := job{input: in, receipt: &Receipt{done: make(chan struct{})}}
+	j := job{input: in, receipt: newReceipt()}
 	if stops(in) {
 		if s.cancelTurn != nil {
-			s.cancelTurn()
+			s.cancelTurn(nil) // cause: context.Canceled, the user's stop
 			j.stoppedRunning = true
 		}
 	}
@@ -178,6 +232,54 @@ func (s *session) submit(in switchboard.Input) (*Receipt, error) {
 	default:
 		return nil, ErrBusy
 	}
+}
+
+// accept stores a message or command in the session's inbox before it
+// is queued, so that once the listener is told it was taken, a crash
+// cannot lose it: a restart takes it up. A client id the session has seen
+// is answered at once, and not queued again.
+func (s *session) accept(ctx context.Context, in switchboard.Input) (*Receipt, error) {
+	s.acceptMu.Lock()
+	defer s.acceptMu.Unlock()
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return nil, ErrClosed
+	case !s.roleLocked(in.Author).CanWrite():
+		role := s.roleLocked(in.Author)
+		s.mu.Unlock()
+		return nil, fmt.Errorf("%w: %s is a %s in this session and may not write", ErrForbidden, in.Author.DisplayName(), role)
+	case len(s.inbox) >= cap(s.inbox):
+		s.mu.Unlock()
+		return nil, ErrBusy
+	}
+	s.accepting++ // the session stays loaded until the job is queued
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.accepting--
+		s.mu.Unlock()
+	}()
+
+	id, dup, err := s.m.cfg.Store.AcceptInput(ctx, s.id, in)
+	if err != nil {
+		s.m.cfg.Metrics.WriteFailed()
+		return nil, fmt.Errorf("sessions: accept input: %w", err)
+	}
+	r := newReceipt()
+	if dup {
+		// Sent again after a reconnect: it is stored, or queued, and
+		// will be answered once; its events reach the client by seq.
+		r.finish(s.publishedSeq())
+		return r, nil
+	}
+	select {
+	case s.inbox <- job{input: in, inboxID: id, receipt: r}:
+	case <-s.m.ctx.Done():
+		// Stored: the next start takes it up.
+	}
+	return r, nil
 }
 
 // schedule queues internal work, such as an expiry, without blocking a
@@ -260,11 +362,13 @@ func (s *session) handle(j job) {
 	case j.resume:
 		s.resumePending(ctx)
 		return
+	case j.interrupted != nil:
+		s.resumeInterrupted(ctx, j.interrupted, "restart")
+		return
 	}
 	defer func() {
 		if j.receipt != nil {
-			j.receipt.lastSeq = s.seq
-			close(j.receipt.done)
+			j.receipt.finish(s.seq)
 		}
 	}()
 	in := j.input
@@ -277,63 +381,138 @@ func (s *session) handle(j job) {
 		s.action(ctx, in)
 	case switchboard.InputText:
 		if cmd, ok := parseCommand(in.Text); ok {
-			if !stops(in) && s.repeated(ctx, in) {
+			// A command runs at most once: it leaves the inbox first.
+			if j.inboxID != 0 && !s.write(ctx, switchboard.TurnWrite{InboxID: j.inboxID}) {
 				return
 			}
 			s.command(ctx, j, cmd)
 			return
 		}
-		s.userTurn(ctx, in, in.Text)
+		s.userTurn(ctx, j, in.Text)
 	default:
 		s.emitError(ctx, switchboard.ErrCodeBadInput, fmt.Sprintf("unknown input kind %q", in.Kind))
 	}
 }
 
-// repeated records the input's client id and reports whether the session
-// had it already. A failed check lets the input through: answering twice
-// is better than dropping it.
-func (s *session) repeated(ctx context.Context, in switchboard.Input) bool {
-	if in.ClientID == "" {
-		return false
+// store makes one of the session's atomic writes (switchboard.TurnWrite).
+// A write is refused if an event before it was not stored, so a turn's
+// progress is never stored past a hole in what was shown; a failure
+// pauses the session until storage works again (repair).
+func (s *session) store(ctx context.Context, w switchboard.TurnWrite) (dup bool, err error) {
+	if s.failing.Load() {
+		return false, errStorage
 	}
-	seen, err := s.m.cfg.Store.SeenInput(ctx, s.id, in.ClientID)
+	if len(w.Events) == 0 {
+		w.EventsThrough = s.seq
+	}
+	dup, err = s.m.cfg.Store.WriteTurn(ctx, s.id, w)
 	if err != nil {
-		s.log.Error("input id not recorded", "err", err)
+		s.writeFailed(err)
 	}
-	return seen
+	return dup, err
 }
 
-// emit numbers an event, queues it for storage and hands it to every
-// attached listener. Only the session goroutine emits, so seq order is
-// emission order.
-func (s *session) emit(ctx context.Context, typ switchboard.EventType, data any) {
+// write is store for writes that cannot be duplicates.
+func (s *session) write(ctx context.Context, w switchboard.TurnWrite) bool {
+	_, err := s.store(ctx, w)
+	return err == nil
+}
+
+// event numbers an event. Only the session goroutine numbers events, so
+// seq order is the order they were produced in.
+func (s *session) event(typ switchboard.EventType, data any) (switchboard.Event, bool) {
 	raw, err := json.Marshal(data)
 	if err != nil {
 		s.log.Error("event not encodable", "type", typ, "err", err)
-		return
+		return switchboard.Event{}, false
 	}
 	s.seq++
-	ev := switchboard.Event{
+	return switchboard.Event{
 		Seq: s.seq, Time: s.m.cfg.Now().UTC().Truncate(time.Millisecond), Session: s.id,
 		Agent: s.guide.Name, Type: typ, Data: raw,
+	}, true
+}
+
+// emit numbers an event and queues it for storage. Listeners get it from
+// committed, once it is stored: what a client is shown is never lost or
+// renumbered by a crash. While storage is failing nothing is emitted; the
+// session repairs itself first.
+func (s *session) emit(ctx context.Context, typ switchboard.EventType, data any) {
+	if s.failing.Load() {
+		return
 	}
-	if err := s.m.cfg.Store.AppendEvents(ctx, ev); err != nil {
-		s.log.Error("event not stored", "seq", ev.Seq, "type", typ, "err", err)
+	ev, ok := s.event(typ, data)
+	if !ok {
+		return
+	}
+	if err := s.m.cfg.Store.AppendEvents(ctx, s.onCommit, ev); err != nil {
+		s.writeFailed(err)
+		return
 	}
 	s.m.cfg.Metrics.Event(string(typ))
+}
+
+// committed is told by the store which of the session's events are
+// stored, in seq order, and hands them to every attached listener. It runs
+// on the store's writer goroutine.
+func (s *session) committed(evs []switchboard.Event, err error) {
+	if err != nil {
+		s.writeFailed(err)
+		return
+	}
 	s.mu.Lock()
-	s.published = ev.Seq
+	defer s.mu.Unlock()
+	for _, ev := range evs {
+		s.published = ev.Seq
+		for sub := range s.subs {
+			select {
+			case sub.live <- ev:
+			default:
+				// Too slow: drop it from live delivery; it catches up
+				// from the store and never holds the session back.
+				delete(s.subs, sub)
+				sub.drop()
+			}
+		}
+	}
+}
+
+// errStorage cuts a turn whose writes failed.
+var errStorage = errors.New("storage failed")
+
+// writeFailed stops the session's work after a write it could not store:
+// the running turn is cut (it stays open in the store and is taken up
+// again by repair), and every listener is told why, once.
+func (s *session) writeFailed(err error) {
+	if s.failing.Swap(true) {
+		return
+	}
+	s.m.cfg.Metrics.WriteFailed()
+	s.log.Error("session write failed: pausing until storage works again", "err", err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancelTurn != nil {
+		s.cancelTurn(errStorage)
+	}
+	s.noticeLocked(switchboard.ErrCodeStorage, "The gateway cannot save this conversation right now (its disk is full or failing), so it has paused. "+
+		"Nothing you were shown is lost: it goes on by itself once storage works again.")
+}
+
+// noticeLocked tells every attached listener something that is not part
+// of the conversation's history: the event has no seq, is not stored,
+// and a listener that misses it misses nothing it could catch up on.
+func (s *session) noticeLocked(code, msg string) {
+	raw, _ := json.Marshal(switchboard.ErrorData{Code: code, Message: msg})
+	ev := switchboard.Event{
+		Time: s.m.cfg.Now().UTC().Truncate(time.Millisecond), Session: s.id,
+		Agent: s.guideLabel, Type: switchboard.EventError, Data: raw,
+	}
 	for sub := range s.subs {
 		select {
 		case sub.live <- ev:
 		default:
-			// Too slow: drop it from live delivery; it catches up from
-			// the store and never holds the session back.
-			delete(s.subs, sub)
-			sub.drop()
 		}
 	}
-	s.mu.Unlock()
 }
 
 func (s *session) emitError(ctx context.Context, code, msg string) {
@@ -416,9 +595,7 @@ func (sub *Subscription) pump(last int64) {
 				return
 			}
 			if !registered {
-				if err := st.Flush(ctx); err != nil {
-					return
-				}
+				// Published events are committed: the store has them.
 				evs, err := st.EventsAfter(ctx, sub.s.id, last, 512)
 				if err != nil {
 					if ctx.Err() == nil {
@@ -440,6 +617,12 @@ func (sub *Subscription) pump(last int64) {
 		for {
 			select {
 			case ev := <-sub.live:
+				if ev.Seq == 0 { // a notice, outside the numbered history
+					if !sub.send(ctx, ev) {
+						return
+					}
+					continue
+				}
 				if ev.Seq <= last {
 					continue
 				}
@@ -458,7 +641,7 @@ func (sub *Subscription) pump(last int64) {
 		for drained := false; !drained; {
 			select {
 			case ev := <-sub.live:
-				if ev.Seq > last {
+				if ev.Seq > last && ev.Seq > 0 {
 					if !sub.send(ctx, ev) {
 						return
 					}

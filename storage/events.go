@@ -10,12 +10,20 @@ import (
 	"github.com/switchboard-gw/switchboard"
 )
 
-// AppendEvents queues events for the background writer and returns without
-// waiting for the commit. Only when the queue is full does it wait, until
-// there is room or ctx ends: slowing producers down rather than dropping
-// events. If ctx ends midway, the events before that point stay queued.
-// The caller numbers the events; a (session, seq) already stored is ignored.
-func (db *DB) AppendEvents(ctx context.Context, evs ...switchboard.Event) error {
+// AppendEvents queues a session's events for the background writer and
+// returns without waiting for the commit. Only when the queue is full does
+// it wait, until there is room or ctx ends: slowing producers down rather
+// than dropping events. If ctx ends midway, the events before that point
+// stay queued.
+//
+// The caller numbers the events; a session's events are stored only in
+// order and without a gap (ErrGap), and a seq is never stored twice.
+// published, if not nil, is called by the writer once the events are
+// committed, or with the error that kept them out: a caller that shows
+// events only from there never shows one a crash could lose. It is the
+// session's publisher: every call for one session passes the same one (a
+// batch tells the first it holds of all the session's events in it).
+func (db *DB) AppendEvents(ctx context.Context, published func([]switchboard.Event, error), evs ...switchboard.Event) error {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	if db.closed {
@@ -29,7 +37,7 @@ func (db *DB) AppendEvents(ctx context.Context, evs ...switchboard.Event) error 
 		}
 	}
 	for _, ev := range evs {
-		if err := db.enqueue(ctx, writeReq{ev: ev}); err != nil {
+		if err := db.enqueue(ctx, writeReq{ev: ev, published: published}); err != nil {
 			return fmt.Errorf("storage: append events: %w", err)
 		}
 	}

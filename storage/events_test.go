@@ -40,7 +40,7 @@ func TestEventsFromManySessionsLandInOrder(t *testing.T) {
 			for seq := int64(1); seq <= perSession; seq++ {
 				// Some one by one, some several per call.
 				if seq%3 == 0 && seq < perSession {
-					if err := db.AppendEvents(ctx,
+					if err := db.AppendEvents(ctx, nil,
 						ev(id, seq, switchboard.EventDelta, fmt.Sprintf(`{"content":"%s-%d"}`, id, seq)),
 						ev(id, seq+1, switchboard.EventDelta, fmt.Sprintf(`{"content":"%s-%d"}`, id, seq+1)),
 					); err != nil {
@@ -50,7 +50,7 @@ func TestEventsFromManySessionsLandInOrder(t *testing.T) {
 					seq++
 					continue
 				}
-				if err := db.AppendEvents(ctx, ev(id, seq, switchboard.EventDelta, fmt.Sprintf(`{"content":"%s-%d"}`, id, seq))); err != nil {
+				if err := db.AppendEvents(ctx, nil, ev(id, seq, switchboard.EventDelta, fmt.Sprintf(`{"content":"%s-%d"}`, id, seq))); err != nil {
 					errs <- err
 					return
 				}
@@ -114,14 +114,14 @@ func TestSessionsShareCommits(t *testing.T) {
 	db, _ := openFile(t, hold)
 	t.Cleanup(release) // before Close, which waits for the writer, if the test fails early
 
-	if err := db.AppendEvents(ctx, ev("first", 1, switchboard.EventState, `{}`)); err != nil {
+	if err := db.AppendEvents(ctx, nil, ev("first", 1, switchboard.EventState, `{}`)); err != nil {
 		t.Fatal(err)
 	}
 	<-entered
 	// While the writer is busy, three sessions queue events.
 	for seq := int64(1); seq <= 10; seq++ {
 		for _, s := range []string{"a", "b", "c"} {
-			if err := db.AppendEvents(ctx, ev(s, seq, switchboard.EventDelta, `{}`)); err != nil {
+			if err := db.AppendEvents(ctx, nil, ev(s, seq, switchboard.EventDelta, `{}`)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -148,23 +148,23 @@ func TestAppendEventsBlocksWhenQueueIsFull(t *testing.T) {
 	db, _ := openFile(t, hold, WithQueueSize(2))
 	t.Cleanup(release) // before Close, which waits for the writer, if the test fails early
 
-	if err := db.AppendEvents(ctx, ev("s", 1, switchboard.EventDelta, `{}`)); err != nil {
+	if err := db.AppendEvents(ctx, nil, ev("s", 1, switchboard.EventDelta, `{}`)); err != nil {
 		t.Fatal(err)
 	}
 	<-entered // the writer holds event 1; the queue is empty
-	if err := db.AppendEvents(ctx, ev("s", 2, switchboard.EventDelta, `{}`), ev("s", 3, switchboard.EventDelta, `{}`)); err != nil {
+	if err := db.AppendEvents(ctx, nil, ev("s", 2, switchboard.EventDelta, `{}`), ev("s", 3, switchboard.EventDelta, `{}`)); err != nil {
 		t.Fatal(err)
 	}
 	// The queue is full: a caller whose context ends gives up with its error.
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := db.AppendEvents(cancelled, ev("s", 4, switchboard.EventDelta, `{}`)); !errors.Is(err, context.Canceled) {
+	if err := db.AppendEvents(cancelled, nil, ev("s", 4, switchboard.EventDelta, `{}`)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("AppendEvents on a full queue with an ended context = %v, want context.Canceled", err)
 	}
 
 	// A patient caller waits, and goes through once the writer moves on.
 	done := make(chan error, 1)
-	go func() { done <- db.AppendEvents(ctx, ev("s", 4, switchboard.EventDelta, `{}`)) }()
+	go func() { done <- db.AppendEvents(ctx, nil, ev("s", 4, switchboard.EventDelta, `{}`)) }()
 	select {
 	case err := <-done:
 		t.Fatalf("AppendEvents returned (%v) while the queue was full", err)
@@ -190,13 +190,13 @@ func TestCloseCommitsQueuedEvents(t *testing.T) {
 	db, path := openFile(t, hold)
 	t.Cleanup(release)
 
-	if err := db.AppendEvents(ctx, ev("s", 1, switchboard.EventDelta, `{}`)); err != nil {
+	if err := db.AppendEvents(ctx, nil, ev("s", 1, switchboard.EventDelta, `{}`)); err != nil {
 		t.Fatal(err)
 	}
 	<-entered
 	// Still queued when Close is called: the writer is held.
 	for seq := int64(2); seq <= 100; seq++ {
-		if err := db.AppendEvents(ctx, ev("s", seq, switchboard.EventDelta, `{}`)); err != nil {
+		if err := db.AppendEvents(ctx, nil, ev("s", seq, switchboard.EventDelta, `{}`)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -226,14 +226,21 @@ func TestEventsAfterPagesAndRoundTrips(t *testing.T) {
 		e.Time = e.Time.Add(456 * time.Microsecond) // below ms precision: dropped
 		evs = append(evs, e)
 	}
-	if err := db.AppendEvents(ctx, evs...); err != nil {
-		t.Fatal(err)
-	}
-	// A repeated (session, seq) is ignored: the first one stays.
-	if err := db.AppendEvents(ctx, ev("s1", 3, switchboard.EventError, `{"code":"dup"}`), ev("other", 1, switchboard.EventState, `{}`)); err != nil {
+	if err := db.AppendEvents(ctx, nil, evs...); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, db)
+	// A repeated (session, seq) is refused, not dropped in silence: the
+	// first one stays, and another session's event beside it is stored.
+	if err := db.AppendEvents(ctx, nil, ev("s1", 3, switchboard.EventError, `{"code":"dup"}`), ev("other", 1, switchboard.EventState, `{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(ctx); err == nil {
+		t.Error("Flush after a repeated seq = nil, want its write error")
+	}
+	if last, err := db.LastSeq(ctx, "other"); err != nil || last != 1 {
+		t.Errorf("LastSeq(other) = %d, %v; want 1: its event shared a call with the refused one", last, err)
+	}
 
 	var got []switchboard.Event
 	var pages []int
@@ -275,7 +282,7 @@ func TestEventsAfterPagesAndRoundTrips(t *testing.T) {
 func TestAppendEventsRejectsUnnumberedEvents(t *testing.T) {
 	db, _ := openFile(t)
 	for _, e := range []switchboard.Event{ev("", 1, switchboard.EventState, `{}`), ev("s", 0, switchboard.EventState, `{}`)} {
-		if err := db.AppendEvents(context.Background(), e); err == nil {
+		if err := db.AppendEvents(context.Background(), nil, e); err == nil {
 			t.Errorf("AppendEvents(%q/%d) succeeded", e.Session, e.Seq)
 		}
 	}
@@ -288,7 +295,7 @@ func TestFlushReportsWriteErrorOnce(t *testing.T) {
 	if _, err := db.write.ExecContext(ctx, `ALTER TABLE events RENAME TO events_gone`); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.AppendEvents(ctx, ev("s", 1, switchboard.EventState, `{}`)); err != nil {
+	if err := db.AppendEvents(ctx, nil, ev("s", 1, switchboard.EventState, `{}`)); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Flush(ctx); err == nil {
@@ -307,7 +314,7 @@ func TestFindUI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.AppendEvents(ctx,
+	if err := db.AppendEvents(ctx, nil,
 		ev("s1", 1, switchboard.EventMessage, `{"id":"ui_2","content":"not a ui event"}`),
 		ev("s1", 2, switchboard.EventUI, string(data)),
 		ev("s1", 3, switchboard.EventUI, `not json`),
@@ -327,6 +334,261 @@ func TestFindUI(t *testing.T) {
 	for _, id := range []string{"ui_2", "ui_3", "missing"} {
 		if _, err := db.FindUI(ctx, "s1", id); !errors.Is(err, ErrNotFound) {
 			t.Errorf("FindUI(s1, %s) err = %v, want ErrNotFound", id, err)
+		}
+	}
+}
+
+// publication is one call of a published callback.
+type publication struct {
+	evs []switchboard.Event
+	err error
+}
+
+// recorder collects the calls of a published callback.
+type recorder struct {
+	mu   sync.Mutex
+	pubs []publication
+}
+
+func (r *recorder) published(evs []switchboard.Event, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pubs = append(r.pubs, publication{append([]switchboard.Event(nil), evs...), err})
+}
+
+func (r *recorder) calls() []publication {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]publication(nil), r.pubs...)
+}
+
+// seqs lists the seqs of the publications with (ok) or without a nil error.
+func (r *recorder) seqs(ok bool) []int64 {
+	var out []int64
+	for _, p := range r.calls() {
+		if (p.err == nil) == ok {
+			for _, e := range p.evs {
+				out = append(out, e.Seq)
+			}
+		}
+	}
+	return out
+}
+
+// checkPublished fails if the recorder was told an event was stored that
+// is not (or is stored with other data), or that an event was refused
+// that is stored with its data.
+func checkPublished(t *testing.T, db *DB, r *recorder) {
+	t.Helper()
+	stored := map[string]map[int64]string{}
+	for _, p := range r.calls() {
+		for _, e := range p.evs {
+			if stored[e.Session] == nil {
+				got, err := db.EventsAfter(context.Background(), e.Session, 0, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				stored[e.Session] = map[int64]string{}
+				for _, g := range got {
+					stored[e.Session][g.Seq] = string(g.Data)
+				}
+			}
+			data, ok := stored[e.Session][e.Seq]
+			switch {
+			case p.err == nil && (!ok || data != string(e.Data)):
+				t.Errorf("%s/%d %s published as stored, but the store has %q", e.Session, e.Seq, e.Data, data)
+			case p.err != nil && ok && data == string(e.Data):
+				t.Errorf("%s/%d %s published as refused (%v), but it is stored", e.Session, e.Seq, e.Data, p.err)
+			}
+		}
+	}
+}
+
+// A session's events are stored without a hole: an event whose seq-1 is
+// not stored is refused with ErrGap, and so is every later one until the
+// numbering continues from the last stored event. Another session's events
+// in the same batch are stored all the same.
+func TestGapIsRefusedAndOtherSessionsAreStored(t *testing.T) {
+	ctx := context.Background()
+	hold, entered, release, batches := holdWriter()
+	db, _ := openFile(t, hold)
+	t.Cleanup(release)
+
+	if err := db.AppendEvents(ctx, nil, ev("first", 1, switchboard.EventState, `{}`)); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	// Held: a's events and b's, which start at 2, share the next batch.
+	var a, b recorder
+	for seq := int64(1); seq <= 3; seq++ {
+		if err := db.AppendEvents(ctx, a.published, ev("a", seq, switchboard.EventDelta, fmt.Sprintf(`{"a":%d}`, seq))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.AppendEvents(ctx, b.published, ev("b", 2, switchboard.EventDelta, `{"try":1}`), ev("b", 3, switchboard.EventDelta, `{"try":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if err := db.Flush(ctx); !errors.Is(err, ErrGap) {
+		t.Errorf("Flush after a gap = %v, want ErrGap", err)
+	}
+	if len(*batches) != 2 || len((*batches)[1]) != 5 {
+		t.Fatalf("batches %v, want the held one and then a's and b's events in one", *batches)
+	}
+	if got := fmt.Sprint(a.seqs(true)); got != "[1 2 3]" || len(a.seqs(false)) != 0 {
+		t.Errorf("a published as stored %v, refused %v; want [1 2 3] stored", got, a.seqs(false))
+	}
+	if got := b.seqs(false); fmt.Sprint(got) != "[2 3]" || len(b.seqs(true)) != 0 {
+		t.Errorf("b published as refused %v, stored %v; want [2 3] refused", got, b.seqs(true))
+	}
+	for _, p := range b.calls() {
+		if !errors.Is(p.err, ErrGap) {
+			t.Errorf("b's events refused with %v, want ErrGap", p.err)
+		}
+	}
+	if last, err := db.LastSeq(ctx, "a"); err != nil || last != 3 {
+		t.Errorf("LastSeq(a) = %d, %v; want 3", last, err)
+	}
+	if last, err := db.LastSeq(ctx, "b"); err != nil || last != 0 {
+		t.Errorf("LastSeq(b) = %d, %v; want 0", last, err)
+	}
+
+	// b keeps numbering past its refused events: still refused.
+	appendAndFlush := func(r *recorder, evs ...switchboard.Event) error {
+		t.Helper()
+		if err := db.AppendEvents(ctx, r.published, evs...); err != nil {
+			t.Fatal(err)
+		}
+		return db.Flush(ctx)
+	}
+	if err := appendAndFlush(&b, ev("b", 4, switchboard.EventDelta, `{"try":2}`)); !errors.Is(err, ErrGap) {
+		t.Errorf("b/4 after refused b/2-3: Flush = %v, want ErrGap", err)
+	}
+	// It numbers from its last stored event (none): stored again.
+	if err := appendAndFlush(&b, ev("b", 1, switchboard.EventDelta, `{"try":3}`), ev("b", 2, switchboard.EventDelta, `{"try":3}`)); err != nil {
+		t.Fatalf("b/1-2 after the gap: %v", err)
+	}
+	// A gap past stored events: refused, and the one after it too.
+	if err := appendAndFlush(&b, ev("b", 4, switchboard.EventDelta, `{"try":4}`)); !errors.Is(err, ErrGap) {
+		t.Errorf("b/4 after b/2: Flush = %v, want ErrGap", err)
+	}
+	if err := appendAndFlush(&b, ev("b", 5, switchboard.EventDelta, `{"try":5}`)); !errors.Is(err, ErrGap) {
+		t.Errorf("b/5 after refused b/4: Flush = %v, want ErrGap", err)
+	}
+	if err := appendAndFlush(&b, ev("b", 3, switchboard.EventDelta, `{"try":6}`)); err != nil {
+		t.Errorf("b/3 after b/2: %v", err)
+	}
+	if got := fmt.Sprint(b.seqs(true)); got != "[1 2 3]" {
+		t.Errorf("b published as stored %v, want [1 2 3]", got)
+	}
+	if got := fmt.Sprint(b.seqs(false)); got != "[2 3 4 4 5]" {
+		t.Errorf("b published as refused %v, want [2 3 4 4 5]", got)
+	}
+	if last, err := db.LastSeq(ctx, "b"); err != nil || last != 3 {
+		t.Errorf("LastSeq(b) = %d, %v; want 3", last, err)
+	}
+	checkPublished(t, db, &a)
+	checkPublished(t, db, &b)
+}
+
+// A seq is stored once: a second event with it is refused, not dropped in
+// silence, and the first one stays.
+func TestRepeatedSeqIsRefused(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openFile(t)
+	var r recorder
+	if err := db.AppendEvents(ctx, r.published, ev("s", 1, switchboard.EventDelta, `{"v":1}`), ev("s", 2, switchboard.EventDelta, `{"v":2}`)); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, db)
+	for _, seq := range []int64{1, 2} {
+		if err := db.AppendEvents(ctx, r.published, ev("s", seq, switchboard.EventError, `{"v":"again"}`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Flush(ctx); err == nil {
+			t.Errorf("s/%d stored twice: Flush = nil, want an error", seq)
+		}
+	}
+	// Twice in one call.
+	if err := db.AppendEvents(ctx, r.published, ev("s", 3, switchboard.EventDelta, `{"v":3}`), ev("s", 3, switchboard.EventDelta, `{"v":"again"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(ctx); err == nil {
+		t.Error("s/3 twice in one call: Flush = nil, want an error")
+	}
+	got, err := db.EventsAfter(ctx, "s", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) < 2 || string(got[0].Data) != `{"v":1}` || string(got[1].Data) != `{"v":2}` || got[1].Type != switchboard.EventDelta {
+		t.Errorf("events = %+v, want the first s/1 and s/2 kept", got)
+	}
+	for _, e := range got {
+		if string(e.Data) == `{"v":"again"}` {
+			t.Errorf("repeated s/%d stored", e.Seq)
+		}
+	}
+	if refused := r.seqs(false); len(refused) < 2 || fmt.Sprint(refused[:2]) != "[1 2]" {
+		t.Errorf("published as refused %v, want the repeated 1 and 2 first", r.seqs(false))
+	}
+	checkPublished(t, db, &r)
+}
+
+// published is told once the events are committed (a reader sees them
+// from inside the callback), and in seq order.
+func TestPublishedInSeqOrderAfterCommit(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openFile(t, WithBatchSize(16))
+	const n = 400
+	var (
+		mu        sync.Mutex
+		order     []int64
+		problems  []string
+		published = make(chan struct{})
+	)
+	cb := func(evs []switchboard.Event, err error) {
+		// On the writer's goroutine, after its commit: the read pool, a
+		// different connection, must see every event it is told about.
+		var problem string
+		if err != nil {
+			problem = fmt.Sprintf("events %d-%d refused: %v", evs[0].Seq, evs[len(evs)-1].Seq, err)
+		} else if got, qerr := db.EventsAfter(ctx, "s", evs[0].Seq-1, len(evs)); qerr != nil || len(got) != len(evs) {
+			problem = fmt.Sprintf("published %d-%d, a reader sees %d of them (%v)", evs[0].Seq, evs[len(evs)-1].Seq, len(got), qerr)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if problem != "" {
+			problems = append(problems, problem)
+		}
+		for _, e := range evs {
+			order = append(order, e.Seq)
+		}
+		if len(order) == n {
+			close(published)
+		}
+	}
+	for seq := int64(1); seq <= n; seq++ {
+		if seq%5 == 0 {
+			time.Sleep(100 * time.Microsecond) // some batches small, some large
+		}
+		if err := db.AppendEvents(ctx, cb, ev("s", seq, switchboard.EventDelta, `{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flush(t, db)
+	select {
+	case <-published:
+	case <-time.After(30 * time.Second):
+		t.Fatal("not every event was published")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range problems {
+		t.Error(p)
+	}
+	for i, seq := range order {
+		if seq != int64(i+1) {
+			t.Fatalf("published in order %v…, want 1..%d", order[:i+1], n)
 		}
 	}
 }

@@ -14,46 +14,23 @@ import (
 )
 
 const (
-	insertMessage   = `INSERT INTO messages (session_id, role, data) VALUES (?, ?, ?)`
+	insertMessage = `INSERT INTO messages (session_id, role, data) VALUES (?, ?, ?)`
+	savePending   = `INSERT INTO pending_turns (session_id, data, updated_at) VALUES (?, ?, ?)
+		ON CONFLICT (session_id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at`
 	deletePending   = `DELETE FROM pending_turns WHERE session_id = ?`
 	insertSeenInput = `INSERT INTO seen_inputs (session_id, client_id, seen_at) VALUES (?, ?, ?)
 		ON CONFLICT (session_id, client_id) DO NOTHING`
+	deleteSeenInput = `DELETE FROM seen_inputs WHERE session_id = ? AND client_id = ?`
+	insertInbox     = `INSERT INTO inbox (session_id, data, received_at) VALUES (?, ?, ?)`
+	deleteInbox     = `DELETE FROM inbox WHERE id = ? AND session_id = ?`
 )
 
 // AppendMessages adds messages to a session's context in one transaction:
 // an assistant message that called tools is always stored with all of its
-// results, or not at all. With clearPending, the session's suspended turn
-// is deleted in the same transaction, since these messages complete it.
+// results, or not at all. With clearPending, the session's open turn is
+// deleted in the same transaction, since these messages complete it.
 func (db *DB) AppendMessages(ctx context.Context, sessionID string, msgs []switchboard.Message, clearPending bool) error {
-	// Encoded before queueing, so the writer's transaction holds only SQL.
-	data := make([]string, len(msgs))
-	for i, m := range msgs {
-		b, err := json.Marshal(m)
-		if err != nil {
-			return fmt.Errorf("storage: append messages: message %d: %w", i, err)
-		}
-		data[i] = string(b)
-	}
-	err := db.inBatch(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if len(msgs) > 0 {
-			stmt, err := db.writeStmt(ctx, tx, insertMessage)
-			if err != nil {
-				return err
-			}
-			for i, m := range msgs {
-				if _, err := stmt.ExecContext(ctx, sessionID, string(m.Role), data[i]); err != nil {
-					return fmt.Errorf("message %d: %w", i, err)
-				}
-			}
-		}
-		if clearPending {
-			if _, err := db.execWrite(ctx, tx, deletePending, sessionID); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if _, err := db.WriteTurn(ctx, sessionID, switchboard.TurnWrite{Messages: msgs, EndTurn: clearPending}); err != nil {
 		return fmt.Errorf("storage: append messages: %w", err)
 	}
 	return nil
@@ -110,22 +87,19 @@ func (db *DB) MessageCount(ctx context.Context, sessionID string) (int64, error)
 	return n, nil
 }
 
-// SavePending stores a session's suspended turn, replacing any earlier one.
+// SavePending stores a session's open turn, replacing any earlier one.
 // The data is opaque here; the sessions package owns its format.
 func (db *DB) SavePending(ctx context.Context, sessionID string, data []byte) error {
 	if data == nil {
-		data = []byte{} // nil would be NULL
+		data = []byte{} // nil would mean "leave it"
 	}
-	_, err := db.write.ExecContext(ctx, `INSERT INTO pending_turns (session_id, data, updated_at) VALUES (?, ?, ?)
-		ON CONFLICT (session_id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at`,
-		sessionID, data, time.Now().UnixMilli())
-	if err != nil {
+	if _, err := db.WriteTurn(ctx, sessionID, switchboard.TurnWrite{Turn: data}); err != nil {
 		return fmt.Errorf("storage: save pending %s: %w", sessionID, err)
 	}
 	return nil
 }
 
-// LoadPending returns a session's suspended turn (ErrNotFound if none).
+// LoadPending returns a session's open turn (ErrNotFound if none).
 func (db *DB) LoadPending(ctx context.Context, sessionID string) ([]byte, error) {
 	var data []byte
 	err := db.read.QueryRowContext(ctx, `SELECT data FROM pending_turns WHERE session_id = ?`, sessionID).Scan(&data)
@@ -138,78 +112,184 @@ func (db *DB) LoadPending(ctx context.Context, sessionID string) ([]byte, error)
 	return data, nil
 }
 
-// DeletePending removes a session's suspended turn; none is not an error.
+// DeletePending removes a session's open turn; none is not an error.
 func (db *DB) DeletePending(ctx context.Context, sessionID string) error {
-	if _, err := db.write.ExecContext(ctx, `DELETE FROM pending_turns WHERE session_id = ?`, sessionID); err != nil {
+	if _, err := db.WriteTurn(ctx, sessionID, switchboard.TurnWrite{EndTurn: true}); err != nil {
 		return fmt.Errorf("storage: delete pending %s: %w", sessionID, err)
 	}
 	return nil
 }
 
-// AppendReply ends a turn in one write: it stores the model's final reply
-// (unless it is empty) and adds the tokens the turn spent to the session's
-// running total.
-func (db *DB) AppendReply(ctx context.Context, sessionID string, reply switchboard.Message, usage switchboard.Usage) error {
-	var data []byte
-	if reply.Content != "" {
-		var err error
-		if data, err = json.Marshal(reply); err != nil {
-			return fmt.Errorf("storage: append reply: %w", err)
+// WriteTurn makes one atomic change to a session (see
+// switchboard.TurnWrite) in the writer's next batch, and returns once it is
+// committed. dup reports a ClientID the session had seen already: nothing
+// is written then.
+func (db *DB) WriteTurn(ctx context.Context, sessionID string, w switchboard.TurnWrite) (dup bool, err error) {
+	// Encoded before queueing, so the writer's transaction holds only SQL.
+	data := make([]string, len(w.Messages))
+	for i, m := range w.Messages {
+		b, err := json.Marshal(m)
+		if err != nil {
+			return false, fmt.Errorf("storage: write turn: message %d: %w", i, err)
+		}
+		data[i] = string(b)
+	}
+	for _, ev := range w.Events {
+		if ev.Session != sessionID || ev.Seq <= 0 {
+			return false, fmt.Errorf("storage: write turn: event %q/%d is not a numbered event of %s", ev.Session, ev.Seq, sessionID)
 		}
 	}
-	if data == nil && usage == (switchboard.Usage{}) {
-		return nil
-	}
-	err := db.inBatch(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if data != nil {
-			if _, err := db.execWrite(ctx, tx, insertMessage, sessionID, string(reply.Role), string(data)); err != nil {
+	j := &writeJob{published: w.Published}
+	j.run = func(ctx context.Context, tx *sql.Tx) error {
+		dup = false
+		if len(w.Events) == 0 && w.EventsThrough > 0 {
+			if err := db.checkStored(ctx, tx, sessionID, w.EventsThrough); err != nil {
 				return err
 			}
 		}
-		if usage == (switchboard.Usage{}) {
-			return nil
+		if w.ClientID != "" {
+			if w.Forget {
+				if _, err := db.execWrite(ctx, tx, deleteSeenInput, sessionID, w.ClientID); err != nil {
+					return err
+				}
+			} else {
+				seen, err := db.markSeen(ctx, tx, sessionID, w.ClientID)
+				if err != nil || seen {
+					dup = seen
+					return err
+				}
+			}
 		}
-		res, err := db.execWrite(ctx, tx, addUsage, usage.PromptTokens, usage.CompletionTokens, usage.TotalTokens, sessionID)
-		if err != nil {
+		if w.InboxID != 0 {
+			if _, err := db.execWrite(ctx, tx, deleteInbox, w.InboxID, sessionID); err != nil {
+				return err
+			}
+		}
+		if len(w.Messages) > 0 {
+			stmt, err := db.writeStmt(ctx, tx, insertMessage)
+			if err != nil {
+				return err
+			}
+			for i, m := range w.Messages {
+				if _, err := stmt.ExecContext(ctx, sessionID, string(m.Role), data[i]); err != nil {
+					return fmt.Errorf("message %d: %w", i, err)
+				}
+			}
+		}
+		if err := db.insertEvents(ctx, tx, w.Events); err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return cmp.Or(err, ErrNotFound)
+		j.events = w.Events
+		switch {
+		case w.EndTurn:
+			if _, err := db.execWrite(ctx, tx, deletePending, sessionID); err != nil {
+				return err
+			}
+		case w.Turn != nil:
+			if _, err := db.execWrite(ctx, tx, savePending, sessionID, w.Turn, time.Now().UnixMilli()); err != nil {
+				return err
+			}
+		}
+		if w.Usage != (switchboard.Usage{}) {
+			u := w.Usage
+			res, err := db.execWrite(ctx, tx, addUsage, u.PromptTokens, u.CompletionTokens, u.TotalTokens, sessionID)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil || n == 0 {
+				return cmp.Or(err, ErrNotFound)
+			}
 		}
 		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("storage: append reply: %w", err)
 	}
-	return nil
+	if err := db.runJob(ctx, j); err != nil {
+		return false, fmt.Errorf("storage: write turn %s: %w", sessionID, err)
+	}
+	return dup, nil
 }
 
-// AppendInput stores a user's message and records the client's id for it
-// in one transaction: an input is stored and marked seen, or neither. So a
-// client that sends again after a reconnect is answered once, and an input
-// refused before it was stored (a full queue, a turn waiting for approval)
-// can be sent again with the same id. dup reports an id the session has
-// already seen; nothing is stored then. An empty id is never recorded.
-func (db *DB) AppendInput(ctx context.Context, sessionID, clientID string, msg switchboard.Message) (dup bool, err error) {
-	data, err := json.Marshal(msg)
+// AcceptInput stores an input its session has not taken up yet, and
+// records its client id, in one write that waits for the disk: once it
+// returns, the input survives a crash and a power cut, and a restart takes
+// it up (Inbox). dup reports a client id the session has seen already:
+// nothing is stored then.
+func (db *DB) AcceptInput(ctx context.Context, sessionID string, in switchboard.Input) (id int64, dup bool, err error) {
+	data, err := json.Marshal(in)
 	if err != nil {
-		return false, fmt.Errorf("storage: append input: %w", err)
+		return 0, false, fmt.Errorf("storage: accept input: %w", err)
 	}
-	err = db.inBatch(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if clientID != "" {
-			seen, err := db.markSeen(ctx, tx, sessionID, clientID)
+	j := &writeJob{durable: true}
+	j.run = func(ctx context.Context, tx *sql.Tx) error {
+		id, dup = 0, false
+		if in.ClientID != "" {
+			seen, err := db.markSeen(ctx, tx, sessionID, in.ClientID)
 			if err != nil || seen {
 				dup = seen
 				return err
 			}
 		}
-		_, err := db.execWrite(ctx, tx, insertMessage, sessionID, string(msg.Role), string(data))
+		res, err := tx.StmtContext(ctx, db.stmts[insertInbox]).ExecContext(ctx, sessionID, data, time.Now().UnixMilli())
+		if err != nil {
+			return err
+		}
+		id, err = res.LastInsertId()
 		return err
-	})
-	if err != nil {
-		return false, fmt.Errorf("storage: append input: %w", err)
 	}
-	return dup, nil
+	if err := db.runJob(ctx, j); err != nil {
+		return 0, false, fmt.Errorf("storage: accept input: %w", err)
+	}
+	return id, dup, nil
+}
+
+// Inbox returns the inputs a session accepted and has not taken up, oldest
+// first.
+func (db *DB) Inbox(ctx context.Context, sessionID string) ([]switchboard.QueuedInput, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT id, data FROM inbox WHERE session_id = ? ORDER BY id`, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("storage: inbox: %w", err)
+	}
+	defer rows.Close()
+	var out []switchboard.QueuedInput
+	for rows.Next() {
+		var (
+			q    switchboard.QueuedInput
+			data []byte
+		)
+		if err := rows.Scan(&q.ID, &data); err != nil {
+			return nil, fmt.Errorf("storage: inbox: %w", err)
+		}
+		if err := json.Unmarshal(data, &q.Input); err != nil {
+			return nil, fmt.Errorf("storage: inbox: input %d: %w", q.ID, err)
+		}
+		out = append(out, q)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: inbox: %w", err)
+	}
+	return out, nil
+}
+
+// Unfinished returns the sessions with work a restart must take up: an
+// open turn (interrupted, or waiting for an approval) or accepted inputs.
+func (db *DB) Unfinished(ctx context.Context) ([]string, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT session_id FROM pending_turns
+		UNION SELECT DISTINCT session_id FROM inbox`)
+	if err != nil {
+		return nil, fmt.Errorf("storage: unfinished sessions: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("storage: unfinished sessions: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: unfinished sessions: %w", err)
+	}
+	return ids, nil
 }
 
 // SeenInput records a client's input id and reports whether the session had

@@ -281,16 +281,19 @@ func TestSeenInput(t *testing.T) {
 	}
 }
 
-func TestAppendReplyStoresTheAnswerAndAddsUsage(t *testing.T) {
+// The answer of a turn and the tokens it cost are one write (what
+// AppendReply was): the message is stored and the usage added together.
+func TestWriteTurnStoresTheAnswerAndAddsUsage(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
 	newSession(t, db, "s1", "")
 	u := switchboard.Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15}
-	if err := db.AppendReply(ctx, "s1", switchboard.Message{Role: switchboard.RoleAssistant, Content: "Hello"}, u); err != nil {
+	answer := switchboard.Message{Role: switchboard.RoleAssistant, Content: "Hello"}
+	if _, err := db.WriteTurn(ctx, "s1", switchboard.TurnWrite{Messages: []switchboard.Message{answer}, Usage: u}); err != nil {
 		t.Fatal(err)
 	}
 	// A turn that ended without text (stopped, tools only) still spent tokens.
-	if err := db.AppendReply(ctx, "s1", switchboard.Message{Role: switchboard.RoleAssistant}, u); err != nil {
+	if _, err := db.WriteTurn(ctx, "s1", switchboard.TurnWrite{Usage: u}); err != nil {
 		t.Fatal(err)
 	}
 	w, err := db.Window(ctx, "s1", 10)
@@ -301,12 +304,14 @@ func TestAppendReplyStoresTheAnswerAndAddsUsage(t *testing.T) {
 	if err != nil || s.Usage != u.Add(u) {
 		t.Fatalf("usage = %+v, %v; want %+v", s.Usage, err, u.Add(u))
 	}
-	if err := db.AppendReply(ctx, "nope", switchboard.Message{Role: switchboard.RoleAssistant}, u); !errors.Is(err, ErrNotFound) {
+	if _, err := db.WriteTurn(ctx, "nope", switchboard.TurnWrite{Usage: u}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("usage for a missing session: %v, want ErrNotFound", err)
 	}
 }
 
-func TestAppendInputStoresAndMarksTogether(t *testing.T) {
+// A user's message and its client id are one write (what AppendInput was):
+// stored and marked seen together, or neither.
+func TestWriteTurnStoresInputAndMarksTogether(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
 	newSession(t, db, "s1", "")
@@ -315,23 +320,32 @@ func TestAppendInputStoresAndMarksTogether(t *testing.T) {
 		id      string
 		wantDup bool
 	}{{"c1", false}, {"c1", true}, {"", false}, {"", false}, {"c2", false}} {
-		dup, err := db.AppendInput(ctx, "s1", step.id, hi)
+		dup, err := db.WriteTurn(ctx, "s1", switchboard.TurnWrite{ClientID: step.id, Messages: []switchboard.Message{hi}})
 		if err != nil || dup != step.wantDup {
-			t.Fatalf("step %d: AppendInput(%q) = %v, %v; want %v", i, step.id, dup, err, step.wantDup)
+			t.Fatalf("step %d: WriteTurn(client id %q) = %v, %v; want %v", i, step.id, dup, err, step.wantDup)
 		}
 	}
 	if n, err := db.MessageCount(ctx, "s1"); err != nil || n != 4 {
 		t.Fatalf("stored %d messages (%v), want 4: a repeated id stores nothing", n, err)
 	}
 	if seen, err := db.SeenInput(ctx, "s1", "c2"); err != nil || !seen {
-		t.Fatalf("SeenInput(c2) = %v, %v; AppendInput must record the id", seen, err)
+		t.Fatalf("SeenInput(c2) = %v, %v; WriteTurn must record the id", seen, err)
 	}
 	// An input whose message cannot be stored is not marked seen.
-	if _, err := db.AppendInput(ctx, "nope", "c3", hi); err == nil {
-		t.Fatal("AppendInput into a missing session succeeded")
+	newSession(t, db, "s2", "")
+	bad := assistant("", "c1")
+	bad.ToolCalls[0].Args = json.RawMessage(`{not json`)
+	if _, err := db.WriteTurn(ctx, "s2", switchboard.TurnWrite{ClientID: "c3", Messages: []switchboard.Message{hi, bad}}); err == nil {
+		t.Fatal("WriteTurn with an unencodable message succeeded")
 	}
-	if seen, err := db.SeenInput(ctx, "nope", "c3"); err == nil && seen {
-		t.Fatal("a failed AppendInput left its id marked seen")
+	if seen, err := db.SeenInput(ctx, "s2", "c3"); err != nil || seen {
+		t.Fatalf("a failed WriteTurn left its id marked seen: %v, %v", seen, err)
+	}
+	if _, err := db.WriteTurn(ctx, "nope", switchboard.TurnWrite{ClientID: "c3", Messages: []switchboard.Message{hi}}); err == nil {
+		t.Fatal("WriteTurn into a missing session succeeded")
+	}
+	if n, err := db.MessageCount(ctx, "nope"); err != nil || n != 0 {
+		t.Fatalf("a failed WriteTurn stored %d messages (%v)", n, err)
 	}
 }
 

@@ -104,6 +104,13 @@ type DB struct {
 	// stmts are the writer's hot statements, prepared at Open on its one
 	// connection and only read after that (see writeStmt).
 	stmts map[string]*sql.Stmt
+	// memory: an in-memory database, which has no disk to sync. full is
+	// the write connection's synchronous mode (see setDurable); both are
+	// the writer goroutine's.
+	memory bool
+	full   bool
+	// lock holds the database file for this process (see lockFile).
+	lock *os.File
 
 	// mu guards closed. Senders to queue hold it for reading, so Close,
 	// which takes it for writing, knows no send is in flight once it has it.
@@ -134,6 +141,19 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	var lock *os.File
+	if !memory {
+		if lock, err = lockFile(dsn); err != nil {
+			return nil, err
+		}
+	}
+	// Until the store is built, a failure gives the lock back.
+	built := false
+	defer func() {
+		if !built && lock != nil {
+			lock.Close()
+		}
+	}()
 	write, err := sql.Open("sqlite", writeDSN)
 	if err != nil {
 		return nil, fmt.Errorf("storage: open: %w", err)
@@ -180,7 +200,10 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 		linger:      max(o.linger, 0),
 		queue:       make(chan writeReq, o.queueSize),
 		stmts:       stmts,
+		memory:      memory,
+		lock:        lock,
 	}
+	built = true
 	go db.runWriter()
 	return db, nil
 }
@@ -318,6 +341,9 @@ func (db *DB) Close() error {
 			errs = append(errs, db.read.Close())
 		}
 		errs = append(errs, db.write.Close())
+		if db.lock != nil {
+			errs = append(errs, db.lock.Close())
+		}
 		if err := errors.Join(errs...); err != nil {
 			db.closeErr = fmt.Errorf("storage: close: %w", err)
 		}
@@ -331,7 +357,8 @@ func (db *DB) Close() error {
 // starts: while a transaction holds the one connection, nothing else can
 // be prepared on it.
 func prepareWrites(ctx context.Context, write *sql.DB) (map[string]*sql.Stmt, error) {
-	hot := []string{insertEvent, insertMessage, insertSeenInput, addUsage, deletePending}
+	hot := []string{insertEvent, hasEvent, insertMessage, insertSeenInput, deleteSeenInput, addUsage, insertInbox,
+		savePending, deletePending, deleteInbox}
 	stmts := make(map[string]*sql.Stmt, len(hot))
 	for _, q := range hot {
 		st, err := write.PrepareContext(ctx, q)
@@ -379,3 +406,25 @@ func nullable(s string) sql.NullString { return sql.NullString{String: s, Valid:
 
 // fromMillis is the inverse of time.Time.UnixMilli, in UTC.
 func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// LimitSize makes the database refuse to grow past about maxBytes, as a
+// full disk would (SQLITE_FULL: "database or disk is full"); 0 lifts the
+// limit. The gateway must lose nothing when its disk fills, and this is how
+// its tests fill it; an operator may use it to cap the file.
+func (db *DB) LimitSize(ctx context.Context, maxBytes int64) error {
+	return db.inBatch(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var pageSize int64
+		if err := tx.QueryRowContext(ctx, `PRAGMA page_size`).Scan(&pageSize); err != nil {
+			return fmt.Errorf("storage: limit size: %w", err)
+		}
+		pages := int64(4294967294) // SQLite's own ceiling
+		if maxBytes > 0 {
+			pages = max(maxBytes/pageSize, 1)
+		}
+		var got int64
+		if err := tx.QueryRowContext(ctx, fmt.Sprintf(`PRAGMA max_page_count = %d`, pages)).Scan(&got); err != nil {
+			return fmt.Errorf("storage: limit size: %w", err)
+		}
+		return nil
+	})
+}

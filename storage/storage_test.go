@@ -140,7 +140,7 @@ func TestMemoryDSN(t *testing.T) {
 	defer b.Close()
 
 	newSession(t, a, "s1", "stdin")
-	if err := a.AppendEvents(ctx, ev("s1", 1, switchboard.EventState, `{"state":"idle"}`)); err != nil {
+	if err := a.AppendEvents(ctx, nil, ev("s1", 1, switchboard.EventState, `{"state":"idle"}`)); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Flush(ctx); err != nil {
@@ -174,7 +174,7 @@ func TestRestartKeepsEverything(t *testing.T) {
 		evs = append(evs, ev("s1", i, switchboard.EventDelta, `{"content":"x"}`))
 	}
 	// No Flush: Close must commit what is queued.
-	if err := db.AppendEvents(ctx, evs...); err != nil {
+	if err := db.AppendEvents(ctx, nil, evs...); err != nil {
 		t.Fatal(err)
 	}
 	msgs := []switchboard.Message{{Role: switchboard.RoleUser, Content: "hi", Author: "me"}, {Role: switchboard.RoleAssistant, Content: "hello"}}
@@ -226,7 +226,7 @@ func TestClosedStoreRefusesWork(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if err := db.AppendEvents(ctx, ev("s1", 1, switchboard.EventState, `{}`)); !errors.Is(err, ErrClosed) {
+	if err := db.AppendEvents(ctx, nil, ev("s1", 1, switchboard.EventState, `{}`)); !errors.Is(err, ErrClosed) {
 		t.Errorf("AppendEvents after Close = %v, want ErrClosed", err)
 	}
 	if err := db.Flush(ctx); !errors.Is(err, ErrClosed) {

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -15,18 +16,25 @@ import (
 // writer answers once everything queued before it is committed. Sharing one
 // FIFO is what makes that ordering guarantee free.
 type writeReq struct {
-	ev    switchboard.Event
-	job   *writeJob
-	flush chan error // set for a marker; buffered, so the writer never waits
-	last  bool       // Close's marker: the writer exits once it is answered
+	ev        switchboard.Event
+	published func([]switchboard.Event, error) // told when ev is stored, or is not
+	job       *writeJob
+	flush     chan error // set for a marker; buffered, so the writer never waits
+	last      bool       // Close's marker: the writer exits once it is answered
 }
 
 // writeJob is a caller's writes, run inside the writer's batch transaction;
 // if they fail, only they are undone (see writeBatch).
 type writeJob struct {
-	run  func(ctx context.Context, tx *sql.Tx) error
-	err  error
-	done chan error // buffered
+	run func(ctx context.Context, tx *sql.Tx) error
+	// durable: the commit waits for the disk (synchronous=FULL), so the
+	// write survives a power cut and not only a crash of the process.
+	durable bool
+	// events are the events run stored, published after the commit.
+	events    []switchboard.Event
+	published func([]switchboard.Event, error)
+	err       error
+	done      chan error // buffered
 }
 
 // inBatch runs fn in the writer's next batch transaction and returns once
@@ -39,7 +47,12 @@ type writeJob struct {
 // answers, and returning early would leave the caller unsure whether its
 // writes landed.
 func (db *DB) inBatch(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
-	j := &writeJob{run: fn, done: make(chan error, 1)}
+	return db.runJob(ctx, &writeJob{run: fn})
+}
+
+// runJob queues j and waits for the writer's answer.
+func (db *DB) runJob(ctx context.Context, j *writeJob) error {
+	j.done = make(chan error, 1)
 	db.mu.RLock()
 	if db.closed {
 		db.mu.RUnlock()
@@ -132,38 +145,82 @@ func (db *DB) fill(batch []writeReq) []writeReq {
 	return batch
 }
 
-// commit writes the batch's events and jobs in one transaction, then
-// answers the jobs and the Flush markers, which all follow the requests
-// queued before them. It returns the event write error still to be
-// reported to the next Flush.
-func (db *DB) commit(batch []writeReq, unreported error) error {
-	var evs []switchboard.Event
-	var jobs []*writeJob
+// part is a unit of a batch that is stored, or refused, whole: a job, or
+// a session's events queued between two jobs. Parts are written in queue
+// order, so events queued after a job's (a turn's) are written after it.
+type part struct {
+	job *writeJob
+	// A session's events, in seq order, and who is told of them: one
+	// publisher per session (see AppendEvents).
+	evs       []switchboard.Event
+	published func([]switchboard.Event, error)
+	err       error
+}
+
+// splitBatch cuts the batch into parts, in queue order, and reports
+// whether a job in it must wait for the disk.
+func splitBatch(batch []writeReq) (parts []*part, durable bool) {
+	var bySession map[string]*part
 	for _, r := range batch {
 		switch {
+		case r.flush != nil:
 		case r.job != nil:
-			jobs = append(jobs, r.job)
-		case r.flush == nil:
-			evs = append(evs, r.ev)
+			parts = append(parts, &part{job: r.job})
+			durable = durable || r.job.durable
+			bySession = nil // events queued after the job go after it
+		default:
+			if bySession == nil {
+				bySession = map[string]*part{}
+			}
+			p := bySession[r.ev.Session]
+			if p == nil {
+				p = &part{}
+				bySession[r.ev.Session] = p
+				parts = append(parts, p)
+			}
+			p.evs = append(p.evs, r.ev)
+			if p.published == nil {
+				p.published = r.published
+			}
 		}
 	}
-	if len(evs) > 0 && db.beforeBatch != nil {
-		db.beforeBatch(evs)
+	return parts, durable
+}
+
+// commit writes the batch in one transaction; then, in queue order, tells
+// the publishers which events were stored and answers the jobs; then the
+// Flush markers, which follow every request queued before them. It returns
+// the event write error still to be reported to the next Flush.
+func (db *DB) commit(batch []writeReq, unreported error) error {
+	parts, durable := splitBatch(batch)
+	if db.beforeBatch != nil {
+		var evs []switchboard.Event
+		for _, p := range parts {
+			evs = append(evs, p.evs...)
+		}
+		if len(evs) > 0 {
+			db.beforeBatch(evs)
+		}
 	}
-	if len(evs) > 0 || len(jobs) > 0 {
-		evErr, err := db.writeBatch(evs, jobs)
-		if evErr == nil && len(evs) > 0 {
-			evErr = err
-		}
-		if evErr != nil {
-			db.log.Error("storage: event batch not written", "events", len(evs), "err", evErr)
-			unreported = errors.Join(unreported, evErr)
-		}
-		for _, j := range jobs {
-			if j.err == nil {
-				j.err = err
+	if len(parts) > 0 {
+		db.writeBatch(parts, durable)
+	}
+	for _, p := range parts {
+		if j := p.job; j != nil {
+			j.err = p.err
+			if j.err == nil && j.published != nil && len(j.events) > 0 {
+				j.published(j.events, nil)
 			}
 			j.done <- j.err
+			continue
+		}
+		if p.err != nil {
+			db.log.Error("storage: events not written", "session", p.evs[0].Session,
+				"first_seq", p.evs[0].Seq, "events", len(p.evs), "err", p.err)
+			unreported = errors.Join(unreported, p.err)
+		}
+		if p.published != nil {
+			p.published(p.evs, p.err)
 		}
 	}
 	answered := false
@@ -179,39 +236,61 @@ func (db *DB) commit(batch []writeReq, unreported error) error {
 	return unreported
 }
 
-// writeBatch writes the events and jobs in one transaction, recording each
-// job's error in the job, and returns the events' error and the
-// transaction's (begin or commit), which is every part's.
+// writeBatch writes the parts in one transaction and records each part's
+// error in it (a failed begin or commit is every part's).
 //
-// Parts fail rarely (a foreign key: a bug somewhere), so the batch is tried
-// whole first, with nothing extra on the hot path; only if a part fails is
-// it rolled back and every part written in a transaction of its own, so
-// that one part's failure undoes only its own writes.
-func (db *DB) writeBatch(evs []switchboard.Event, jobs []*writeJob) (evErr, txErr error) {
+// Parts fail rarely (a full disk, a gap in a session's events), so the
+// batch is tried whole first, with nothing extra on the hot path; only if a
+// part fails is it rolled back and every part written in a transaction of
+// its own, so that one session's failure undoes only its own writes.
+func (db *DB) writeBatch(parts []*part, durable bool) {
 	// Not tied to any caller's context: the writes are already accepted,
 	// and Close waits for this to finish.
 	ctx := context.Background()
-	parts := make([]func(*sql.Tx) error, 0, 1+len(jobs))
-	if len(evs) > 0 {
-		parts = append(parts, func(tx *sql.Tx) error { return db.insertEvents(ctx, tx, evs) })
+	run := make([]func(*sql.Tx) error, len(parts))
+	for i, p := range parts {
+		if j := p.job; j != nil {
+			run[i] = func(tx *sql.Tx) error {
+				j.events = nil // a retry of the part starts afresh
+				return j.run(ctx, tx)
+			}
+		} else {
+			run[i] = func(tx *sql.Tx) error { return db.insertEvents(ctx, tx, p.evs) }
+		}
 	}
-	for _, j := range jobs {
-		parts = append(parts, func(tx *sql.Tx) error { return j.run(ctx, tx) })
+	if err := db.setDurable(ctx, durable); err != nil {
+		db.log.Warn("storage: synchronous mode not set", "full", durable, "err", err)
 	}
-	errs, err := db.writeParts(ctx, parts)
-	if err == nil && len(parts) > 1 && errors.Join(errs...) != nil {
-		for i := range parts {
-			perr, err := db.writeParts(ctx, parts[i:i+1])
+	errs, err := db.writeParts(ctx, run)
+	if err == nil && len(run) > 1 && errors.Join(errs...) != nil {
+		for i := range run {
+			perr, err := db.writeParts(ctx, run[i:i+1])
 			errs[i] = errors.Join(perr[0], err)
 		}
 	}
-	if len(evs) > 0 {
-		evErr, errs = errs[0], errs[1:]
+	for i, p := range parts {
+		p.err = cmp.Or(errs[i], err)
 	}
-	for i, j := range jobs {
-		j.err = errs[i]
+}
+
+// setDurable switches the write connection between synchronous=FULL,
+// which makes a commit wait until the WAL is on disk, and NORMAL, which
+// survives a crash of the process but may lose the last commits to a
+// power cut or an OS crash. Only writes a user was promised (an accepted
+// input) pay for FULL; see docs/architecture.md.
+func (db *DB) setDurable(ctx context.Context, full bool) error {
+	if db.memory || full == db.full {
+		return nil
 	}
-	return evErr, err
+	mode := "NORMAL"
+	if full {
+		mode = "FULL"
+	}
+	if _, err := db.write.ExecContext(ctx, "PRAGMA synchronous = "+mode); err != nil {
+		return err
+	}
+	db.full = full
+	return nil
 }
 
 // writeParts runs parts in one transaction and commits it if all of them
@@ -240,10 +319,46 @@ func (db *DB) writeParts(ctx context.Context, parts []func(*sql.Tx) error) ([]er
 	return errs, nil
 }
 
-const insertEvent = `INSERT INTO events (session_id, seq, time, type, agent, data)
-	VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, seq) DO NOTHING`
+const (
+	// No ON CONFLICT: a seq stored twice is an error, never a silent drop.
+	insertEvent = `INSERT INTO events (session_id, seq, time, type, agent, data) VALUES (?, ?, ?, ?, ?, ?)`
+	hasEvent    = `SELECT 1 FROM events WHERE session_id = ? AND seq = ?`
+)
 
+// ErrGap is returned (wrapped) for events that would leave a hole in a
+// session's numbering: an event is only stored after the one before it.
+// After one event of a session fails, every later one does too until the
+// session numbers from its last stored event again, so a client is never
+// shown a history with a hole in it.
+var ErrGap = errors.New("events would leave a gap")
+
+// checkStored fails with ErrGap unless the session's event seq is stored.
+func (db *DB) checkStored(ctx context.Context, tx *sql.Tx, sessionID string, seq int64) error {
+	var one int
+	err := tx.StmtContext(ctx, db.stmts[hasEvent]).QueryRowContext(ctx, sessionID, seq).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("event %d is not stored: %w", seq, ErrGap)
+	}
+	return err
+}
+
+// insertEvents stores one session's events, which must continue its
+// stored numbering without a gap.
 func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, evs []switchboard.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	first := evs[0]
+	for i, ev := range evs[1:] {
+		if ev.Session != first.Session || ev.Seq != first.Seq+int64(i)+1 {
+			return fmt.Errorf("storage: write events: %s/%d after %s/%d: %w", ev.Session, ev.Seq, first.Session, first.Seq+int64(i), ErrGap)
+		}
+	}
+	if first.Seq > 1 {
+		if err := db.checkStored(ctx, tx, first.Session, first.Seq-1); err != nil {
+			return fmt.Errorf("storage: write events: %s/%d: %w", first.Session, first.Seq, err)
+		}
+	}
 	stmt, err := db.writeStmt(ctx, tx, insertEvent)
 	if err != nil {
 		return fmt.Errorf("storage: write events: %w", err)

@@ -19,7 +19,7 @@ func TestWritesShareACommitAndFailAlone(t *testing.T) {
 	t.Cleanup(release)
 	newSession(t, db, "a", "")
 
-	if err := db.AppendEvents(ctx, ev("a", 1, switchboard.EventState, `{}`)); err != nil {
+	if err := db.AppendEvents(ctx, nil, ev("a", 1, switchboard.EventState, `{}`)); err != nil {
 		t.Fatal(err)
 	}
 	<-entered
@@ -113,7 +113,7 @@ func TestEventsLingerUntilSomeoneWaits(t *testing.T) {
 	}
 	db, _ := openFile(t, WithLinger(time.Hour), record)
 	for seq := int64(1); seq <= 3; seq++ {
-		if err := db.AppendEvents(ctx, ev("a", seq, switchboard.EventDelta, `{}`)); err != nil {
+		if err := db.AppendEvents(ctx, nil, ev("a", seq, switchboard.EventDelta, `{}`)); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(5 * time.Millisecond) // without the linger, each would be its own batch
