@@ -248,6 +248,9 @@ type Sessions struct {
 	ToolTimeout     Duration `koanf:"tool_timeout"`
 	// SubscriberBuffer is how many events are buffered per attached listener.
 	SubscriberBuffer int `koanf:"subscriber_buffer"`
+	// ShutdownGrace is how long turns under way may take to finish after
+	// SIGTERM; what is still running then is run again at the next start.
+	ShutdownGrace Duration `koanf:"shutdown_grace"`
 }
 
 // Duration is a time.Duration written the Go way in YAML ("30s", "10m").
@@ -297,6 +300,7 @@ func defaults() map[string]any {
 		"sessions.approval_timeout":       Duration(10 * time.Minute),
 		"sessions.tool_timeout":           Duration(30 * time.Second),
 		"sessions.subscriber_buffer":      256,
+		"sessions.shutdown_grace":         Duration(10 * time.Second),
 		"log.level":                       "info",
 		"log.format":                      "text",
 	}
@@ -585,7 +589,7 @@ func (c Config) Validate() error {
 	for _, d := range []struct {
 		key string
 		d   Duration
-	}{{"sessions.idle_timeout", ss.IdleTimeout}, {"sessions.approval_timeout", ss.ApprovalTimeout}, {"sessions.tool_timeout", ss.ToolTimeout}} {
+	}{{"sessions.idle_timeout", ss.IdleTimeout}, {"sessions.approval_timeout", ss.ApprovalTimeout}, {"sessions.tool_timeout", ss.ToolTimeout}, {"sessions.shutdown_grace", ss.ShutdownGrace}} {
 		if d.d <= 0 {
 			bad(d.key, "must be positive, e.g. \"30s\"")
 		}

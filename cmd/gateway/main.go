@@ -142,7 +142,15 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 		stopSessions()
 		manager.Wait()
 	}()
+	// What a crash or the last shutdown left under way goes on now.
+	if err := manager.Recover(ctx); err != nil {
+		log.Error("some sessions could not be resumed", "err", err)
+	}
 
+	// Listeners outlive ctx: on shutdown they keep serving while the
+	// turns under way finish (Drain), then stop.
+	listenCtx, stopListeners := context.WithCancel(context.Background())
+	defer stopListeners()
 	errc := make(chan error, 2)
 	running := 0
 
@@ -154,7 +162,7 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 	mux.Handle("GET /metrics", mets.Handler())
 	if cfg.Listeners.WebSocket.Enabled {
 		wsc := cfg.Listeners.WebSocket
-		mux.Handle("GET /ws", websocket.New(ctx, websocket.Config{
+		mux.Handle("GET /ws", websocket.New(listenCtx, websocket.Config{
 			AllowedOrigins: wsc.AllowedOrigins, ReadLimit: wsc.ReadLimit, SendBuffer: wsc.SendBuffer,
 			Auth: websocketAuth(wsc.Auth, environ), Metrics: mets,
 		}, manager, log))
@@ -165,7 +173,7 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 		return err
 	}
 	running++
-	go func() { errc <- serveHTTP(ctx, srv, log) }()
+	go func() { errc <- serveHTTP(listenCtx, srv, log) }()
 
 	if useStdin(cfg.Listeners.Stdin.Enabled, in) {
 		interactive := isTerminal(in)
@@ -175,7 +183,7 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 		}
 		running++
 		go func() {
-			err := l.Run(ctx)
+			err := l.Run(listenCtx)
 			// Input is over: in a pipe that is the end of the run; in a
 			// terminal it is Ctrl-D. Either way, stop the gateway.
 			cancel()
@@ -184,10 +192,28 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 	}
 
 	var firstErr error
-	for range running {
+	for running > 0 && ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case err := <-errc:
+			running--
+			if err != nil {
+				firstErr = err
+				cancel()
+			}
+		}
+	}
+	// A signal, the end of stdin or a listener's failure: finish the
+	// turns under way, for up to the grace period, then stop listening.
+	grace := time.Duration(cfg.Sessions.ShutdownGrace)
+	log.Info("shutting down: finishing the turns under way", "grace", grace)
+	drainCtx, cancelDrain := context.WithTimeout(context.Background(), grace)
+	manager.Drain(drainCtx)
+	cancelDrain()
+	stopListeners()
+	for ; running > 0; running-- {
 		if err := <-errc; err != nil && firstErr == nil {
 			firstErr = err
-			cancel()
 		}
 	}
 	return firstErr

@@ -332,6 +332,9 @@ func (c *conn) handle(data []byte) {
 		c.errorEvent(switchboard.ErrCodeBusy, err.Error())
 	case errors.Is(err, sessions.ErrForbidden):
 		c.errorEvent(switchboard.ErrCodeForbidden, err.Error())
+	case errors.Is(err, sessions.ErrDraining):
+		// The connection stays: the turn under way still streams to it.
+		c.errorEvent(switchboard.ErrCodeRestarting, err.Error())
 	case errors.Is(err, sessions.ErrClosed):
 		c.close(gws.CloseGoingAway, "gateway shutting down", reasonShutdown, true)
 	case err != nil:
