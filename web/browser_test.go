@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard-gw/switchboard/listeners/websocket"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
 	"github.com/switchboard-gw/switchboard/sessions/sessionstest"
+	"github.com/switchboard-gw/switchboard/storage"
 	"github.com/switchboard-gw/switchboard/web"
 )
 
@@ -74,6 +75,7 @@ func (l *cuttableListener) cutAll() {
 
 type gateway struct {
 	llm *openaitest.Server
+	db  *storage.DB
 	url string
 	ln  *cuttableListener
 }
@@ -95,7 +97,7 @@ func newGateway(t *testing.T) *gateway {
 		ln.cutAll()
 		srv.Close()
 	})
-	return &gateway{llm: sg.LLM, url: srv.URL, ln: ln}
+	return &gateway{llm: sg.LLM, db: sg.DB, url: srv.URL, ln: ln}
 }
 
 // page is one browser tab showing the demo page.
@@ -213,6 +215,39 @@ func TestWidgetInBrowser(t *testing.T) {
 		p.waitFor(root + `.querySelector('.state').textContent === ''`)
 		if n := p.count(".msg[data-role=assistant]", "Hello world"); n != 1 {
 			t.Fatalf("reply shown %d times:\n%s", n, p.transcript())
+		}
+	})
+
+	t.Run("an answer cut by a full disk is marked, and answered again once there is room", func(t *testing.T) {
+		g := newGateway(t)
+		gate := make(chan struct{})
+		big := strings.Repeat("x", 16<<10) // pages a full disk refuses
+		g.llm.Push(
+			openaitest.Reply{Text: []string{"Half ", big, big}, Gate: gate},
+			openaitest.Reply{Text: []string{"The whole answer."}},
+		)
+		p := openPage(t, browser, g.url+"/")
+		p.say("question")
+		p.waitFor(root + `.querySelector('.msg[data-role=assistant].streaming')?.textContent === 'Half '`)
+		ctx := context.Background()
+		if err := g.db.LimitSize(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		close(gate)
+		p.waitFor(`[...` + root + `.querySelectorAll('.notice')].some(n => n.textContent.includes('disk'))`)
+		if err := g.db.LimitSize(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		p.waitFor(root + `.querySelector('.msg.interrupted .cut')?.textContent === 'interrupted'`)
+		p.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=assistant]:not(.streaming)')].some(m => m.textContent.includes('The whole answer.'))`)
+		if got := eval[string](p, root+`.querySelector('.msg.interrupted .body').textContent`); got != "Half " {
+			t.Fatalf("the interrupted bubble shows %q, want what was streamed of it", got)
+		}
+		if n := p.count(".msg[data-role=assistant]", "The whole answer."); n != 1 {
+			t.Fatalf("the new answer is shown %d times:\n%s", n, p.transcript())
+		}
+		if n := eval[int](p, root+`.querySelectorAll('.msg.streaming').length`); n != 0 {
+			t.Fatalf("%d bubbles still streaming:\n%s", n, p.transcript())
 		}
 	})
 

@@ -52,7 +52,7 @@ header h2 { flex: 1; margin: 0; font-size: 16px; font-weight: 600; }
 .msg[data-role="user"][data-mine="true"] { align-self: flex-end; background: var(--sb-accent); color: var(--sb-accent-fg); }
 .msg[data-role="user"][data-mine="true"] .author { display: none; }
 .msg[data-role="system"] { align-self: center; background: none; color: var(--sb-muted); font-size: 13px; }
-.msg .author, .msg .model { display: block; font-size: 12px; color: var(--sb-muted); }
+.msg .author, .msg .model, .msg .cut { display: block; font-size: 12px; color: var(--sb-muted); }
 .msg .body { white-space: normal; }
 .msg[data-role="user"] .body, .msg.streaming .body { white-space: pre-wrap; }
 .msg .body > :first-child { margin-top: 0; } .msg .body > :last-child { margin-bottom: 0; }
@@ -362,6 +362,16 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
         this.save();
         this.hello();
         return;
+      }
+      if (d.code === "interrupted") {
+        // What was streamed of the cut answer stays, marked, and a new
+        // answer follows in its own bubble.
+        for (const b of this.log.querySelectorAll(".msg.streaming")) {
+          b.classList.remove("streaming");
+          b.classList.add("interrupted");
+          b.dataset.done = "true";
+          b.append(el("span", { class: "cut", text: "interrupted" }));
+        }
       }
       this.notice(d.message || d.code || "error");
     }
