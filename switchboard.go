@@ -127,4 +127,8 @@ type TurnWrite struct {
 	EndTurn bool
 	// Usage is added to the session's running total.
 	Usage Usage
+	// Durable makes the commit wait for the disk (an fsync), for a write
+	// that stores what a user was told was sent: it then survives a power
+	// cut, not only a crash of the process.
+	Durable bool
 }

@@ -31,6 +31,9 @@ type turn struct {
 	Iteration int               `json:"iteration"`
 	Usage     switchboard.Usage `json:"usage"`
 	Model     string            `json:"model,omitempty"`
+	// Resumed counts how often a crash or a failed write cut the turn and
+	// it was run again (see resumeInterrupted).
+	Resumed int `json:"resumed,omitempty"`
 	// started is when the user's message arrived, for the turn-duration
 	// metric; a turn resumed after an approval does not count the wait.
 	started time.Time
@@ -68,9 +71,12 @@ func (s *session) userTurn(ctx context.Context, j job, text string) {
 		Events: []switchboard.Event{ev}, Published: s.onCommit, Turn: running(*t),
 	}
 	if j.inboxID == 0 {
-		w.ClientID = in.ClientID // accepted without the inbox (a click): de-duplicated here
+		// Not in the inbox (handed over, or a click): de-duplicated here,
+		// and a handed-over message is stored as the inbox would have.
+		w.ClientID, w.Durable = in.ClientID, j.stored != nil
 	}
 	dup, err := s.store(ctx, w)
+	j.ack(err)
 	if err != nil {
 		return
 	}

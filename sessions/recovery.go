@@ -53,6 +53,10 @@ func (s *session) takeUp(p *pendingTurn, do func(job)) {
 	}
 }
 
+// maxResumes bounds how often one turn is run again: a turn that takes
+// the gateway down every time it runs must not do so forever.
+const maxResumes = 3
+
 // resumeInterrupted runs again a turn a crash, a restart or a failed write
 // cut short. Whatever was streamed of it is not its answer: an
 // "interrupted" error says so to the listeners, then the model is asked
@@ -60,6 +64,16 @@ func (s *session) takeUp(p *pendingTurn, do func(job)) {
 // results were stored is asked for again: an "ask" tool asks again, and an
 // "auto" tool may run twice.
 func (s *session) resumeInterrupted(ctx context.Context, p *pendingTurn, reason string) {
+	t := p.Turn
+	t.started = s.m.cfg.Now()
+	if t.Resumed >= maxResumes {
+		s.log.Error("interrupted turn given up: it was cut every time it ran", "resumed", t.Resumed)
+		s.emitError(ctx, switchboard.ErrCodeInternal, fmt.Sprintf(
+			"This message could not be answered: answering it was interrupted %d times. Send it again, or rephrase it.", t.Resumed+1))
+		s.endTurn(ctx, &t, nil)
+		return
+	}
+	t.Resumed++
 	ev, ok := s.event(switchboard.EventError, switchboard.ErrorData{
 		Code:    switchboard.ErrCodeInterrupted,
 		Message: "The answer was interrupted (the gateway restarted or could not save it). Answering again.",
@@ -69,13 +83,11 @@ func (s *session) resumeInterrupted(ctx context.Context, p *pendingTurn, reason 
 	}
 	// Stored, and waited for, before the model is called: while storage
 	// still fails, no tokens are spent on an answer that cannot be kept.
-	if !s.write(ctx, switchboard.TurnWrite{Events: []switchboard.Event{ev}, Published: s.onCommit}) {
+	if !s.write(ctx, switchboard.TurnWrite{Events: []switchboard.Event{ev}, Published: s.onCommit, Turn: running(t)}) {
 		return
 	}
 	s.m.cfg.Metrics.TurnResumed(reason)
-	s.log.Info("interrupted turn resumed", "reason", reason, "iteration", p.Turn.Iteration)
-	t := p.Turn
-	t.started = s.m.cfg.Now()
+	s.log.Info("interrupted turn resumed", "reason", reason, "iteration", t.Iteration, "resumed", t.Resumed)
 	s.agentLoop(ctx, &t, nil)
 }
 

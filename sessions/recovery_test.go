@@ -378,3 +378,41 @@ func TestWaitingApprovalAndItsAnswersSurviveARestart(t *testing.T) {
 		t.Fatalf("context = %+v", w)
 	}
 }
+
+func TestATurnCutEveryTimeItRunsIsGivenUp(t *testing.T) {
+	h := newHarness(t)
+	h.llm.Respond(func(openaitest.Request) openaitest.Reply { return openaitest.Reply{Hang: true} })
+	c := h.newSession(alice)
+	c.submit(switchboard.Input{ClientID: "c1", Text: "poison"})
+	thinking := func(p any) bool { return p.(*switchboard.StateData).State == switchboard.StateThinking }
+	c.until(switchboard.EventState, thinking)
+	// Cut by a restart every time it runs: 1 + 3 runs, then given up.
+	for range 3 {
+		h.restart()
+		c = h.attach(sessions.AttachOptions{SessionID: c.id, Author: alice, AfterSeq: -1})
+		c.until(switchboard.EventState, thinking)
+	}
+	h.restart()
+	c = h.attach(sessions.AttachOptions{SessionID: c.id, Author: alice, AfterSeq: 0})
+	e := c.until(switchboard.EventError, func(p any) bool {
+		return p.(*switchboard.ErrorData).Code == switchboard.ErrCodeInternal
+	}).(*switchboard.ErrorData)
+	if !strings.Contains(e.Message, "interrupted 4 times") {
+		t.Fatalf("error = %q", e.Message)
+	}
+	c.idle()
+	stored := c.stored()
+	checkHistory(t, stored)
+	if n := hasError(stored, switchboard.ErrCodeInterrupted); n != 3 {
+		t.Fatalf("%d interrupted markers, want 3", n)
+	}
+	if unfinished, err := h.db.Unfinished(context.Background()); err != nil || len(unfinished) != 0 {
+		t.Fatalf("the given-up turn is still open: %v, %v", unfinished, err)
+	}
+	// The session itself still works.
+	h.llm.Respond(func(openaitest.Request) openaitest.Reply { return openaitest.Reply{Text: []string{"fine"}} })
+	c.say("hello")
+	if got := c.reply().Content; got != "fine" {
+		t.Fatalf("reply = %q", got)
+	}
+}

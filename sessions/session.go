@@ -33,6 +33,21 @@ type job struct {
 	// interrupted is an open turn a crash or a failed write cut short,
 	// to take up again from the stored context.
 	interrupted *pendingTurn
+	// stored, for a message handed straight to an idle session, is told
+	// once the message is stored (or why it was not): Submit waits for it.
+	stored chan error
+}
+
+// ack tells a waiting Submit the input was stored (err nil) or not. Only
+// the first call counts.
+func (j job) ack(err error) {
+	if j.stored == nil {
+		return
+	}
+	select {
+	case j.stored <- err:
+	default:
+	}
 }
 
 // session is one live conversation. Everything below "owned by run" is
@@ -69,6 +84,7 @@ type session struct {
 	subs       map[*Subscription]struct{}
 	attached   int                           // subscriptions open, live or catching up
 	accepting  int                           // inputs being accepted: not yet queued
+	handling   bool                          // a job is under way
 	roles      map[string]collaboration.Role // author key → role
 	guideLabel string
 	cancelTurn context.CancelCauseFunc
@@ -163,10 +179,12 @@ func (s *session) run() {
 				s.shutdown()
 				return
 			}
+			s.setHandling(true)
 			s.handle(j)
 			if s.failing.Load() {
 				s.repair(j)
 			}
+			s.setHandling(false)
 			if !idle.Stop() {
 				select {
 				case <-idle.C:
@@ -234,10 +252,19 @@ func (s *session) submit(in switchboard.Input) (*Receipt, error) {
 	}
 }
 
-// accept stores a message or command in the session's inbox before it
-// is queued, so that once the listener is told it was taken, a crash
-// cannot lose it: a restart takes it up. A client id the session has seen
-// is answered at once, and not queued again.
+func (s *session) setHandling(b bool) {
+	s.mu.Lock()
+	s.handling = b
+	s.mu.Unlock()
+}
+
+// accept takes a message or command so that once the listener is told it
+// was taken, a crash cannot lose it. A session with work under way or
+// queued stores it in its inbox first (a restart takes it up) and queues
+// it; an idle one is handed a message at once, and accept returns when
+// the turn's first write has stored it (one commit instead of two, on the
+// path every conversation takes). A client id the session has seen is
+// answered at once, and not queued again.
 func (s *session) accept(ctx context.Context, in switchboard.Input) (*Receipt, error) {
 	s.acceptMu.Lock()
 	defer s.acceptMu.Unlock()
@@ -254,6 +281,8 @@ func (s *session) accept(ctx context.Context, in switchboard.Input) (*Receipt, e
 		s.mu.Unlock()
 		return nil, ErrBusy
 	}
+	_, command := parseCommand(in.Text)
+	direct := !s.handling && len(s.inbox) == 0 && !command
 	s.accepting++ // the session stays loaded until the job is queued
 	s.mu.Unlock()
 	defer func() {
@@ -262,6 +291,9 @@ func (s *session) accept(ctx context.Context, in switchboard.Input) (*Receipt, e
 		s.mu.Unlock()
 	}()
 
+	if direct {
+		return s.handOver(ctx, in)
+	}
 	id, dup, err := s.m.cfg.Store.AcceptInput(ctx, s.id, in)
 	if err != nil {
 		s.m.cfg.Metrics.WriteFailed()
@@ -280,6 +312,33 @@ func (s *session) accept(ctx context.Context, in switchboard.Input) (*Receipt, e
 		// Stored: the next start takes it up.
 	}
 	return r, nil
+}
+
+// handOver gives an idle session a message and waits until its turn has
+// stored it (userTurn, durably) or refused it.
+func (s *session) handOver(ctx context.Context, in switchboard.Input) (*Receipt, error) {
+	j := job{input: in, receipt: newReceipt(), stored: make(chan error, 1)}
+	select {
+	case s.inbox <- j:
+	case <-s.m.ctx.Done():
+		return nil, ErrClosed
+	}
+	select {
+	case err := <-j.stored:
+		if err != nil {
+			s.m.cfg.Metrics.WriteFailed()
+			return nil, fmt.Errorf("sessions: accept input: %w", err)
+		}
+		return j.receipt, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.m.draining:
+		// Maybe stored, maybe not: the client sends it again, and a
+		// repeat of a stored one is answered once.
+		return nil, ErrDraining
+	case <-s.m.ctx.Done():
+		return nil, ErrClosed
+	}
 }
 
 // schedule queues internal work, such as an expiry, without blocking a
@@ -367,6 +426,7 @@ func (s *session) handle(j job) {
 		return
 	}
 	defer func() {
+		j.ack(nil)
 		if j.receipt != nil {
 			j.receipt.finish(s.seq)
 		}
