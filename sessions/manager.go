@@ -187,7 +187,12 @@ func (m *Manager) Recover(ctx context.Context) error {
 // meanwhile, so their clients see the turns finish. It returns once every
 // session goroutine has stopped.
 func (m *Manager) Drain(ctx context.Context) {
-	m.drainOnce.Do(func() { close(m.draining) })
+	m.drainOnce.Do(func() {
+		// Under loadMu: no session is loaded (m.wg.Add) once draining.
+		m.loadMu.Lock()
+		close(m.draining)
+		m.loadMu.Unlock()
+	})
 	done := make(chan struct{})
 	go func() {
 		m.wg.Wait()
@@ -386,6 +391,9 @@ func (m *Manager) load(ctx context.Context, id string) (*session, error) {
 	defer m.loadMu.Unlock()
 	if v, ok := m.live.Load(id); ok {
 		return v.(*session), nil
+	}
+	if m.isDraining() {
+		return nil, ErrClosed
 	}
 	s, err := m.restore(ctx, id)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -80,7 +81,7 @@ func (s *server) stop() {
 	select {
 	case err := <-s.done:
 		if err != nil {
-			s.t.Fatalf("gateway exited with %v", err)
+			s.t.Fatalf("gateway exited with %v\n%s", err, s.logs)
 		}
 	case <-time.After(20 * time.Second):
 		s.t.Fatal("gateway did not stop on SIGTERM")
@@ -198,7 +199,8 @@ func TestWebSocketFromAnotherSiteIsRefused(t *testing.T) {
 	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("dial from another origin: err=%v resp=%v, want 403", err, resp)
 	}
-	s2 := g.serve(nil, "listeners.websocket.allowed_origins=https://shop.example")
+	// A second gateway needs a database of its own.
+	s2 := g.serve(nil, "listeners.websocket.allowed_origins=https://shop.example", "storage.dsn="+filepath.Join(g.dir, "second.db"))
 	c, _, err := gws.DefaultDialer.Dial("ws://"+s2.addr+"/ws", http.Header{"Origin": {"https://shop.example"}})
 	if err != nil {
 		t.Fatalf("a configured origin was refused: %v", err)
