@@ -95,16 +95,24 @@ func hasError(evs []switchboard.Event, code string) int {
 	return n
 }
 
+// midStream opens a session and sends text (client id c1); the model's
+// first reply streams its first chunk of first and then waits on the
+// returned gate; later replies follow. It returns once the first delta
+// was shown.
+func (h *harness) midStream(text string, first []string, then ...openaitest.Reply) (*client, chan struct{}) {
+	h.t.Helper()
+	gate := make(chan struct{})
+	h.llm.Push(append([]openaitest.Reply{{Text: first, Gate: gate}}, then...)...)
+	c := h.newSession(alice)
+	c.submit(switchboard.Input{ClientID: "c1", Text: text})
+	c.until(switchboard.EventDelta, nil)
+	return c, gate
+}
+
 func TestInterruptedTurnIsRunAgainAfterARestart(t *testing.T) {
 	h := newHarness(t)
-	gate := make(chan struct{}) // never opened: the first answer is cut
-	h.llm.Push(
-		openaitest.Reply{Text: []string{"Half an ", "answer"}, Gate: gate},
-		openaitest.Reply{Text: []string{"The whole answer."}},
-	)
-	c := h.newSession(alice)
-	c.submit(switchboard.Input{ClientID: "c1", Text: "question"})
-	c.until(switchboard.EventDelta, nil) // shown half way
+	// The gate is never opened: the first answer is cut half way.
+	c, _ := h.midStream("question", []string{"Half an ", "answer"}, openaitest.Reply{Text: []string{"The whole answer."}})
 
 	h.restart() // the turn is cut, as by a crash: nothing ends it
 
@@ -151,15 +159,8 @@ func TestInterruptedTurnIsRunAgainAfterARestart(t *testing.T) {
 
 func TestAcceptedInputsAreAnsweredAfterARestart(t *testing.T) {
 	h := newHarness(t)
-	gate := make(chan struct{})
-	h.llm.Push(
-		openaitest.Reply{Text: []string{"cut"}, Gate: gate},
-		openaitest.Reply{Text: []string{"answer one"}},
-		openaitest.Reply{Text: []string{"answer two"}},
-	)
-	c := h.newSession(alice)
-	c.submit(switchboard.Input{ClientID: "c1", Text: "one"})
-	c.until(switchboard.EventDelta, nil)
+	c, _ := h.midStream("one", []string{"cut"},
+		openaitest.Reply{Text: []string{"answer one"}}, openaitest.Reply{Text: []string{"answer two"}})
 	// Queued behind the running turn: accepted, so stored.
 	c.submit(switchboard.Input{ClientID: "c2", Text: "two"})
 
@@ -176,11 +177,7 @@ func TestAcceptedInputsAreAnsweredAfterARestart(t *testing.T) {
 
 func TestInputSentAgainWhileItsTurnRunsIsAnsweredOnce(t *testing.T) {
 	h := newHarness(t)
-	gate := make(chan struct{})
-	h.llm.Push(openaitest.Reply{Text: []string{"slow ", "answer"}, Gate: gate})
-	c := h.newSession(alice)
-	c.submit(switchboard.Input{ClientID: "c1", Text: "hi"})
-	c.until(switchboard.EventDelta, nil)
+	c, gate := h.midStream("hi", []string{"slow ", "answer"})
 	again := c.submit(switchboard.Input{ClientID: "c1", Text: "hi"})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -200,16 +197,10 @@ func TestInputSentAgainWhileItsTurnRunsIsAnsweredOnce(t *testing.T) {
 
 func TestFullDiskPausesTheTurnAndItGoesOnWhenSpaceReturns(t *testing.T) {
 	h := newHarness(t)
-	gate := make(chan struct{})
 	big := strings.Repeat("x", 16<<10) // each delta needs pages the full disk refuses
-	h.llm.Push(
-		openaitest.Reply{Text: []string{"start ", big, big, big}, Gate: gate},
-		openaitest.Reply{Text: []string{"Answered after the disk was freed."}},
-	)
-	c := h.newSession(alice)
+	c, gate := h.midStream("question", []string{"start ", big, big, big},
+		openaitest.Reply{Text: []string{"Answered after the disk was freed."}})
 	ctx := context.Background()
-	c.submit(switchboard.Input{ClientID: "c1", Text: "question"})
-	c.until(switchboard.EventDelta, nil)
 
 	if err := h.db.LimitSize(ctx, 1); err != nil { // the disk is full
 		t.Fatal(err)
@@ -275,11 +266,7 @@ func TestFullDiskRefusesNewInputClearly(t *testing.T) {
 
 func TestDrainLetsTheTurnUnderWayFinish(t *testing.T) {
 	h := newHarness(t)
-	gate := make(chan struct{})
-	h.llm.Push(openaitest.Reply{Text: []string{"finished ", "in time"}, Gate: gate})
-	c := h.newSession(alice)
-	c.submit(switchboard.Input{ClientID: "c1", Text: "hi"})
-	c.until(switchboard.EventDelta, nil)
+	c, gate := h.midStream("hi", []string{"finished ", "in time"})
 
 	drained := make(chan struct{})
 	go func() {
