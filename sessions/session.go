@@ -216,6 +216,11 @@ func (s *session) tryUnload() bool {
 }
 
 func (s *session) shutdown() {
+	// What is still queued (the turn's last events) is published before
+	// the listeners are let go, so a drained turn reaches them whole.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	_ = s.m.cfg.Store.Flush(ctx)
+	cancel()
 	s.mu.Lock()
 	s.closed = true
 	for sub := range s.subs {

@@ -214,7 +214,20 @@ type conn struct {
 
 func (c *conn) serve() {
 	counted := c.h.cfg.Metrics.Connected()
-	stopShutdown := context.AfterFunc(c.h.ctx, func() { c.close(gws.CloseGoingAway, "gateway shutting down", reasonShutdown, true) })
+	stopShutdown := context.AfterFunc(c.h.ctx, func() {
+		// The gateway drained its sessions before stopping listeners: let
+		// the forwarder hand over the last events it has, then close.
+		c.mu.Lock()
+		fwd := c.fwdDone
+		c.mu.Unlock()
+		if fwd != nil {
+			select {
+			case <-fwd:
+			case <-time.After(c.h.cfg.WriteTimeout):
+			}
+		}
+		c.close(gws.CloseGoingAway, "gateway shutting down", reasonShutdown, true)
+	})
 	defer stopShutdown()
 
 	go c.writeLoop()
