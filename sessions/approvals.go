@@ -100,27 +100,31 @@ func (p *pendingTurn) cancelUnresolved(now time.Time) {
 	}
 }
 
-// suspend stores the turn and asks for approval of each waiting call.
+// suspend stores the turn, with the requests for approval of each waiting
+// call in the same write: a request a client was shown is always one the
+// stored turn waits for.
 func (s *session) suspend(ctx context.Context, p *pendingTurn) {
-	if !s.savePending(ctx, p) {
+	evs := s.collect(func() {
+		for _, c := range p.Confirmations {
+			call := p.Assistant.ToolCalls[c.CallIndex]
+			warning := ""
+			if t, ok := s.m.cfg.Tools.Lookup(call.Name); ok {
+				warning = t.SecurityWarning
+			}
+			s.emit(ctx, switchboard.EventConfirmationRequest, switchboard.ConfirmationRequestData{
+				ConfirmationID: c.ID, ToolCallID: call.ID, ToolName: call.Name, Args: json.RawMessage(argsJSON(call.Args)),
+				SecurityWarning: warning, ExpiresAt: c.ExpiresAt,
+			})
+		}
+		s.emitState(ctx, switchboard.StateAwaitingConfirmation, p.waitingFor())
+	})
+	if !s.savePending(ctx, p, evs) {
 		// The stored turn is still the running one: repair runs it again,
 		// and the model asks again.
 		return
 	}
 	s.pending = p
-	for _, c := range p.Confirmations {
-		call := p.Assistant.ToolCalls[c.CallIndex]
-		warning := ""
-		if t, ok := s.m.cfg.Tools.Lookup(call.Name); ok {
-			warning = t.SecurityWarning
-		}
-		s.emit(ctx, switchboard.EventConfirmationRequest, switchboard.ConfirmationRequestData{
-			ConfirmationID: c.ID, ToolCallID: call.ID, ToolName: call.Name, Args: json.RawMessage(argsJSON(call.Args)),
-			SecurityWarning: warning, ExpiresAt: c.ExpiresAt,
-		})
-	}
 	s.armTimers()
-	s.emitState(ctx, switchboard.StateAwaitingConfirmation, p.waitingFor())
 }
 
 // confirm handles an answer to a confirmation request.
@@ -157,26 +161,28 @@ func (s *session) expire(ctx context.Context, id string) {
 func (s *session) resolve(ctx context.Context, c *confirmation, approved bool, by string) {
 	p := s.pending
 	c.Resolved, c.Approved, c.By = true, approved, by
-	s.emit(ctx, switchboard.EventConfirmationResolved, switchboard.ConfirmationResolvedData{
-		ConfirmationID: c.ID, Approved: approved, By: by,
-	})
-	if !approved {
-		reason := "the user denied this tool call"
-		switch by {
-		case "expired":
-			reason = "nobody approved this tool call in time, so it did not run"
-		case "cancelled":
-			reason = "cancelled: the user stopped the turn"
+	evs := s.collect(func() {
+		s.emit(ctx, switchboard.EventConfirmationResolved, switchboard.ConfirmationResolvedData{
+			ConfirmationID: c.ID, Approved: approved, By: by,
+		})
+		if !approved {
+			reason := "the user denied this tool call"
+			switch by {
+			case "expired":
+				reason = "nobody approved this tool call in time, so it did not run"
+			case "cancelled":
+				reason = "cancelled: the user stopped the turn"
+			}
+			s.setResult(ctx, p, c.CallIndex, reason, true)
 		}
-		s.setResult(ctx, p, c.CallIndex, reason, true)
-	}
-	// Every answer is stored before the turn goes on: a crash after the
-	// last one runs the approved calls, instead of asking again.
-	if !s.savePending(ctx, p) {
-		return
-	}
-	if !p.allResolved() {
-		s.emitState(ctx, switchboard.StateAwaitingConfirmation, p.waitingFor())
+		if !p.allResolved() {
+			s.emitState(ctx, switchboard.StateAwaitingConfirmation, p.waitingFor())
+		}
+	})
+	// Every answer is stored, with its event, before the turn goes on: a
+	// crash after the last one runs the approved calls instead of asking
+	// again, and an answer a client saw is never forgotten.
+	if !s.savePending(ctx, p, evs) || !p.allResolved() {
 		return
 	}
 	s.resumePending(ctx)
@@ -205,28 +211,39 @@ func (s *session) stop(ctx context.Context, by switchboard.Author, stoppedRunnin
 		}
 		return
 	}
-	s.pending.Stopped = true
-	for _, c := range s.pending.Confirmations {
-		if !c.Resolved {
-			c.Resolved, c.By = true, "cancelled"
-			s.emit(ctx, switchboard.EventConfirmationResolved, switchboard.ConfirmationResolvedData{
-				ConfirmationID: c.ID, Approved: false, By: by.DisplayName(),
-			})
-			s.setResult(ctx, s.pending, c.CallIndex, "cancelled: the user stopped the turn", true)
+	p := s.pending
+	p.Stopped = true
+	evs := s.collect(func() {
+		for _, c := range p.Confirmations {
+			if !c.Resolved {
+				c.Resolved, c.By = true, "cancelled"
+				s.emit(ctx, switchboard.EventConfirmationResolved, switchboard.ConfirmationResolvedData{
+					ConfirmationID: c.ID, Approved: false, By: by.DisplayName(),
+				})
+				s.setResult(ctx, p, c.CallIndex, "cancelled: the user stopped the turn", true)
+			}
 		}
+	})
+	if !s.savePending(ctx, p, evs) {
+		return
 	}
 	s.resumePending(ctx)
 }
 
-// savePending stores the waiting turn as it is now.
-func (s *session) savePending(ctx context.Context, p *pendingTurn) bool {
+// savePending stores the waiting turn as it is now, with the events that
+// announce the change (see collect).
+func (s *session) savePending(ctx context.Context, p *pendingTurn, evs []switchboard.Event) bool {
 	p.Phase = ""
 	data, err := json.Marshal(p)
 	if err != nil {
 		s.writeFailed(fmt.Errorf("encode the waiting turn: %w", err))
 		return false
 	}
-	return s.write(ctx, switchboard.TurnWrite{Turn: data})
+	w := switchboard.TurnWrite{Turn: data}
+	if len(evs) > 0 {
+		w.Events, w.Published = evs, s.onCommit
+	}
+	return s.write(ctx, w)
 }
 
 // armTimers schedules the expiry of every open request; a request already

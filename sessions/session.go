@@ -68,6 +68,11 @@ type session struct {
 	timers  map[string]*time.Timer // expiry of open confirmation requests
 	seq     int64                  // last seq assigned
 
+	// held collects the events emitted inside collect (holding), to be
+	// stored with the write that follows.
+	holding bool
+	held    []switchboard.Event
+
 	// onCommit is s.committed, made once: the store calls it with every
 	// batch of the session's events.
 	onCommit func([]switchboard.Event, error)
@@ -510,11 +515,29 @@ func (s *session) emit(ctx context.Context, typ switchboard.EventType, data any)
 	if !ok {
 		return
 	}
+	if s.holding {
+		s.held = append(s.held, ev)
+		s.m.cfg.Metrics.Event(string(typ))
+		return
+	}
 	if err := s.m.cfg.Store.AppendEvents(ctx, s.onCommit, ev); err != nil {
 		s.writeFailed(err)
 		return
 	}
 	s.m.cfg.Metrics.Event(string(typ))
+}
+
+// collect runs fn with the events it emits held back, and returns them,
+// numbered, for the caller to store in the write that follows, with what
+// they announce: a confirmation request is shown if and only if the turn
+// waiting for it is stored. The caller must store them (s.write) next.
+func (s *session) collect(fn func()) []switchboard.Event {
+	s.holding = true
+	fn()
+	s.holding = false
+	evs := s.held
+	s.held = nil
+	return evs
 }
 
 // committed is told by the store which of the session's events are
