@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"time"
 )
 
 // Reply is one scripted answer.
@@ -27,6 +28,10 @@ type Reply struct {
 	// Gate, when set, is waited on after the first text chunk, so a test
 	// can act while a reply is mid-stream.
 	Gate chan struct{}
+	// Delay, when set, is waited between two text chunks (ending early,
+	// without finishing the reply, if the client gives up), so a reply
+	// streams slowly enough for a test to act while it is mid-stream.
+	Delay time.Duration
 }
 
 // ToolCall is a scripted call.
@@ -175,6 +180,15 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	chunk(map[string]any{"role": "assistant", "content": ""}, nil, nil)
 	for i, t := range reply.Text {
+		if i > 0 && reply.Delay > 0 {
+			wait := time.NewTimer(reply.Delay)
+			select {
+			case <-wait.C:
+			case <-r.Context().Done():
+				wait.Stop()
+				return
+			}
+		}
 		chunk(map[string]any{"content": t}, nil, nil)
 		if i == 0 && reply.Gate != nil {
 			select {
