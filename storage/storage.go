@@ -111,6 +111,8 @@ type DB struct {
 	full   bool
 	// lock holds the database file for this process (see lockFile).
 	lock *os.File
+	// seqs: each session's last stored seq, as the writer knows it.
+	seqs lastSeqs
 
 	// mu guards closed. Senders to queue hold it for reading, so Close,
 	// which takes it for writing, knows no send is in flight once it has it.
@@ -202,6 +204,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 		stmts:       stmts,
 		memory:      memory,
 		lock:        lock,
+		seqs:        lastSeqs{committed: map[string]int64{}, tx: map[string]int64{}},
 	}
 	built = true
 	go db.runWriter()
@@ -357,7 +360,7 @@ func (db *DB) Close() error {
 // starts: while a transaction holds the one connection, nothing else can
 // be prepared on it.
 func prepareWrites(ctx context.Context, write *sql.DB) (map[string]*sql.Stmt, error) {
-	hot := []string{insertEvent, hasEvent, insertMessage, insertSeenInput, deleteSeenInput, addUsage, insertInbox,
+	hot := []string{insertEvent, lastEvent, insertMessage, insertSeenInput, deleteSeenInput, addUsage, insertInbox,
 		savePending, deletePending, deleteInbox}
 	stmts := make(map[string]*sql.Stmt, len(hot))
 	for _, q := range hot {

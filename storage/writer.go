@@ -297,6 +297,7 @@ func (db *DB) setDurable(ctx context.Context, full bool) error {
 // succeed. It returns each part's error, and the transaction's own.
 func (db *DB) writeParts(ctx context.Context, parts []func(*sql.Tx) error) ([]error, error) {
 	errs := make([]error, len(parts))
+	db.seqs.begin()
 	tx, err := db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return errs, fmt.Errorf("storage: begin batch: %w", err)
@@ -316,13 +317,14 @@ func (db *DB) writeParts(ctx context.Context, parts []func(*sql.Tx) error) ([]er
 		tx.Rollback()
 		return errs, fmt.Errorf("storage: commit batch: %w", err)
 	}
+	db.seqs.commit()
 	return errs, nil
 }
 
 const (
 	// No ON CONFLICT: a seq stored twice is an error, never a silent drop.
 	insertEvent = `INSERT INTO events (session_id, seq, time, type, agent, data) VALUES (?, ?, ?, ?, ?, ?)`
-	hasEvent    = `SELECT 1 FROM events WHERE session_id = ? AND seq = ?`
+	lastEvent   = `SELECT seq FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT 1`
 )
 
 // ErrGap is returned (wrapped) for events that would leave a hole in a
@@ -332,14 +334,49 @@ const (
 // shown a history with a hole in it.
 var ErrGap = errors.New("events would leave a gap")
 
+// lastSeqs is the writer's memory of each session's last stored seq, so
+// that checking an event's predecessor costs a map lookup instead of a
+// query. A session's events are stored from 1 without a gap, so seq is
+// stored if and only if seq <= its last. Only the writer goroutine
+// touches it; what a transaction stores is noted in tx until it commits.
+type lastSeqs struct {
+	committed map[string]int64
+	tx        map[string]int64
+}
+
+// maxRemembered bounds the memory: past it, the writer forgets and asks
+// the database again (one indexed query a session).
+const maxRemembered = 100_000
+
+func (l *lastSeqs) begin() { clear(l.tx) }
+
+func (l *lastSeqs) commit() {
+	if len(l.committed)+len(l.tx) > maxRemembered {
+		clear(l.committed)
+	}
+	for k, v := range l.tx {
+		l.committed[k] = v
+	}
+	clear(l.tx)
+}
+
 // checkStored fails with ErrGap unless the session's event seq is stored.
 func (db *DB) checkStored(ctx context.Context, tx *sql.Tx, sessionID string, seq int64) error {
-	var one int
-	err := tx.StmtContext(ctx, db.stmts[hasEvent]).QueryRowContext(ctx, sessionID, seq).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("event %d is not stored: %w", seq, ErrGap)
+	last, ok := db.seqs.tx[sessionID]
+	if !ok {
+		last, ok = db.seqs.committed[sessionID]
 	}
-	return err
+	if !ok {
+		err := tx.StmtContext(ctx, db.stmts[lastEvent]).QueryRowContext(ctx, sessionID).Scan(&last)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		db.seqs.tx[sessionID] = last // what the database says is true whatever this tx does
+	}
+	if seq > last {
+		return fmt.Errorf("event %d is not stored (the last is %d): %w", seq, last, ErrGap)
+	}
+	return nil
 }
 
 // insertEvents stores one session's events, which must continue its
@@ -368,5 +405,6 @@ func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, evs []switchboard.Ev
 			return fmt.Errorf("storage: write event %s/%d: %w", ev.Session, ev.Seq, err)
 		}
 	}
+	db.seqs.tx[first.Session] = evs[len(evs)-1].Seq
 	return nil
 }
