@@ -87,18 +87,6 @@ func (db *DB) MessageCount(ctx context.Context, sessionID string) (int64, error)
 	return n, nil
 }
 
-// SavePending stores a session's open turn, replacing any earlier one.
-// The data is opaque here; the sessions package owns its format.
-func (db *DB) SavePending(ctx context.Context, sessionID string, data []byte) error {
-	if data == nil {
-		data = []byte{} // nil would mean "leave it"
-	}
-	if _, err := db.WriteTurn(ctx, sessionID, switchboard.TurnWrite{Turn: data}); err != nil {
-		return fmt.Errorf("storage: save pending %s: %w", sessionID, err)
-	}
-	return nil
-}
-
 // LoadPending returns a session's open turn (ErrNotFound if none).
 func (db *DB) LoadPending(ctx context.Context, sessionID string) ([]byte, error) {
 	var data []byte
@@ -110,14 +98,6 @@ func (db *DB) LoadPending(ctx context.Context, sessionID string) ([]byte, error)
 		return nil, fmt.Errorf("storage: load pending %s: %w", sessionID, err)
 	}
 	return data, nil
-}
-
-// DeletePending removes a session's open turn; none is not an error.
-func (db *DB) DeletePending(ctx context.Context, sessionID string) error {
-	if _, err := db.WriteTurn(ctx, sessionID, switchboard.TurnWrite{EndTurn: true}); err != nil {
-		return fmt.Errorf("storage: delete pending %s: %w", sessionID, err)
-	}
-	return nil
 }
 
 // WriteTurn makes one atomic change to a session (see

@@ -177,7 +177,7 @@ func TestAppendMessagesIsAtomic(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
 	newSession(t, db, "s1", "")
-	if err := db.SavePending(ctx, "s1", []byte(`{"turn":1}`)); err != nil {
+	if err := writeTurn(ctx, db, "s1", switchboard.TurnWrite{Turn: []byte(`{"turn":1}`)}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -212,7 +212,7 @@ func TestPendingTurn(t *testing.T) {
 		t.Errorf("LoadPending with none = %v, want ErrNotFound", err)
 	}
 	for _, data := range []string{`{"v":1}`, `{"v":2}`} {
-		if err := db.SavePending(ctx, "s1", []byte(data)); err != nil {
+		if err := writeTurn(ctx, db, "s1", switchboard.TurnWrite{Turn: []byte(data)}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := db.LoadPending(ctx, "s1")
@@ -220,18 +220,18 @@ func TestPendingTurn(t *testing.T) {
 			t.Errorf("LoadPending = %q, %v; want %q", got, err, data)
 		}
 	}
-	if err := db.DeletePending(ctx, "s1"); err != nil {
+	if err := writeTurn(ctx, db, "s1", switchboard.TurnWrite{EndTurn: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.LoadPending(ctx, "s1"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("LoadPending after delete = %v, want ErrNotFound", err)
 	}
-	if err := db.DeletePending(ctx, "s1"); err != nil {
+	if err := writeTurn(ctx, db, "s1", switchboard.TurnWrite{EndTurn: true}); err != nil {
 		t.Errorf("deleting nothing: %v", err)
 	}
 
 	// Storing a turn's messages without clearPending keeps the turn…
-	if err := db.SavePending(ctx, "s1", []byte(`{"v":3}`)); err != nil {
+	if err := writeTurn(ctx, db, "s1", switchboard.TurnWrite{Turn: []byte(`{"v":3}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.AppendMessages(ctx, "s1", []switchboard.Message{user("hi")}, false); err != nil {

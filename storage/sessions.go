@@ -85,10 +85,6 @@ const addUsage = `UPDATE sessions SET
 	total_tokens = total_tokens + ?
 	WHERE id = ?`
 
-// AddSessionUsage adds a turn's tokens to the session's running total.
-func (db *DB) AddSessionUsage(ctx context.Context, id string, u switchboard.Usage) error {
-	return db.updateSession(ctx, "add session usage", id, addUsage, u.PromptTokens, u.CompletionTokens, u.TotalTokens, id)
-}
 
 func (db *DB) updateSession(ctx context.Context, op, id, query string, args ...any) error {
 	var n int64

@@ -35,7 +35,7 @@ func TestSessionRoundTrip(t *testing.T) {
 	}
 	u := switchboard.Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15}
 	for range 2 {
-		if err := db.AddSessionUsage(ctx, "s1", u); err != nil {
+		if err := writeTurn(ctx, db, "s1", switchboard.TurnWrite{Usage: u}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -60,7 +60,7 @@ func TestSessionNotFound(t *testing.T) {
 	_, checks["SessionByKey empty"] = db.SessionByKey(ctx, "")
 	checks["ClearSessionKey"] = db.ClearSessionKey(ctx, "nope")
 	checks["SetSessionGuide"] = db.SetSessionGuide(ctx, "nope", "g")
-	checks["AddSessionUsage"] = db.AddSessionUsage(ctx, "nope", switchboard.Usage{TotalTokens: 1})
+	checks["WriteTurn usage"] = writeTurn(ctx, db, "nope", switchboard.TurnWrite{Usage: switchboard.Usage{TotalTokens: 1}})
 	for name, err := range checks {
 		if !errors.Is(err, ErrNotFound) || !errors.Is(err, switchboard.ErrNotFound) {
 			t.Errorf("%s: err = %v, want ErrNotFound", name, err)

@@ -166,7 +166,7 @@ func TestRestartKeepsEverything(t *testing.T) {
 	if err := db.SetMember(ctx, "s1", "stdin:me", "owner"); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.AddSessionUsage(ctx, "s1", switchboard.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7}); err != nil {
+	if err := writeTurn(ctx, db, "s1", switchboard.TurnWrite{Usage: switchboard.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7}}); err != nil {
 		t.Fatal(err)
 	}
 	var evs []switchboard.Event
@@ -181,7 +181,7 @@ func TestRestartKeepsEverything(t *testing.T) {
 	if err := db.AppendMessages(ctx, "s1", msgs, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.SavePending(ctx, "s1", []byte(`{"turn":1}`)); err != nil {
+	if err := writeTurn(ctx, db, "s1", switchboard.TurnWrite{Turn: []byte(`{"turn":1}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.SeenInput(ctx, "s1", "c1"); err != nil {
@@ -232,4 +232,10 @@ func TestClosedStoreRefusesWork(t *testing.T) {
 	if err := db.Flush(ctx); !errors.Is(err, ErrClosed) {
 		t.Errorf("Flush after Close = %v, want ErrClosed", err)
 	}
+}
+
+// writeTurn is WriteTurn for tests that only care whether it failed.
+func writeTurn(ctx context.Context, db *DB, sessionID string, w switchboard.TurnWrite) error {
+	_, err := db.WriteTurn(ctx, sessionID, w)
+	return err
 }

@@ -44,7 +44,7 @@ func TestWritesShareACommitAndFailAlone(t *testing.T) {
 		results <- result{name: "seen a", err: err, seen: seen}
 	}()
 	go func() {
-		err := db.AddSessionUsage(ctx, "a", switchboard.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7})
+		err := writeTurn(ctx, db, "a", switchboard.TurnWrite{Usage: switchboard.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7}})
 		results <- result{name: "usage a", err: err}
 	}()
 	for deadline := time.Now().Add(10 * time.Second); len(db.queue) < 4; {
