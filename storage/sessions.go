@@ -85,7 +85,6 @@ const addUsage = `UPDATE sessions SET
 	total_tokens = total_tokens + ?
 	WHERE id = ?`
 
-
 func (db *DB) updateSession(ctx context.Context, op, id, query string, args ...any) error {
 	var n int64
 	err := db.inBatch(ctx, func(ctx context.Context, tx *sql.Tx) error {
