@@ -203,6 +203,10 @@ const (
 	// ErrCodeStorage: the gateway cannot store the conversation (disk full,
 	// I/O error) and has paused it. Sent as a notice without a seq.
 	ErrCodeStorage = "storage_unavailable"
+	// ErrCodeDuplicate: an input with an id its author used before; it was
+	// received the first time and is answered once. Sent as a notice to
+	// the sender.
+	ErrCodeDuplicate = "duplicate"
 	// ErrCodeRestarting: the gateway is restarting; the turn is finished
 	// when it is back. Sent as a notice without a seq.
 	ErrCodeRestarting = "restarting"

@@ -92,6 +92,10 @@ type Guide struct {
 	MaxTokens int
 	// Fallback names a provider used when the main one's retries run out.
 	Fallback string
+	// MembersMayStop: members (not only the owner and approvers) may stop
+	// a running turn with /stop. Denying a tool call waiting for approval
+	// always needs an approver.
+	MembersMayStop bool
 	// Prompt is the Markdown body, trimmed.
 	Prompt string
 	// File is the path the guide was read from, for error messages.
@@ -135,11 +139,12 @@ func Parse(file string, data []byte) (Guide, error) {
 	}
 	p := parser{file: file, offset: 1}
 	g := Guide{
-		Name:          strings.TrimSuffix(filepath.Base(file), ".md"),
-		Memory:        Memory{Policy: SlidingWindow, Window: DefaultWindow},
-		Approval:      Approval{Default: Ask},
-		MaxIterations: DefaultMaxIterations,
-		File:          file,
+		Name:           strings.TrimSuffix(filepath.Base(file), ".md"),
+		Memory:         Memory{Policy: SlidingWindow, Window: DefaultWindow},
+		Approval:       Approval{Default: Ask},
+		MaxIterations:  DefaultMaxIterations,
+		MembersMayStop: true,
+		File:           file,
 	}
 	if err := p.frontMatter(&g, strings.Join(lines[1:end], "")); err != nil {
 		return Guide{}, err
@@ -216,6 +221,8 @@ func (p parser) frontMatter(g *Guide, src string) error {
 			err = p.intRange(v, key, 1, 50, &g.MaxIterations)
 		case "max_tokens":
 			err = p.intRange(v, key, 1, 0, &g.MaxTokens)
+		case "members_may_stop":
+			err = p.boolean(v, key, &g.MembersMayStop)
 		default:
 			return p.errorf(k, "unknown key %q", key)
 		}
@@ -281,6 +288,14 @@ func (p parser) str(n *yaml.Node, key string, out *string) error {
 		return p.errorf(n, "%s: must be a single value, not a list or mapping", key)
 	}
 	*out = n.Value
+	return nil
+}
+
+func (p parser) boolean(n *yaml.Node, key string, out *bool) error {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
+		return p.errorf(n, "%s: must be true or false, not %q", key, n.Value)
+	}
+	*out = n.Value == "true"
 	return nil
 }
 

@@ -65,6 +65,7 @@ approval:
   deny: [t3]
 max_iterations: 3
 max_tokens: 500
+members_may_stop: false
 ---
 
   You are full.
@@ -82,6 +83,9 @@ max_tokens: 500
 	}
 	if g.Memory != (Memory{Policy: SlidingWindow, Window: 5}) || g.MaxIterations != 3 || g.MaxTokens != 500 {
 		t.Errorf("numbers: %+v", g)
+	}
+	if g.MembersMayStop {
+		t.Errorf("members_may_stop: false was read as true")
 	}
 	if !slices.Equal(g.InitialMemories, []string{"a", "b"}) || !slices.Equal(g.Tools, []string{"t1", "t2", "t3", "t4"}) {
 		t.Errorf("lists: %+v", g)
@@ -109,6 +113,9 @@ func TestParseDefaults(t *testing.T) {
 	}
 	if g.Approval.Default != Ask || g.Approval.For("x") != Ask {
 		t.Errorf("approval defaults to ask: %+v", g.Approval)
+	}
+	if !g.MembersMayStop {
+		t.Errorf("members may stop a running turn unless the guide says otherwise")
 	}
 
 	// An empty front matter and CRLF line ends are fine too.
@@ -165,6 +172,8 @@ func TestParseErrors(t *testing.T) {
 			`guides/support.md:2: max_iterations: must be a whole number`},
 		{"max_tokens negative", "---\nmax_tokens: -1\n---\nHi.\n",
 			`guides/support.md:2: max_tokens: must be at least 1`},
+		{"members_may_stop not a bool", "---\nmembers_may_stop: sometimes\n---\nHi.\n",
+			`guides/support.md:2: members_may_stop: must be true or false, not "sometimes"`},
 		{"tools not a list", "---\ntools: calculator\n---\nHi.\n",
 			`guides/support.md:2: tools: must be a list`},
 		{"tool listed twice", "---\ntools:\n  - a\n  - a\n---\nHi.\n",

@@ -48,10 +48,10 @@ type turn struct {
 func (s *session) userTurn(ctx context.Context, j job, text string) {
 	in := j.input
 	if s.pending != nil {
-		s.emitError(ctx, switchboard.ErrCodeBusy, fmt.Sprintf(
+		s.tell(in.Author, switchboard.ErrCodeBusy, fmt.Sprintf(
 			"A tool call is waiting for approval (%s). Approve or deny it first, or send /stop.", s.pending.waitingFor()))
 		// Refused, not taken: forget its id so it can be sent again.
-		s.write(ctx, switchboard.TurnWrite{InboxID: j.inboxID, ClientID: in.ClientID, Forget: true})
+		s.write(ctx, switchboard.TurnWrite{InboxID: j.inboxID, ClientID: dedupeKey(in), Forget: true})
 		return
 	}
 	msg := switchboard.Message{Role: switchboard.RoleUser, Content: text}
@@ -73,7 +73,7 @@ func (s *session) userTurn(ctx context.Context, j job, text string) {
 	if j.inboxID == 0 {
 		// Not in the inbox (handed over, or a click): de-duplicated here,
 		// and a handed-over message is stored as the inbox would have.
-		w.ClientID, w.Durable = in.ClientID, j.stored != nil
+		w.ClientID, w.Durable = dedupeKey(in), j.stored != nil
 	}
 	dup, err := s.store(ctx, w)
 	j.ack(err)
@@ -82,6 +82,7 @@ func (s *session) userTurn(ctx context.Context, j job, text string) {
 	}
 	if dup {
 		s.seq-- // its event was not stored, and nothing was numbered since
+		s.tell(in.Author, switchboard.ErrCodeDuplicate, fmt.Sprintf("Already received (id %s): it is answered once.", quoteID(in.ClientID)))
 		return
 	}
 	s.m.cfg.Metrics.Event(string(switchboard.EventMessage))
@@ -300,7 +301,13 @@ func (s *session) runTools(ctx, turnCtx context.Context, p *pendingTurn, idx []i
 			continue
 		}
 		if d.res.UI != nil {
-			s.emit(ctx, switchboard.EventUI, d.res.UI)
+			if by := p.ranBy; by != nil && !s.role(*by).CanApprove() {
+				// A card a member makes would look like the assistant's
+				// to everyone (a form asking for a password, say).
+				s.tell(*by, switchboard.ErrCodeForbidden, "Only the session's owner or an approver may show a card to everyone; it was not shown.")
+			} else {
+				s.emit(ctx, switchboard.EventUI, d.res.UI)
+			}
 		}
 		s.setResult(ctx, p, d.i, d.res.Content, false)
 	}

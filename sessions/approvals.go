@@ -24,6 +24,9 @@ type pendingTurn struct {
 	Confirmations []*confirmation `json:"confirmations"`
 	// Stopped: the user stopped the turn; finish storing it, call no model.
 	Stopped bool `json:"stopped,omitempty"`
+	// ranBy is who ran the call by hand (/tool args); nil when the model
+	// asked for it.
+	ranBy *switchboard.Author
 }
 
 // phaseRunning: the turn was running, not waiting; a restart that finds it
@@ -134,12 +137,12 @@ func (s *session) confirm(ctx context.Context, in switchboard.Input) {
 		c = s.pending.find(in.ConfirmationID)
 	}
 	if c == nil || c.Resolved {
-		s.emitError(ctx, switchboard.ErrCodeAlreadyResolved, fmt.Sprintf(
-			"The approval request %s is not open: it was already answered, has expired, or does not exist.", in.ConfirmationID))
+		s.tell(in.Author, switchboard.ErrCodeAlreadyResolved, fmt.Sprintf(
+			"The approval request %s is not open: it was already answered, has expired, or does not exist.", quoteID(in.ConfirmationID)))
 		return
 	}
 	if role := s.role(in.Author); !role.CanApprove() {
-		s.emitError(ctx, switchboard.ErrCodeForbidden, fmt.Sprintf(
+		s.tell(in.Author, switchboard.ErrCodeForbidden, fmt.Sprintf(
 			"%s may not approve tools in this session (role: %s). The session's owner or an approver must answer.", in.Author.DisplayName(), role))
 		return
 	}
@@ -207,8 +210,14 @@ func (s *session) resumePending(ctx context.Context) {
 func (s *session) stop(ctx context.Context, by switchboard.Author, stoppedRunning bool) {
 	if s.pending == nil {
 		if !stoppedRunning {
-			s.systemMessage(ctx, "Nothing to stop.")
+			s.tell(by, switchboard.ErrCodeBadInput, "Nothing to stop.")
 		}
+		return
+	}
+	if !s.role(by).CanApprove() {
+		// Stopping here would deny the waiting calls: an approver's call.
+		s.tell(by, switchboard.ErrCodeForbidden, fmt.Sprintf(
+			"A tool call is waiting for approval (%s); only the session's owner or an approver can deny it or stop the turn.", s.pending.waitingFor()))
 		return
 	}
 	p := s.pending

@@ -86,13 +86,31 @@ func TestOnlyApproversMayAnswerAndOnlyOnce(t *testing.T) {
 	if e := owner.errorEvent(); e.Code != switchboard.ErrCodeAlreadyResolved {
 		t.Fatalf("second answer got %+v", e)
 	}
-	// Bob saw the same stream, in the same order.
+	// Bob saw the same stream, in the same order; what he got wrong was
+	// told to him alone.
 	guest.until(switchboard.EventMessage, func(p any) bool { return p.(*switchboard.MessageData).Role == switchboard.RoleAssistant })
-	for i := range min(len(guest.got), len(owner.got)) {
-		if guest.got[i].Seq != owner.got[i].Seq || guest.got[i].Type != owner.got[i].Type {
-			t.Fatalf("event %d differs: %+v vs %+v", i, guest.got[i], owner.got[i])
+	g, o := numbered(guest.got), numbered(owner.got)
+	for i := range min(len(g), len(o)) {
+		if g[i].Seq != o[i].Seq || g[i].Type != o[i].Type {
+			t.Fatalf("event %d differs: %+v vs %+v", i, g[i], o[i])
 		}
 	}
+	for _, ev := range owner.got {
+		if ev.Type == switchboard.EventError && strings.Contains(string(ev.Data), "Bob") {
+			t.Fatalf("Alice was shown Bob's refusal: %s", ev.Data)
+		}
+	}
+}
+
+// numbered drops the notices (seq 0), which are per listener.
+func numbered(evs []switchboard.Event) []switchboard.Event {
+	var out []switchboard.Event
+	for _, ev := range evs {
+		if ev.Seq > 0 {
+			out = append(out, ev)
+		}
+	}
+	return out
 }
 
 func TestExpiredApprovalCountsAsDeny(t *testing.T) {

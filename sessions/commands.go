@@ -61,10 +61,10 @@ func (s *session) command(ctx context.Context, j job, cmd command) {
 		s.reset(ctx, j)
 	default:
 		if _, ok := s.m.cfg.Tools.Lookup(cmd.name); ok {
-			s.runToolDirectly(ctx, cmd)
+			s.runToolDirectly(ctx, in.Author, cmd)
 			return
 		}
-		s.emitError(ctx, switchboard.ErrCodeBadInput, fmt.Sprintf("Unknown command /%s. Send /help for the list.", cmd.name))
+		s.tell(in.Author, switchboard.ErrCodeBadInput, fmt.Sprintf("Unknown command %s. Send /help for the list.", quoteID("/"+cmd.name)))
 	}
 }
 
@@ -90,21 +90,21 @@ func (s *session) switchGuide(ctx context.Context, in switchboard.Input, name st
 		return
 	}
 	if !s.role(in.Author).CanApprove() {
-		s.emitError(ctx, switchboard.ErrCodeForbidden, "Only the session's owner or an approver may switch the guide.")
+		s.tell(in.Author, switchboard.ErrCodeForbidden, "Only the session's owner or an approver may switch the guide.")
 		return
 	}
 	if s.pending != nil {
-		s.emitError(ctx, switchboard.ErrCodeBusy, "A tool call is waiting for approval; answer it or /stop before switching guides.")
+		s.tell(in.Author, switchboard.ErrCodeBusy, "A tool call is waiting for approval; answer it or /stop before switching guides.")
 		return
 	}
 	g, ok := s.m.cfg.Guides.Get(name)
 	if !ok {
-		s.emitError(ctx, switchboard.ErrCodeNotFound, fmt.Sprintf("No guide %q. Available: %s.", name, strings.Join(s.m.cfg.Guides.Names(), ", ")))
+		s.tell(in.Author, switchboard.ErrCodeNotFound, fmt.Sprintf("No guide %s. Available: %s.", quoteID(name), strings.Join(s.m.cfg.Guides.Names(), ", ")))
 		return
 	}
 	if err := s.m.cfg.Store.SetSessionGuide(ctx, s.id, g.Name); err != nil {
 		s.log.Error("guide switch not stored", "err", err)
-		s.emitError(ctx, switchboard.ErrCodeInternal, "The guide could not be switched; try again.")
+		s.tell(in.Author, switchboard.ErrCodeInternal, "The guide could not be switched; try again.")
 		return
 	}
 	// A different window size: reload, the store has the whole history.
@@ -119,7 +119,7 @@ func (s *session) switchGuide(ctx context.Context, in switchboard.Input, name st
 	s.guide = g
 	s.rec.Guide = g.Name
 	s.mu.Lock()
-	s.guideLabel = g.Name
+	s.guideLabel, s.membersMayStop = g.Name, g.MembersMayStop
 	s.mu.Unlock()
 	s.systemMessage(ctx, fmt.Sprintf("Guide switched to %s: %s", g.Name, g.Description))
 }
@@ -130,20 +130,20 @@ func (s *session) switchGuide(ctx context.Context, in switchboard.Input, name st
 func (s *session) reset(ctx context.Context, j job) {
 	in := j.input
 	if !s.role(in.Author).CanApprove() {
-		s.emitError(ctx, switchboard.ErrCodeForbidden, "Only the session's owner or an approver may reset the conversation.")
+		s.tell(in.Author, switchboard.ErrCodeForbidden, "Only the session's owner or an approver may reset the conversation.")
 		return
 	}
 	if s.rec.Key != "" {
 		if err := s.m.cfg.Store.ClearSessionKey(ctx, s.id); err != nil {
 			s.log.Error("reset failed", "err", err)
-			s.emitError(ctx, switchboard.ErrCodeInternal, "The conversation could not be reset; try again.")
+			s.tell(in.Author, switchboard.ErrCodeInternal, "The conversation could not be reset; try again.")
 			return
 		}
 	}
 	next, err := s.m.create(ctx, s.rec.Key, s.guide.Name, in.Author)
 	if err != nil {
 		s.log.Error("reset failed", "err", err)
-		s.emitError(ctx, switchboard.ErrCodeInternal, "The conversation could not be reset; try again.")
+		s.tell(in.Author, switchboard.ErrCodeInternal, "The conversation could not be reset; try again.")
 		return
 	}
 	s.rec.Key = ""
@@ -154,10 +154,10 @@ func (s *session) reset(ctx context.Context, j job) {
 // runToolDirectly runs "/tool {json}": the user asked for it, so no
 // approval is needed, but a tool the guide denies stays denied. The call
 // and result are shown, not added to the model's context.
-func (s *session) runToolDirectly(ctx context.Context, cmd command) {
+func (s *session) runToolDirectly(ctx context.Context, by switchboard.Author, cmd command) {
 	name := cmd.name
 	if !slices.Contains(s.guide.Tools, name) || s.guide.Approval.For(name) == guides.Deny {
-		s.emitError(ctx, switchboard.ErrCodeForbidden, fmt.Sprintf("The tool %s is not available in this conversation. Send /tools for the list.", name))
+		s.tell(by, switchboard.ErrCodeForbidden, fmt.Sprintf("The tool %s is not available in this conversation. Send /tools for the list.", quoteID(name)))
 		return
 	}
 	args := json.RawMessage(cmd.args)
@@ -168,6 +168,7 @@ func (s *session) runToolDirectly(ctx context.Context, cmd command) {
 	p := &pendingTurn{
 		Assistant: switchboard.Message{Role: switchboard.RoleAssistant, ToolCalls: []switchboard.ToolCall{call}},
 		Results:   make([]*switchboard.Message, 1),
+		ranBy:     &by,
 	}
 	s.emit(ctx, switchboard.EventToolCall, switchboard.ToolCallData{ID: call.ID, Name: name, Args: args})
 	if err := s.m.cfg.Tools.Validate(name, args); err != nil {
@@ -189,18 +190,18 @@ func (s *session) runToolDirectly(ctx context.Context, cmd command) {
 func (s *session) action(ctx context.Context, in switchboard.Input) {
 	uiID, _, _, err := tools.ParseActionID(in.ActionID)
 	if err != nil {
-		s.emitError(ctx, switchboard.ErrCodeBadInput, fmt.Sprintf("Unknown action %q.", in.ActionID))
+		s.tell(in.Author, switchboard.ErrCodeBadInput, fmt.Sprintf("Unknown action %s.", quoteID(in.ActionID)))
 		return
 	}
 	// A card a user could click was published, so it is stored.
 	ui, err := s.m.cfg.Store.FindUI(ctx, s.id, uiID)
 	if err != nil {
-		s.emitError(ctx, switchboard.ErrCodeNotFound, fmt.Sprintf("The control %q is not part of this conversation.", in.ActionID))
+		s.tell(in.Author, switchboard.ErrCodeNotFound, fmt.Sprintf("The control %s is not part of this conversation.", quoteID(in.ActionID)))
 		return
 	}
 	text, err := tools.DescribeAction(ui, in.ActionID, in.Value)
 	if err != nil {
-		s.emitError(ctx, switchboard.ErrCodeBadInput, err.Error())
+		s.tell(in.Author, switchboard.ErrCodeBadInput, err.Error())
 		return
 	}
 	s.userTurn(ctx, job{input: in}, text)

@@ -39,6 +39,7 @@ name: other
 description: Another persona
 tools: [calculator]
 approval: { default: deny }
+members_may_stop: false
 ---
 You are the other assistant.
 `

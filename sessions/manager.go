@@ -51,7 +51,7 @@ type Store interface {
 	// AcceptInput stores an input durably before it is queued; Inbox
 	// lists those not taken up yet; Unfinished, the sessions a restart
 	// must take up.
-	AcceptInput(ctx context.Context, sessionID string, in switchboard.Input) (id int64, dup bool, err error)
+	AcceptInput(ctx context.Context, sessionID, key string, in switchboard.Input) (id int64, dup bool, err error)
 	Inbox(ctx context.Context, sessionID string) ([]switchboard.QueuedInput, error)
 	Unfinished(ctx context.Context) ([]string, error)
 
@@ -263,7 +263,7 @@ func (m *Manager) Attach(ctx context.Context, opts AttachOptions) (*Subscription
 		// Past the end (a client whose store was reset): from now on.
 		after = last
 	}
-	sub := s.subscribe(after)
+	sub := s.subscribe(after, opts.Author.Key())
 	sub.Ready = switchboard.ReadyData{
 		Session: s.id, Guide: s.guideName(), Role: string(role), LastSeq: s.publishedSeq(),
 		User: &switchboard.ReadyUser{ID: opts.Author.ID, Name: opts.Author.DisplayName()},
@@ -317,25 +317,10 @@ func (m *Manager) Submit(ctx context.Context, sessionID string, in switchboard.I
 	if err != nil {
 		return nil, err
 	}
-	if !stops(in) {
-		if in.Kind == switchboard.InputText {
-			return s.accept(ctx, in)
-		}
-		return s.submit(in)
+	if in.Kind == switchboard.InputText && !stops(in) {
+		return s.accept(ctx, in)
 	}
-	// A stop acts as it is queued, so a repeated one is caught here.
-	if in.ClientID != "" {
-		seen, err := m.cfg.Store.SeenInput(ctx, sessionID, in.ClientID)
-		if err != nil {
-			return nil, fmt.Errorf("sessions: submit: %w", err)
-		}
-		if seen {
-			r := newReceipt()
-			r.finish(s.publishedSeq())
-			return r, nil
-		}
-	}
-	return s.submit(in)
+	return s.submit(ctx, in)
 }
 
 // open finds or creates the session an Attach names.
@@ -414,6 +399,15 @@ func (m *Manager) unload(s *session) {
 	if m.live.CompareAndDelete(s.id, s) {
 		m.liveCount.Add(-1)
 	}
+}
+
+// dedupeKey is what a repeated input is recognised by: the client's id
+// for it, per author, so one user's ids never swallow another's.
+func dedupeKey(in switchboard.Input) string {
+	if in.ClientID == "" {
+		return ""
+	}
+	return in.Author.Key() + " " + in.ClientID
 }
 
 func newID(prefix string) string {

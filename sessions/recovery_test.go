@@ -334,12 +334,14 @@ func TestWaitingApprovalAndItsAnswersSurviveARestart(t *testing.T) {
 	h := newHarness(t)
 	h.llm.Push(
 		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "current_time", Args: `{"timezone":"UTC"}`}}},
+		openaitest.Reply{Hang: true}, // after the tool: cut by the restart
 		openaitest.Reply{Text: []string{"It is now."}},
 	)
 	c := h.newSession(alice)
 	c.submit(switchboard.Input{ClientID: "c1", Text: "what time is it?"})
 	req := c.until(switchboard.EventConfirmationRequest, nil).(*switchboard.ConfirmationRequestData)
-	// Approved; the gateway goes down before the tool runs.
+	// Approved; the gateway goes down before the turn ends, with the tool
+	// run or not yet.
 	c.submit(switchboard.Input{Kind: switchboard.InputConfirm, ConfirmationID: req.ConfirmationID, Approved: true})
 	c.until(switchboard.EventConfirmationResolved, nil)
 	h.restart()

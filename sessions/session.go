@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,14 +86,16 @@ type session struct {
 
 	mu         sync.Mutex
 	closed     bool
-	published  int64 // last seq stored and handed to subscribers
-	subs       map[*Subscription]struct{}
-	attached   int                           // subscriptions open, live or catching up
+	published  int64                         // last seq stored and handed to subscribers
+	subs       map[*Subscription]struct{}    // live: registered for committed events
+	listeners  map[*Subscription]struct{}    // every open subscription, live or catching up
 	accepting  int                           // inputs being accepted: not yet queued
 	handling   bool                          // a job is under way
 	roles      map[string]collaboration.Role // author key → role
 	guideLabel string
-	cancelTurn context.CancelCauseFunc
+	// membersMayStop is the guide's members_may_stop, for submit.
+	membersMayStop bool
+	cancelTurn     context.CancelCauseFunc
 }
 
 // restore loads a session's record, window, roles and any suspended turn.
@@ -137,8 +140,8 @@ func (m *Manager) restore(ctx context.Context, id string) (*session, error) {
 		// Room for what was accepted before a restart, and the turn it cut.
 		inbox: make(chan job, max(m.cfg.QueueSize, len(queued)+1)),
 		rec:   rec, guide: g, window: window, seq: seq,
-		published: seq, subs: map[*Subscription]struct{}{},
-		roles: map[string]collaboration.Role{}, guideLabel: g.Name,
+		published: seq, subs: map[*Subscription]struct{}{}, listeners: map[*Subscription]struct{}{},
+		roles: map[string]collaboration.Role{}, guideLabel: g.Name, membersMayStop: g.MembersMayStop,
 	}
 	s.onCommit = s.committed
 	for k, r := range members {
@@ -211,7 +214,7 @@ func (s *session) run() {
 func (s *session) tryUnload() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.attached > 0 || s.accepting > 0 || len(s.inbox) > 0 || s.pending != nil {
+	if len(s.listeners) > 0 || s.accepting > 0 || len(s.inbox) > 0 || s.pending != nil {
 		return false
 	}
 	s.closed = true
@@ -238,21 +241,36 @@ func (s *session) shutdown() {
 
 // submit queues an input. Cancelling is out of band: it must reach a turn
 // that is running, which the queue would only reach after it ended.
-func (s *session) submit(in switchboard.Input) (*Receipt, error) {
+func (s *session) submit(ctx context.Context, in switchboard.Input) (*Receipt, error) {
+	s.mu.Lock()
+	if err := s.mayQueueLocked(in); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	s.mu.Unlock()
+	// A stop acts as it is taken, so a repeated one is caught here; its id
+	// is recorded only once it passed the checks above, so a refused stop
+	// can be sent again.
+	if key := dedupeKey(in); key != "" && stops(in) {
+		seen, err := s.m.cfg.Store.SeenInput(ctx, s.id, key)
+		if err != nil {
+			return nil, fmt.Errorf("sessions: submit: %w", err)
+		}
+		if seen {
+			r := newReceipt()
+			r.finish(s.publishedSeq())
+			return r, nil
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return nil, ErrClosed
-	}
-	if role := s.roleLocked(in.Author); !role.CanWrite() {
-		return nil, fmt.Errorf("%w: %s is a %s in this session and may not write", ErrForbidden, in.Author.DisplayName(), role)
+	if err := s.mayQueueLocked(in); err != nil {
+		return nil, err
 	}
 	j := job{input: in, receipt: newReceipt()}
-	if stops(in) {
-		if s.cancelTurn != nil {
-			s.cancelTurn(nil) // cause: context.Canceled, the user's stop
-			j.stoppedRunning = true
-		}
+	if stops(in) && s.cancelTurn != nil {
+		s.cancelTurn(nil) // cause: context.Canceled, the user's stop
+		j.stoppedRunning = true
 	}
 	select {
 	case s.inbox <- j:
@@ -260,6 +278,24 @@ func (s *session) submit(in switchboard.Input) (*Receipt, error) {
 	default:
 		return nil, ErrBusy
 	}
+}
+
+// mayQueueLocked refuses what the session cannot take from this author
+// now: it is closed, they may not write, the queue is full, or they may
+// not stop the running turn.
+func (s *session) mayQueueLocked(in switchboard.Input) error {
+	role := s.roleLocked(in.Author)
+	switch {
+	case s.closed:
+		return ErrClosed
+	case !role.CanWrite():
+		return fmt.Errorf("%w: %s is a %s in this session and may not write", ErrForbidden, in.Author.DisplayName(), role)
+	case len(s.inbox) >= cap(s.inbox):
+		return ErrBusy
+	case stops(in) && s.cancelTurn != nil && !role.CanApprove() && !s.membersMayStop:
+		return fmt.Errorf("%w: in this conversation only the owner or an approver may stop a turn", ErrForbidden)
+	}
+	return nil
 }
 
 func (s *session) setHandling(b bool) {
@@ -279,17 +315,9 @@ func (s *session) accept(ctx context.Context, in switchboard.Input) (*Receipt, e
 	s.acceptMu.Lock()
 	defer s.acceptMu.Unlock()
 	s.mu.Lock()
-	switch {
-	case s.closed:
+	if err := s.mayQueueLocked(in); err != nil {
 		s.mu.Unlock()
-		return nil, ErrClosed
-	case !s.roleLocked(in.Author).CanWrite():
-		role := s.roleLocked(in.Author)
-		s.mu.Unlock()
-		return nil, fmt.Errorf("%w: %s is a %s in this session and may not write", ErrForbidden, in.Author.DisplayName(), role)
-	case len(s.inbox) >= cap(s.inbox):
-		s.mu.Unlock()
-		return nil, ErrBusy
+		return nil, err
 	}
 	_, command := parseCommand(in.Text)
 	direct := !s.handling && len(s.inbox) == 0 && !command
@@ -304,7 +332,7 @@ func (s *session) accept(ctx context.Context, in switchboard.Input) (*Receipt, e
 	if direct {
 		return s.handOver(ctx, in)
 	}
-	id, dup, err := s.m.cfg.Store.AcceptInput(ctx, s.id, in)
+	id, dup, err := s.m.cfg.Store.AcceptInput(ctx, s.id, dedupeKey(in), in)
 	if err != nil {
 		s.m.cfg.Metrics.WriteFailed()
 		return nil, fmt.Errorf("sessions: accept input: %w", err)
@@ -313,6 +341,7 @@ func (s *session) accept(ctx context.Context, in switchboard.Input) (*Receipt, e
 	if dup {
 		// Sent again after a reconnect: it is stored, or queued, and
 		// will be answered once; its events reach the client by seq.
+		s.tell(in.Author, switchboard.ErrCodeDuplicate, fmt.Sprintf("Already received (id %s): it is answered once.", quoteID(in.ClientID)))
 		r.finish(s.publishedSeq())
 		return r, nil
 	}
@@ -460,7 +489,7 @@ func (s *session) handle(j job) {
 		}
 		s.userTurn(ctx, j, in.Text)
 	default:
-		s.emitError(ctx, switchboard.ErrCodeBadInput, fmt.Sprintf("unknown input kind %q", in.Kind))
+		s.tell(in.Author, switchboard.ErrCodeBadInput, fmt.Sprintf("unknown input kind %s", quoteID(string(in.Kind))))
 	}
 }
 
@@ -590,15 +619,34 @@ func (s *session) writeFailed(err error) {
 // of the conversation's history: the event has no seq, is not stored,
 // and a listener that misses it misses nothing it could catch up on.
 func (s *session) noticeLocked(code, msg string) {
+	s.noticeToLocked("", code, msg)
+}
+
+// tell answers one author's input that the session refused or could not
+// use, on that author's listeners only: what one member got wrong (a bad
+// id, a command they may not use) is not broadcast to everyone, and text
+// they chose never reaches others inside an error.
+func (s *session) tell(to switchboard.Author, code, msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noticeToLocked(to.Key(), code, msg)
+}
+
+// noticeToLocked sends a notice to the listeners of author key to, or to
+// all of them when to is empty.
+func (s *session) noticeToLocked(to, code, msg string) {
 	raw, _ := json.Marshal(switchboard.ErrorData{Code: code, Message: msg})
 	ev := switchboard.Event{
 		Time: s.m.cfg.Now().UTC().Truncate(time.Millisecond), Session: s.id,
 		Agent: s.guideLabel, Type: switchboard.EventError, Data: raw,
 	}
-	for sub := range s.subs {
+	for sub := range s.listeners {
+		if to != "" && sub.author != to {
+			continue
+		}
 		select {
-		case sub.live <- ev:
-		default:
+		case sub.notices <- ev:
+		default: // a listener this far behind gets the history, not notices
 		}
 	}
 }
@@ -623,11 +671,14 @@ func (s *session) systemMessage(ctx context.Context, text string) {
 type Subscription struct {
 	Ready switchboard.ReadyData
 
-	s    *session
-	out  chan switchboard.Event
-	live chan switchboard.Event // filled by emit while registered
-	stop chan struct{}
-	once sync.Once
+	s      *session
+	author string // Author.Key() of who attached
+	out    chan switchboard.Event
+	live   chan switchboard.Event // filled by emit while registered
+	// notices are events outside the history (seq 0), for this listener.
+	notices chan switchboard.Event
+	stop    chan struct{}
+	once    sync.Once
 	// dropped is closed by drop so pump learns it must catch up; both
 	// fields are guarded by the session's mu.
 	dropped   chan struct{}
@@ -651,10 +702,13 @@ func (sub *Subscription) drop() {
 	}
 }
 
-func (s *session) subscribe(after int64) *Subscription {
-	sub := &Subscription{s: s, out: make(chan switchboard.Event), stop: make(chan struct{})}
+func (s *session) subscribe(after int64, author string) *Subscription {
+	sub := &Subscription{
+		s: s, author: author, out: make(chan switchboard.Event), stop: make(chan struct{}),
+		notices: make(chan switchboard.Event, 16),
+	}
 	s.mu.Lock()
-	s.attached++
+	s.listeners[sub] = struct{}{}
 	s.mu.Unlock()
 	go sub.pump(after)
 	return sub
@@ -697,6 +751,9 @@ func (sub *Subscription) pump(last int64) {
 					}
 					last = ev.Seq
 				}
+				if !sub.passNotices(ctx) {
+					return
+				}
 				continue
 			}
 			break
@@ -704,13 +761,12 @@ func (sub *Subscription) pump(last int64) {
 		// Live: forward until dropped or stopped.
 		for {
 			select {
-			case ev := <-sub.live:
-				if ev.Seq == 0 { // a notice, outside the numbered history
-					if !sub.send(ctx, ev) {
-						return
-					}
-					continue
+			case ev := <-sub.notices:
+				if !sub.send(ctx, ev) {
+					return
 				}
+				continue
+			case ev := <-sub.live:
 				if ev.Seq <= last {
 					continue
 				}
@@ -729,7 +785,7 @@ func (sub *Subscription) pump(last int64) {
 		for drained := false; !drained; {
 			select {
 			case ev := <-sub.live:
-				if ev.Seq > last && ev.Seq > 0 {
+				if ev.Seq > last {
 					if !sub.send(ctx, ev) {
 						return
 					}
@@ -770,8 +826,22 @@ func (sub *Subscription) detach() {
 	s := sub.s
 	s.mu.Lock()
 	delete(s.subs, sub)
-	s.attached--
+	delete(s.listeners, sub)
 	s.mu.Unlock()
+}
+
+// passNotices sends the notices waiting, without blocking for more.
+func (sub *Subscription) passNotices(ctx context.Context) bool {
+	for {
+		select {
+		case ev := <-sub.notices:
+			if !sub.send(ctx, ev) {
+				return false
+			}
+		default:
+			return true
+		}
+	}
 }
 
 func (sub *Subscription) send(ctx context.Context, ev switchboard.Event) bool {
@@ -781,6 +851,20 @@ func (sub *Subscription) send(ctx context.Context, ev switchboard.Event) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// quoteID shows an id or name a client chose, quoted and cut to a length
+// that cannot carry a message of its own.
+func quoteID(id string) string {
+	const max = 40
+	if len(id) > max {
+		cut := max
+		for cut > 0 && !utf8Start(id[cut]) {
+			cut--
+		}
+		id = id[:cut] + "…"
+	}
+	return strconv.Quote(id)
 }
 
 // stops reports whether an input stops the running turn.

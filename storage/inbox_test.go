@@ -50,7 +50,7 @@ func TestAcceptInputInboxAndUnfinished(t *testing.T) {
 
 	accept := func(session string, in switchboard.Input) (int64, bool) {
 		t.Helper()
-		id, dup, err := db.AcceptInput(ctx, session, in)
+		id, dup, err := acceptInput(ctx, db, session, in)
 		if err != nil {
 			t.Fatalf("AcceptInput(%s, %q) = %v", session, in.ClientID, err)
 		}
@@ -81,7 +81,7 @@ func TestAcceptInputInboxAndUnfinished(t *testing.T) {
 		t.Errorf("Inbox(s3) = %+v, %v; want %+v", q, err, confirm)
 	}
 	// An unknown session accepts nothing and records no id.
-	if _, _, err := db.AcceptInput(ctx, "ghost", textInput("c1", "boo")); err == nil {
+	if _, _, err := acceptInput(ctx, db, "ghost", textInput("c1", "boo")); err == nil {
 		t.Error("AcceptInput for an unknown session succeeded")
 	}
 	if got := inboxOf(t, db, "ghost"); got != "" {
@@ -203,7 +203,7 @@ func TestAcceptInputIsDurable(t *testing.T) {
 	// Held: the input and the probe share the next batch.
 	accepted := make(chan error, 1)
 	go func() {
-		_, _, err := db.AcceptInput(ctx, "s1", textInput("c1", "hi"))
+		_, _, err := acceptInput(ctx, db, "s1", textInput("c1", "hi"))
 		accepted <- err
 	}()
 	for deadline := time.Now().Add(10 * time.Second); len(db.queue) < 1; {

@@ -189,11 +189,12 @@ func (db *DB) WriteTurn(ctx context.Context, sessionID string, w switchboard.Tur
 }
 
 // AcceptInput stores an input its session has not taken up yet, and
-// records its client id, in one write that waits for the disk: once it
-// returns, the input survives a crash and a power cut, and a restart takes
-// it up (Inbox). dup reports a client id the session has seen already:
-// nothing is stored then.
-func (db *DB) AcceptInput(ctx context.Context, sessionID string, in switchboard.Input) (id int64, dup bool, err error) {
+// records its de-duplication key (the caller's: the sessions make it from
+// the author and the client's id), in one write that waits for the disk:
+// once it returns, the input survives a crash and a power cut, and a
+// restart takes it up (Inbox). dup reports a key the session has seen
+// already: nothing is stored then. An empty key is never recorded.
+func (db *DB) AcceptInput(ctx context.Context, sessionID, key string, in switchboard.Input) (id int64, dup bool, err error) {
 	data, err := json.Marshal(in)
 	if err != nil {
 		return 0, false, fmt.Errorf("storage: accept input: %w", err)
@@ -201,8 +202,8 @@ func (db *DB) AcceptInput(ctx context.Context, sessionID string, in switchboard.
 	j := &writeJob{durable: true}
 	j.run = func(ctx context.Context, tx *sql.Tx) error {
 		id, dup = 0, false
-		if in.ClientID != "" {
-			seen, err := db.markSeen(ctx, tx, sessionID, in.ClientID)
+		if key != "" {
+			seen, err := db.markSeen(ctx, tx, sessionID, key)
 			if err != nil || seen {
 				dup = seen
 				return err

@@ -95,7 +95,7 @@ func TestWriteTurnIsAtomic(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
 	newSession(t, db, "s1", "")
-	inboxID, _, err := db.AcceptInput(ctx, "s1", textInput("c0", "queued"))
+	inboxID, _, err := acceptInput(ctx, db, "s1", textInput("c0", "queued"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestWriteTurnDuplicateWritesNothing(t *testing.T) {
 		t.Fatalf("first WriteTurn = %v, %v", dup, err)
 	}
 	before := snap(t, db, "s1")
-	inboxID, _, err := db.AcceptInput(ctx, "s1", textInput("c2", "x"))
+	inboxID, _, err := acceptInput(ctx, db, "s1", textInput("c2", "x"))
 	if err != nil {
 		t.Fatal(err)
 	}
