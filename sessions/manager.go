@@ -13,9 +13,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/collaboration"
@@ -56,6 +59,10 @@ type Store interface {
 	Unfinished(ctx context.Context) ([]string, error)
 
 	SeenInput(ctx context.Context, sessionID, clientID string) (bool, error)
+
+	// Expired and DeleteSessions serve retention.
+	Expired(ctx context.Context, before time.Time, limit int) ([]string, error)
+	DeleteSessions(ctx context.Context, ids []string) error
 }
 
 // Config wires a Manager. Zero durations and sizes take the defaults below.
@@ -78,6 +85,16 @@ type Config struct {
 	// JoinRole is the role of a user who attaches to someone else's
 	// session without a role of their own (member).
 	JoinRole collaboration.Role
+
+	// MaxLive bounds the sessions loaded at once (0: no bound); past it,
+	// opening one more fails with ErrFull.
+	MaxLive int
+	// NewPerMinute bounds how many sessions one author may create a
+	// minute (0: 20).
+	NewPerMinute int
+	// Retention deletes sessions whose last turn ended longer ago than
+	// this, with everything they hold (0: keep them).
+	Retention time.Duration
 
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -104,6 +121,9 @@ func (c Config) withDefaults() Config {
 	if c.JoinRole == "" {
 		c.JoinRole = collaboration.Member
 	}
+	if c.NewPerMinute <= 0 {
+		c.NewPerMinute = 20
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -124,6 +144,10 @@ var (
 	// ErrShuttingDown is the cause of a turn cut because a shutdown ran out
 	// of time: the turn stays open and the next start runs it again.
 	ErrShuttingDown = errors.New("the gateway shut down before the turn finished")
+	// ErrFull: as many sessions are loaded as sessions.max_live allows.
+	ErrFull = errors.New("the gateway has too many conversations open; try again in a few minutes")
+	// ErrTooFast: an author opens new sessions faster than allowed.
+	ErrTooFast = errors.New("too many new conversations in a short time; wait a minute")
 )
 
 // Manager owns the live sessions. Each session runs on its own goroutine
@@ -133,7 +157,8 @@ type Manager struct {
 	cfg  Config
 	ctx  context.Context // ends at shutdown; every session goroutine runs under it
 	live sync.Map        // session id → *session
-	wg   sync.WaitGroup
+	wg   sync.WaitGroup  // session goroutines
+	bg   sync.WaitGroup  // the manager's own: retention
 
 	// turns is the parent of every turn's context: Drain cancels it when
 	// its time is up (cause ErrShuttingDown).
@@ -146,6 +171,9 @@ type Manager struct {
 
 	loadMu    sync.Mutex // serialises loading, never held on the hot path
 	liveCount atomic.Int64
+
+	// creators limits new sessions per author; guarded by loadMu.
+	creators map[string]*rate.Limiter
 }
 
 // NewManager starts a manager; its sessions stop when ctx ends, and Wait
@@ -153,12 +181,20 @@ type Manager struct {
 func NewManager(ctx context.Context, cfg Config) *Manager {
 	m := &Manager{cfg: cfg.withDefaults(), ctx: ctx, draining: make(chan struct{})}
 	m.turns, m.stopTurns = context.WithCancelCause(ctx)
+	m.creators = map[string]*rate.Limiter{}
+	if m.cfg.Retention > 0 {
+		m.bg.Go(m.retain)
+	}
 	m.cfg.Metrics.GaugeFunc("switchboard_sessions_live", "Sessions loaded in memory.", func() float64 { return float64(m.liveCount.Load()) })
 	return m
 }
 
-// Wait blocks until every session goroutine has stopped.
-func (m *Manager) Wait() { m.wg.Wait() }
+// Wait blocks until every session goroutine, and the manager's own, have
+// stopped.
+func (m *Manager) Wait() {
+	m.wg.Wait()
+	m.bg.Wait()
+}
 
 // Recover loads every session with work a crash or a restart left: a turn
 // that was running is run again, a turn waiting for approval waits again
@@ -345,6 +381,9 @@ func (m *Manager) open(ctx context.Context, opts AttachOptions) (s *session, cre
 
 // create stores a new session owned by author.
 func (m *Manager) create(ctx context.Context, key, guide string, author switchboard.Author) (*session, error) {
+	if !m.mayCreate(author) {
+		return nil, fmt.Errorf("sessions: create: %w", ErrTooFast)
+	}
 	if guide == "" {
 		guide = m.cfg.DefaultGuide
 	}
@@ -372,6 +411,9 @@ func (m *Manager) load(ctx context.Context, id string) (*session, error) {
 	if m.ctx.Err() != nil || m.isDraining() {
 		return nil, ErrClosed
 	}
+	if max := m.cfg.MaxLive; max > 0 && m.liveCount.Load() >= int64(max) {
+		return nil, fmt.Errorf("sessions: load %s: %w", id, ErrFull)
+	}
 	m.loadMu.Lock()
 	defer m.loadMu.Unlock()
 	if v, ok := m.live.Load(id); ok {
@@ -398,6 +440,73 @@ func (m *Manager) load(ctx context.Context, id string) (*session, error) {
 func (m *Manager) unload(s *session) {
 	if m.live.CompareAndDelete(s.id, s) {
 		m.liveCount.Add(-1)
+	}
+}
+
+// mayCreate spends one of the author's new-session tokens.
+func (m *Manager) mayCreate(a switchboard.Author) bool {
+	m.loadMu.Lock()
+	defer m.loadMu.Unlock()
+	l := m.creators[a.Key()]
+	if l == nil {
+		if len(m.creators) >= 10_000 {
+			clear(m.creators) // forgetting grants a fresh allowance: bounded memory
+		}
+		per := m.cfg.NewPerMinute
+		l = rate.NewLimiter(rate.Every(time.Minute/time.Duration(per)), per)
+		m.creators[a.Key()] = l
+	}
+	return l.Allow()
+}
+
+// retain deletes expired sessions now and every hour, until the manager
+// stops or drains.
+func (m *Manager) retain() {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		m.deleteExpired()
+		select {
+		case <-t.C:
+		case <-m.ctx.Done():
+			return
+		case <-m.draining:
+			return
+		}
+	}
+}
+
+// deleteExpired deletes, page by page, the sessions idle for longer than
+// the retention, except those loaded now. loadMu keeps them from loading
+// while they go.
+func (m *Manager) deleteExpired() {
+	const page = 500
+	before := m.cfg.Now().Add(-m.cfg.Retention)
+	deleted := 0
+	for m.ctx.Err() == nil {
+		ids, err := m.cfg.Store.Expired(m.ctx, before, page)
+		if err != nil {
+			m.cfg.Logger.Error("retention: listing expired sessions failed", "err", err)
+			return
+		}
+		m.loadMu.Lock()
+		n := len(ids)
+		ids = slices.DeleteFunc(ids, func(id string) bool { _, live := m.live.Load(id); return live })
+		if len(ids) > 0 {
+			err = m.cfg.Store.DeleteSessions(m.ctx, ids)
+		}
+		m.loadMu.Unlock()
+		if err != nil {
+			m.cfg.Logger.Error("retention: deleting expired sessions failed", "err", err)
+			return
+		}
+		deleted += len(ids)
+		if n < page || len(ids) == 0 {
+			break
+		}
+	}
+	if deleted > 0 {
+		m.cfg.Logger.Info("retention: sessions deleted", "sessions", deleted, "idle_since_before", before)
 	}
 }
 

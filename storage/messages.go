@@ -170,9 +170,9 @@ func (db *DB) WriteTurn(ctx context.Context, sessionID string, w switchboard.Tur
 				return err
 			}
 		}
-		if w.Usage != (switchboard.Usage{}) {
+		if w.Usage != (switchboard.Usage{}) || w.EndTurn {
 			u := w.Usage
-			res, err := db.execWrite(ctx, tx, addUsage, u.PromptTokens, u.CompletionTokens, u.TotalTokens, sessionID)
+			res, err := db.execWrite(ctx, tx, endTurn, u.PromptTokens, u.CompletionTokens, u.TotalTokens, time.Now().UnixMilli(), sessionID)
 			if err != nil {
 				return err
 			}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/switchboard-gw/switchboard"
 )
@@ -13,9 +14,9 @@ import (
 // another session (ErrExists).
 func (db *DB) CreateSession(ctx context.Context, s switchboard.Session) error {
 	_, err := db.write.ExecContext(ctx, `INSERT INTO sessions
-		(id, key, guide, owner, created_at, prompt_tokens, completion_tokens, total_tokens)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		s.ID, nullable(s.Key), s.Guide, s.Owner, s.CreatedAt.UnixMilli(),
+		(id, key, guide, owner, created_at, active_at, prompt_tokens, completion_tokens, total_tokens)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		s.ID, nullable(s.Key), s.Guide, s.Owner, s.CreatedAt.UnixMilli(), s.CreatedAt.UnixMilli(),
 		s.Usage.PromptTokens, s.Usage.CompletionTokens, s.Usage.TotalTokens)
 	if isUnique(err) {
 		return fmt.Errorf("storage: create session %s (key %q): %w", s.ID, s.Key, ErrExists)
@@ -79,11 +80,62 @@ func (db *DB) SetSessionGuide(ctx context.Context, id, guide string) error {
 	return db.updateSession(ctx, "set session guide", id, `UPDATE sessions SET guide = ? WHERE id = ?`, guide, id)
 }
 
-const addUsage = `UPDATE sessions SET
+// endTurn adds a turn's tokens to the session's totals and notes when it
+// was last active, in one statement on a row the turn's end writes anyway.
+const endTurn = `UPDATE sessions SET
 	prompt_tokens = prompt_tokens + ?,
 	completion_tokens = completion_tokens + ?,
-	total_tokens = total_tokens + ?
+	total_tokens = total_tokens + ?,
+	active_at = max(active_at, ?)
 	WHERE id = ?`
+
+// Expired returns up to limit sessions whose last turn ended before
+// before (or that never had one and were created before it), oldest
+// first, leaving out any with an open turn or accepted input.
+func (db *DB) Expired(ctx context.Context, before time.Time, limit int) ([]string, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT id FROM sessions WHERE active_at < ?
+		AND id NOT IN (SELECT session_id FROM pending_turns)
+		AND id NOT IN (SELECT session_id FROM inbox)
+		ORDER BY active_at LIMIT ?`, before.UnixMilli(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("storage: expired sessions: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("storage: expired sessions: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: expired sessions: %w", err)
+	}
+	return ids, nil
+}
+
+// DeleteSessions deletes sessions with everything they hold: events,
+// messages, members, open turns, input ids and inbox, in one transaction.
+func (db *DB) DeleteSessions(ctx context.Context, ids []string) error {
+	err := db.inBatch(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		for _, id := range ids {
+			// Events have no foreign key (see the schema); the rest cascade.
+			if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE session_id = ?`, id); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id); err != nil {
+				return err
+			}
+			delete(db.seqs.committed, id) // the writer's goroutine: see lastSeqs
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("storage: delete sessions: %w", err)
+	}
+	return nil
+}
 
 func (db *DB) updateSession(ctx context.Context, op, id, query string, args ...any) error {
 	var n int64

@@ -360,7 +360,7 @@ func (db *DB) Close() error {
 // starts: while a transaction holds the one connection, nothing else can
 // be prepared on it.
 func prepareWrites(ctx context.Context, write *sql.DB) (map[string]*sql.Stmt, error) {
-	hot := []string{insertEvent, lastEvent, insertMessage, insertSeenInput, deleteSeenInput, addUsage, insertInbox,
+	hot := []string{insertEvent, lastEvent, insertMessage, insertSeenInput, deleteSeenInput, endTurn, insertInbox,
 		savePending, deletePending, deleteInbox}
 	stmts := make(map[string]*sql.Stmt, len(hot))
 	for _, q := range hot {

@@ -1,0 +1,58 @@
+package sessions_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/sessions"
+)
+
+func TestLiveSessionsAreBounded(t *testing.T) {
+	h := newHarness(t, func(c *sessions.Config) { c.MaxLive = 2 })
+	h.newSession(alice)
+	h.newSession(bob)
+	_, err := h.m.Attach(context.Background(), sessions.AttachOptions{Author: switchboard.Author{Channel: "web", ID: "carol"}})
+	if !errors.Is(err, sessions.ErrFull) {
+		t.Fatalf("a third session with max_live 2: %v, want ErrFull", err)
+	}
+}
+
+func TestAnAuthorCannotOpenSessionsWithoutEnd(t *testing.T) {
+	h := newHarness(t, func(c *sessions.Config) { c.NewPerMinute = 2 })
+	h.newSession(alice)
+	h.newSession(alice)
+	_, err := h.m.Attach(context.Background(), sessions.AttachOptions{Author: alice})
+	if !errors.Is(err, sessions.ErrTooFast) {
+		t.Fatalf("Alice's third new session in a minute: %v, want ErrTooFast", err)
+	}
+	h.newSession(bob) // others are not held back
+}
+
+func TestRetentionDeletesIdleSessions(t *testing.T) {
+	h := newHarness(t)
+	c := h.newSession(alice)
+	c.say("hello")
+	c.idle()
+	// Restart with a retention that everything stored has outlived.
+	h.shutdown()
+	h.cfg.Retention = time.Nanosecond
+	h.start()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := h.db.Session(context.Background(), c.id)
+		if errors.Is(err, switchboard.ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the idle session is still stored (%v)", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_, err := h.m.Attach(context.Background(), sessions.AttachOptions{SessionID: c.id, Author: alice})
+	if !errors.Is(err, switchboard.ErrNotFound) {
+		t.Fatalf("attaching to a deleted session: %v, want not found", err)
+	}
+}
