@@ -25,6 +25,8 @@ type Metrics struct {
 	wsConnections prometheus.Gauge
 	wsFrames      *prometheus.CounterVec
 	wsClosed      *prometheus.CounterVec
+
+	circuitOpen *prometheus.GaugeVec
 }
 
 // New makes the collectors and registers them, with the Go runtime and
@@ -59,11 +61,16 @@ func New() *Metrics {
 		wsClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchboard_websocket_closed_total", Help: "/ws connections closed, by reason.",
 		}, []string{"reason"}),
+		circuitOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "switchboard_provider_circuit_open",
+			Help: "1 while a provider's circuit breaker is open (it failed too many turns in a row and calls skip it), else 0.",
+		}, []string{"provider"}),
 	}
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.events, m.turns, m.turnSeconds, m.resumed, m.writeFails, m.wsConnections, m.wsFrames, m.wsClosed,
+		m.circuitOpen,
 	)
 	return m
 }
@@ -134,4 +141,17 @@ func (m *Metrics) Frame(typ string) {
 		return
 	}
 	m.wsFrames.WithLabelValues(typ).Inc()
+}
+
+// ProviderCircuit sets whether a provider's circuit breaker is open. Its
+// signature is what providers.NewCircuit takes as onChange.
+func (m *Metrics) ProviderCircuit(provider string, open bool) {
+	if m == nil {
+		return
+	}
+	v := 0.0
+	if open {
+		v = 1
+	}
+	m.circuitOpen.WithLabelValues(provider).Set(v)
 }

@@ -63,4 +63,24 @@ func TestNilMetricsIsANoOp(t *testing.T) {
 	m.Frame("input")
 	m.GaugeFunc("x", "y", func() float64 { return 1 })
 	m.Connected()("done")
+	m.ProviderCircuit("main", true)
+}
+
+func TestProviderCircuitGauge(t *testing.T) {
+	m := metrics.New()
+	m.ProviderCircuit("main", false)
+	m.ProviderCircuit("backup", true)
+	body := scrape(t, m)
+	for _, want := range []string{
+		`switchboard_provider_circuit_open{provider="main"} 0`,
+		`switchboard_provider_circuit_open{provider="backup"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("scrape lacks %q", want)
+		}
+	}
+	m.ProviderCircuit("backup", false)
+	if body := scrape(t, m); !strings.Contains(body, `switchboard_provider_circuit_open{provider="backup"} 0`) {
+		t.Errorf("a closed circuit still shows open:\n%s", body)
+	}
 }

@@ -69,7 +69,8 @@ type Event struct {
 
 // Error is a failed call with what retrying needs to know. Adapters wrap the
 // SDK's error in it; Status is 0 when no HTTP response arrived (connection
-// refused, reset, timeout).
+// refused, reset, timeout) or the stream broke after a 2xx (then Err wraps
+// ErrBrokenStream).
 type Error struct {
 	Provider   string
 	Status     int
@@ -77,11 +78,16 @@ type Error struct {
 	Err        error
 }
 
+// Error is safe to log: whatever the wrapped error says, credentials in
+// URLs are scrubbed and the text is capped (see RedactText).
 func (e *Error) Error() string {
+	var s string
 	if e.Status != 0 {
-		return fmt.Sprintf("%s: HTTP %d: %v", e.Provider, e.Status, e.Err)
+		s = fmt.Sprintf("%s: HTTP %d: %v", e.Provider, e.Status, e.Err)
+	} else {
+		s = fmt.Sprintf("%s: %v", e.Provider, e.Err)
 	}
-	return fmt.Sprintf("%s: %v", e.Provider, e.Err)
+	return Truncate(RedactText(s), maxErrorText)
 }
 
 func (e *Error) Unwrap() error { return e.Err }

@@ -22,6 +22,13 @@ type Policy struct {
 	// the first byte, and between two stream events. A stream that keeps
 	// producing may run for as long as it needs.
 	IdleTimeout time.Duration
+	// BreakerFailures is how many turns in a row may fail with a retryable
+	// error (rate limits, 5xx, network faults, timeouts; never refusals)
+	// before the provider's circuit opens (see Circuit); negative: never.
+	BreakerFailures int
+	// BreakerCooldown is how long an open circuit keeps calls away from the
+	// provider before one probe call tries it again.
+	BreakerCooldown time.Duration
 }
 
 // Defaults for the zero fields of a Policy.
@@ -30,6 +37,9 @@ const (
 	DefaultMaxDelay      = 20 * time.Second
 	DefaultMaxRetryAfter = 60 * time.Second
 	DefaultIdleTimeout   = 60 * time.Second
+
+	DefaultBreakerFailures = 5
+	DefaultBreakerCooldown = 30 * time.Second
 )
 
 func (p Policy) withDefaults() Policy {
@@ -46,23 +56,42 @@ func (p Policy) withDefaults() Policy {
 	if p.IdleTimeout <= 0 {
 		p.IdleTimeout = DefaultIdleTimeout
 	}
+	if p.BreakerFailures == 0 {
+		p.BreakerFailures = DefaultBreakerFailures
+	}
+	if p.BreakerCooldown <= 0 {
+		p.BreakerCooldown = DefaultBreakerCooldown
+	}
 	return p
 }
 
-// Resilient wraps a provider with retries, an idle timeout and an optional
-// fallback. Retrying is only possible before the stream has yielded
-// anything: once text reached the user, a retry would show it twice, so a
-// later failure is returned as it is.
+// Resilient wraps a provider with retries, an idle timeout, a circuit
+// breaker and an optional fallback. Retrying is only possible before the
+// stream has yielded anything: once text reached the user, a retry would
+// show it twice, so a later failure is returned as it is.
+//
+// A call that fails for good ends with a *Failure: its kind, a reference
+// id, and the detail, safe to log (no credentials, bodies capped). The
+// failure is logged with the same reference; Describe turns it into the
+// message for users.
 type Resilient struct {
 	Name     string
 	Provider Provider
 	Policy   Policy
 	// Fallback, if set, gets the request when every retry failed with a
-	// retryable error. Its own Resilient wrapper retries it in turn.
+	// retryable error, or at once while the circuit is open. Its own
+	// Resilient wrapper retries it in turn.
 	Fallback *Resilient
 	Logger   *slog.Logger
 	// Sleep waits between attempts; tests replace it to observe delays.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Circuit is the provider's circuit breaker; nil means none. Copies of
+	// a Resilient share the Circuit they hold (sessions copy a Resilient
+	// to give it a guide's fallback), so set it where the Resilient is
+	// built: NewCircuit(name, onChange).
+	Circuit *Circuit
+	// Now is the breaker's clock; nil means time.Now.
+	Now func() time.Time
 }
 
 // ErrIdleTimeout is the cause of a call that went silent for too long.
@@ -71,16 +100,32 @@ var ErrIdleTimeout = errors.New("no response from the model within the idle time
 // Stream implements Provider.
 func (r *Resilient) Stream(ctx context.Context, req Request) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		err, started := r.stream(ctx, req, yield)
-		if err == nil || started {
-			if err != nil {
-				yield(Event{}, err)
+		p := r.Policy.withDefaults()
+		allowed, probe := r.Circuit.allow(p, r.now())
+		var (
+			err     error
+			started bool
+		)
+		if allowed {
+			if probe {
+				r.logger().Info("provider circuit half-open: trying one call", "provider", r.Name)
+				p.MaxRetries = 0 // one call decides; the fallback is waiting
 			}
+			err, started = r.stream(ctx, p, req, yield)
+			r.recordOutcome(ctx, p, err, probe)
+		} else {
+			err = &Error{Provider: r.Name, Err: ErrCircuitOpen}
+		}
+		if err == nil {
 			return
 		}
 		var pe *Error
-		if r.Fallback != nil && errors.As(err, &pe) && pe.Retryable() && ctx.Err() == nil {
-			r.logger().Warn("provider failed, using fallback", "provider", r.Name, "fallback", r.Fallback.Name, "err", err)
+		if !started && r.Fallback != nil && errors.As(err, &pe) && pe.Retryable() && ctx.Err() == nil {
+			if allowed {
+				r.logger().Warn("provider failed, using fallback", "provider", r.Name, "fallback", r.Fallback.Name, "err", err)
+			} else {
+				r.logger().Debug("provider circuit open, using fallback", "provider", r.Name, "fallback", r.Fallback.Name)
+			}
 			req := req
 			req.Model = "" // the fallback answers with its own model
 			for ev, ferr := range r.Fallback.Stream(ctx, req) {
@@ -90,14 +135,62 @@ func (r *Resilient) Stream(ctx context.Context, req Request) iter.Seq2[Event, er
 			}
 			return
 		}
-		yield(Event{}, err)
+		yield(Event{}, r.fail(ctx, err))
 	}
+}
+
+// fail gives a call's final error its kind and a reference id, and logs
+// the detail with that reference. An error that already is a Failure (a
+// fallback's) and a call cancelled by its caller are returned as they are.
+func (r *Resilient) fail(ctx context.Context, err error) error {
+	var f *Failure
+	if ctx.Err() != nil || errors.As(err, &f) {
+		return err
+	}
+	f = &Failure{Provider: r.Name, Kind: Classify(err), Ref: NewRef(), Err: err}
+	r.logger().Warn("provider call failed", "provider", r.Name, "kind", f.Kind, "ref", f.Ref, "err", RedactText(err.Error()))
+	return f
+}
+
+// recordOutcome tells the circuit how a call went, and logs a change.
+func (r *Resilient) recordOutcome(ctx context.Context, p Policy, err error, probe bool) {
+	if r.Circuit == nil {
+		return
+	}
+	o := outcomeSuccess
+	var pe *Error
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		o = outcomeNeutral
+	case errors.As(err, &pe) && pe.Retryable():
+		o = outcomeFailure
+	case errors.As(err, &pe):
+		// A refusal: the provider is up and answering.
+	default:
+		o = outcomeNeutral // never sent
+	}
+	opened, closed := r.Circuit.record(p, r.now(), o, probe)
+	switch {
+	case opened && probe:
+		r.logger().Warn("provider circuit still open: the probe call failed", "provider", r.Name, "cooldown", p.BreakerCooldown)
+	case opened:
+		r.logger().Warn("provider circuit open: calls skip it", "provider", r.Name, "failures", p.BreakerFailures, "cooldown", p.BreakerCooldown)
+	case closed:
+		r.logger().Info("provider circuit closed: the probe call succeeded", "provider", r.Name)
+	}
+}
+
+func (r *Resilient) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }
 
 // stream runs the attempts. It returns the final error, if any, and whether
 // anything was yielded (after which no retry or fallback may happen).
-func (r *Resilient) stream(ctx context.Context, req Request, yield func(Event, error) bool) (error, bool) {
-	p := r.Policy.withDefaults()
+func (r *Resilient) stream(ctx context.Context, p Policy, req Request, yield func(Event, error) bool) (error, bool) {
 	var lastErr error
 	for attempt := 0; attempt <= p.MaxRetries; attempt++ {
 		if attempt > 0 {
@@ -116,6 +209,9 @@ func (r *Resilient) stream(ctx context.Context, req Request, yield func(Event, e
 		if !errors.As(err, &pe) || !pe.Retryable() || ctx.Err() != nil {
 			return err, false
 		}
+	}
+	if p.MaxRetries == 0 {
+		return lastErr, false
 	}
 	return fmt.Errorf("%s: giving up after %d attempts: %w", r.Name, p.MaxRetries+1, lastErr), false
 }

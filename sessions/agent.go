@@ -385,20 +385,17 @@ func (s *session) endTurn(ctx context.Context, t *turn, err error) {
 	s.emitState(ctx, switchboard.StateIdle, "")
 }
 
-// providerErrorMessage says what went wrong in words a user can act on.
+// providerErrorMessage says what went wrong in words a user can act on:
+// one short, stable message per kind of failure, with the reference id of
+// the log line that holds the detail. The event is stored and sent to
+// everyone in the session, so it never quotes the error itself, which may
+// name the provider's URL, its answer or its internals.
 func providerErrorMessage(err error) string {
-	var pe *providers.Error
-	switch {
-	case errors.Is(err, providers.ErrIdleTimeout):
-		return "The model did not respond in time. Your message is saved; send another message to try again."
-	case errors.As(err, &pe) && pe.Status == 429:
-		return "The model provider is rate-limiting us and retries ran out. Your message is saved; try again in a minute."
-	case errors.As(err, &pe) && pe.Retryable():
-		return fmt.Sprintf("The model provider is failing (%v). Your message is saved; try again shortly.", err)
-	case errors.As(err, &pe):
-		return fmt.Sprintf("The model provider rejected the request: %v", err)
-	}
-	return fmt.Sprintf("The model call failed: %v", err)
+	// A failure a Resilient provider returns carries its reference and was
+	// logged with it; anything else is logged here under a new one.
+	err = providers.Refer(err, nil)
+	_, msg := providers.Describe(err)
+	return msg
 }
 
 // answer stores the model's final reply, the event that shows it and the

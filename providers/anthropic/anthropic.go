@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"net/http"
 	"net/url"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
@@ -69,14 +70,23 @@ func (p *Provider) Stream(ctx context.Context, req providers.Request) iter.Seq2[
 			yield(providers.Event{}, fmt.Errorf("%s: %w", p.name, err))
 			return
 		}
-		stream := p.client.Messages.NewStreaming(ctx, params)
+		var status int // of the response, once it came
+		seen := option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+			res, err := next(r)
+			if res != nil {
+				status = res.StatusCode
+			}
+			return res, err
+		})
+		stream := p.client.Messages.NewStreaming(ctx, params, seen)
+		answered := func() bool { return status >= 200 && status <= 299 }
 		defer stream.Close()
 
 		st := newTurn()
 		for stream.Next() {
 			more, err := st.consume(stream.Current(), yield)
 			if err != nil {
-				yield(providers.Event{}, p.streamError(ctx, err))
+				yield(providers.Event{}, p.streamError(ctx, answered(), err))
 				return
 			}
 			if !more {
@@ -87,11 +97,11 @@ func (p *Provider) Stream(ctx context.Context, req providers.Request) iter.Seq2[
 			}
 		}
 		if err := stream.Err(); err != nil {
-			yield(providers.Event{}, p.streamError(ctx, err))
+			yield(providers.Event{}, p.streamError(ctx, answered(), err))
 			return
 		}
 		if !st.stopped {
-			yield(providers.Event{}, p.streamError(ctx, errors.New("stream ended before message_stop")))
+			yield(providers.Event{}, p.streamError(ctx, answered(), errors.New("stream ended before message_stop")))
 			return
 		}
 		if !yield(providers.Event{Kind: providers.EventUsage, Usage: st.usage()}, nil) {

@@ -19,8 +19,13 @@ const StatusOverloaded = 529
 // streamError turns a failure of the SDK stream into a *providers.Error.
 // Status is the HTTP status of a refused request, the status Anthropic gives
 // the type of an `error` event sent mid-stream, or 0 for transport faults
-// and cancellation.
-func (p *Provider) streamError(ctx context.Context, err error) error {
+// and cancellation. answered says the server had answered 2xx, so a failure
+// without a status is a broken stream.
+//
+// The error's text is written here rather than taken from the SDK, whose
+// text has the request URL as configured (credentials and all) and the
+// whole body: here the URL loses its credentials and the body is capped.
+func (p *Provider) streamError(ctx context.Context, answered bool, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
 		// Make the cause visible to errors.Is (Retryable checks for
 		// context.Canceled) whatever the transport made of it.
@@ -29,19 +34,30 @@ func (p *Provider) streamError(ctx context.Context, err error) error {
 	pe := &providers.Error{Provider: p.name}
 	var apiErr *sdk.Error
 	switch {
-	case !errors.As(err, &apiErr):
-		pe.Err = fmt.Errorf("stream: %w", err)
+	case !errors.As(err, &apiErr) && answered && ctx.Err() == nil:
+		pe.Err = providers.Redacted(fmt.Errorf("%w: %w", providers.ErrBrokenStream, err), "stream broken: "+err.Error())
+	case apiErr == nil:
+		pe.Err = providers.Redacted(err, "stream: "+err.Error())
 	case apiErr.StatusCode >= 200 && apiErr.StatusCode <= 299:
 		// An `error` event inside a stream that had started well: the
 		// response's own status says nothing about it.
 		pe.Status = errorTypeStatus(apiErr.Type())
-		pe.Err = fmt.Errorf("stream: error event: %w", err)
+		detail := fmt.Sprintf("stream: error event %s: %s", apiErr.Type(), providers.Truncate(apiErr.RawJSON(), providers.MaxErrorBody))
+		if pe.Status == 0 {
+			pe.Err = providers.Redacted(fmt.Errorf("%w: %w", providers.ErrBrokenStream, err), detail)
+		} else {
+			pe.Err = providers.Redacted(err, detail)
+		}
 	default:
 		pe.Status = apiErr.StatusCode
 		if apiErr.Response != nil {
 			pe.RetryAfter = providers.RetryAfter(apiErr.Response.Header, time.Now())
 		}
-		pe.Err = err
+		detail := providers.HTTPDetail(apiErr.Request, apiErr.StatusCode, apiErr.RawJSON())
+		if apiErr.RequestID != "" {
+			detail += " (request-id " + apiErr.RequestID + ")"
+		}
+		pe.Err = providers.Redacted(err, detail)
 	}
 	return pe
 }

@@ -42,24 +42,47 @@ func (r recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // streamError turns a failure of the SDK stream into a *providers.Error.
 // Status is the HTTP status of a refused request, or the code of an error
-// the server sent mid-stream; 0 for transport faults and cancellation.
+// the server sent mid-stream; 0 for transport faults and cancellation. A
+// failure without a status after a 2xx answer is a broken stream.
+//
+// The error's text is written here rather than taken from the SDK (whose
+// text quotes a chunk it could not read whole, and every detail of an API
+// error): the server's message and the rest are capped.
 func (p *Provider) streamError(ctx context.Context, ex *exchange, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
 		// Make the cause visible to errors.Is (Retryable checks for
 		// context.Canceled) whatever the transport made of it.
 		err = fmt.Errorf("%w: %w", ctxErr, err)
 	}
-	pe := &providers.Error{Provider: p.name, Err: err}
+	pe := &providers.Error{Provider: p.name}
 	var apiErr genai.APIError
-	if errors.As(err, &apiErr) {
+	isAPI := errors.As(err, &apiErr)
+	if isAPI {
 		pe.Status = apiErr.Code
 		pe.RetryAfter = retryInfo(apiErr.Details)
 	}
-	if ex.status != 0 && (ex.status < 200 || ex.status > 299) {
+	answered := ex.status >= 200 && ex.status <= 299
+	if ex.status != 0 && !answered {
 		pe.Status = ex.status
 		if d := providers.RetryAfter(ex.header, time.Now()); d > 0 {
 			pe.RetryAfter = d
 		}
+	}
+	switch {
+	case isAPI:
+		detail := fmt.Sprintf("%d %s: %s", apiErr.Code, apiErr.Status, providers.Truncate(apiErr.Message, providers.MaxErrorBody))
+		if answered {
+			detail = "stream: error: " + detail
+		}
+		if pe.Status == 0 {
+			pe.Err = providers.Redacted(fmt.Errorf("%w: %w", providers.ErrBrokenStream, err), detail)
+		} else {
+			pe.Err = providers.Redacted(err, detail)
+		}
+	case pe.Status == 0 && answered && ctx.Err() == nil:
+		pe.Err = providers.Redacted(fmt.Errorf("%w: %w", providers.ErrBrokenStream, err), "stream broken: "+providers.Truncate(err.Error(), providers.MaxErrorBody))
+	default:
+		pe.Err = providers.Redacted(err, providers.Truncate(err.Error(), providers.MaxErrorBody))
 	}
 	return pe
 }

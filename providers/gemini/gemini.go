@@ -107,7 +107,7 @@ func (p *Provider) Stream(ctx context.Context, req providers.Request) iter.Seq2[
 			yield(providers.Event{}, fmt.Errorf("%s: %w: %s", p.name, ErrPromptBlocked, st.blocked))
 			return
 		default:
-			yield(providers.Event{}, &providers.Error{Provider: p.name, Err: errors.New("stream ended without a finish reason")})
+			yield(providers.Event{}, &providers.Error{Provider: p.name, Err: fmt.Errorf("%w: stream ended without a finish reason", providers.ErrBrokenStream)})
 			return
 		}
 		if st.usage != nil && !yield(providers.Event{Kind: providers.EventUsage, Usage: usage(st.usage)}, nil) {

@@ -20,8 +20,12 @@ import (
 // streamError turns a failure of the SDK stream into a *providers.Error.
 // Status is the HTTP status of a refused request, the status an error chunk
 // sent mid-stream names (vLLM sends one), or 0 for transport faults,
-// cancellation and error chunks that name none.
-func (p *Provider) streamError(ctx context.Context, err error) error {
+// cancellation and error chunks that name none. answered says the server
+// had answered 2xx, so a failure without a status is a broken stream.
+//
+// The error's text is written here rather than taken from the SDK: it names
+// the URL without credentials and only the start of the body.
+func (p *Provider) streamError(ctx context.Context, answered bool, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
 		// Make the cause visible to errors.Is (Retryable checks for
 		// context.Canceled) whatever the transport made of it.
@@ -38,12 +42,19 @@ func (p *Provider) streamError(ctx context.Context, err error) error {
 		if apiErr.Response != nil {
 			pe.RetryAfter = providers.RetryAfter(apiErr.Response.Header, time.Now())
 		}
-		pe.Err = err
+		pe.Err = providers.Redacted(err, providers.HTTPDetail(apiErr.Request, apiErr.StatusCode, apiErr.RawJSON()))
 	case errors.As(err, &streamErr):
 		pe.Status = chunkStatus(streamErr.Event.Data)
-		pe.Err = fmt.Errorf("stream: error chunk: %w", err)
+		detail := "stream: error chunk: " + providers.Truncate(string(streamErr.Event.Data), providers.MaxErrorBody)
+		if pe.Status == 0 {
+			pe.Err = providers.Redacted(fmt.Errorf("%w: %w", providers.ErrBrokenStream, err), detail)
+		} else {
+			pe.Err = providers.Redacted(err, detail)
+		}
+	case answered && ctx.Err() == nil:
+		pe.Err = providers.Redacted(fmt.Errorf("%w: %w", providers.ErrBrokenStream, err), "stream broken: "+err.Error())
 	default:
-		pe.Err = fmt.Errorf("stream: %w", err)
+		pe.Err = providers.Redacted(err, "stream: "+err.Error())
 	}
 	return pe
 }

@@ -111,7 +111,7 @@ func (p *Provider) Stream(ctx context.Context, req providers.Request) iter.Seq2[
 		for stream.Next() {
 			more, err := t.consume(stream.Current(), yield)
 			if err != nil {
-				yield(providers.Event{}, p.streamError(ctx, err))
+				yield(providers.Event{}, p.streamError(ctx, answered(raw), err))
 				return
 			}
 			if !more {
@@ -119,17 +119,17 @@ func (p *Provider) Stream(ctx context.Context, req providers.Request) iter.Seq2[
 			}
 		}
 		if err := stream.Err(); err != nil {
-			yield(providers.Event{}, p.streamError(ctx, err))
+			yield(providers.Event{}, p.streamError(ctx, answered(raw), err))
 			return
 		}
 		if !term.seen() {
-			yield(providers.Event{}, p.streamError(ctx, errors.New("stream ended before data: [DONE]")))
+			yield(providers.Event{}, p.streamError(ctx, answered(raw), errors.New("stream ended before data: [DONE]")))
 			return
 		}
 		// [DONE] closes the response even when no finish_reason came.
 		more, err := t.flush(yield)
 		if err != nil {
-			yield(providers.Event{}, p.streamError(ctx, err))
+			yield(providers.Event{}, p.streamError(ctx, answered(raw), err))
 			return
 		}
 		if !more {
@@ -142,6 +142,11 @@ func (p *Provider) Stream(ctx context.Context, req providers.Request) iter.Seq2[
 		}
 		yield(providers.Event{Kind: providers.EventDone, StopReason: t.finish, Model: cmp.Or(t.model, params.Model)}, nil)
 	}
+}
+
+// answered reports a 2xx response: a failure after it is a broken stream.
+func answered(res *http.Response) bool {
+	return res != nil && res.StatusCode >= 200 && res.StatusCode <= 299
 }
 
 // params builds the request. Errors here are the request's own fault and
