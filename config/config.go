@@ -31,11 +31,29 @@ type Config struct {
 	Guides    Guides     `koanf:"guides"`
 	Listeners Listeners  `koanf:"listeners"`
 	Sessions  Sessions   `koanf:"sessions"`
+	Metrics   Metrics    `koanf:"metrics"`
 	Log       Log        `koanf:"log"`
 }
 
-// HTTP is the server of the web widget, /ws, /healthz and /metrics.
+// HTTP is the server of the web widget, /ws and /healthz.
 type HTTP struct {
+	Addr string `koanf:"addr"`
+	// PublicURL is the origin the gateway is reached at from outside
+	// ("https://chat.example.com"), if any. With auth mode none, requests
+	// are served only for a loopback Host or this URL's host (DNS
+	// rebinding); its origin is the gateway's own for /ws and images.
+	PublicURL string `koanf:"public_url"`
+	// IdleTimeout closes a keep-alive connection idle this long.
+	IdleTimeout Duration `koanf:"idle_timeout"`
+	// ReadTimeout bounds reading one request, headers and body. A
+	// WebSocket, once upgraded, has its own deadlines.
+	ReadTimeout Duration `koanf:"read_timeout"`
+}
+
+// Metrics is the Prometheus endpoint, on a listener of its own so that
+// whoever may chat cannot read it.
+type Metrics struct {
+	// Addr serves GET /metrics; empty turns it off.
 	Addr string `koanf:"addr"`
 }
 
@@ -43,6 +61,9 @@ type HTTP struct {
 type Storage struct {
 	// DSN is a file path, or ":memory:" for a throwaway database.
 	DSN string `koanf:"dsn"`
+	// Retention deletes sessions whose last turn ended longer ago than
+	// this, with everything they hold; 0 keeps them.
+	Retention Duration `koanf:"retention"`
 }
 
 // Guides says where the personas are and which one new sessions get.
@@ -128,7 +149,15 @@ type WebSocket struct {
 	ReadLimit int64 `koanf:"read_limit"`
 	// SendBuffer is how many events may wait for one slow client before it
 	// is disconnected (it resumes where it left off).
-	SendBuffer int           `koanf:"send_buffer"`
+	SendBuffer int `koanf:"send_buffer"`
+	// SendBufferBytes bounds the same queue by bytes: a client with this
+	// much waiting is as slow as one with send_buffer frames.
+	SendBufferBytes int `koanf:"send_buffer_bytes"`
+	// ImageHosts are the hosts ("images.example.com", "*.cdn.example",
+	// "host:port") whose images the model's output may show inline;
+	// others are shown as links. The gateway's own origin and data: images
+	// are always allowed.
+	ImageHosts []string      `koanf:"image_hosts"`
 	Auth       WebSocketAuth `koanf:"auth"`
 }
 
@@ -138,6 +167,10 @@ const (
 	AuthToken = "token" // static bearer tokens, one per user or service
 	AuthJWT   = "jwt"   // HS256 user tokens minted by the site's backend
 )
+
+// MinJWTSecret is the shortest HS256 secret accepted, from the file or
+// from the environment (checked at start-up, when the variable is read).
+const MinJWTSecret = 32
 
 // WebSocketAuth says who may connect to /ws.
 type WebSocketAuth struct {
@@ -251,6 +284,10 @@ type Sessions struct {
 	// ShutdownGrace is how long turns under way may take to finish after
 	// SIGTERM; what is still running then is run again at the next start.
 	ShutdownGrace Duration `koanf:"shutdown_grace"`
+	// MaxLive bounds the sessions held in memory at once; 0: no bound.
+	MaxLive int `koanf:"max_live"`
+	// NewPerMinute bounds the sessions one user may start a minute.
+	NewPerMinute int `koanf:"new_per_minute"`
 }
 
 // Duration is a time.Duration written the Go way in YAML ("30s", "10m").
@@ -283,26 +320,33 @@ const (
 // defaults are the first layer, as flat dotted keys.
 func defaults() map[string]any {
 	return map[string]any{
-		"http.addr":                       "127.0.0.1:8080",
-		"storage.dsn":                     "data/switchboard.db",
-		"guides.dir":                      "guides",
-		"guides.default":                  "assistant",
-		"listeners.websocket.enabled":     true,
-		"listeners.websocket.read_limit":  64 << 10,
-		"listeners.websocket.send_buffer": 256,
-		"listeners.websocket.auth.mode":   AuthNone,
-		"listeners.stdin.enabled":         StdinAuto,
-		"listeners.slack.enabled":         false,
-		"listeners.slack.mode":            SlackSocket,
-		"listeners.discord.enabled":       false,
-		"sessions.queue_size":             64,
-		"sessions.idle_timeout":           Duration(10 * time.Minute),
-		"sessions.approval_timeout":       Duration(10 * time.Minute),
-		"sessions.tool_timeout":           Duration(30 * time.Second),
-		"sessions.subscriber_buffer":      256,
-		"sessions.shutdown_grace":         Duration(10 * time.Second),
-		"log.level":                       "info",
-		"log.format":                      "text",
+		"http.addr":                             "127.0.0.1:8080",
+		"http.idle_timeout":                     Duration(60 * time.Second),
+		"http.read_timeout":                     Duration(30 * time.Second),
+		"metrics.addr":                          "127.0.0.1:9090",
+		"listeners.websocket.send_buffer_bytes": 1 << 20,
+		"storage.dsn":                           "data/switchboard.db",
+		"guides.dir":                            "guides",
+		"guides.default":                        "assistant",
+		"listeners.websocket.enabled":           true,
+		"listeners.websocket.read_limit":        64 << 10,
+		"listeners.websocket.send_buffer":       256,
+		"listeners.websocket.auth.mode":         AuthNone,
+		"listeners.stdin.enabled":               StdinAuto,
+		"listeners.slack.enabled":               false,
+		"listeners.slack.mode":                  SlackSocket,
+		"listeners.discord.enabled":             false,
+		"sessions.queue_size":                   64,
+		"sessions.idle_timeout":                 Duration(time.Minute),
+		"sessions.max_live":                     10000,
+		"sessions.new_per_minute":               20,
+		"storage.retention":                     Duration(0),
+		"sessions.approval_timeout":             Duration(10 * time.Minute),
+		"sessions.tool_timeout":                 Duration(30 * time.Second),
+		"sessions.subscriber_buffer":            256,
+		"sessions.shutdown_grace":               Duration(10 * time.Second),
+		"log.level":                             "info",
+		"log.format":                            "text",
 	}
 }
 
@@ -463,6 +507,22 @@ func (c Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.HTTP.Addr); err != nil {
 		bad("http.addr", "want host:port, e.g. 127.0.0.1:8080, not %q", c.HTTP.Addr)
 	}
+	if c.HTTP.PublicURL != "" {
+		if u, err := url.Parse(c.HTTP.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			bad("http.public_url", "want the gateway's public origin, such as https://chat.example.com, not %q", c.HTTP.PublicURL)
+		}
+	}
+	if c.HTTP.IdleTimeout <= 0 {
+		bad("http.idle_timeout", "must be positive, e.g. \"60s\"")
+	}
+	if c.HTTP.ReadTimeout <= 0 {
+		bad("http.read_timeout", "must be positive, e.g. \"30s\"")
+	}
+	if c.Metrics.Addr != "" {
+		if _, _, err := net.SplitHostPort(c.Metrics.Addr); err != nil {
+			bad("metrics.addr", "want host:port, e.g. 127.0.0.1:9090, or empty to serve no metrics, not %q", c.Metrics.Addr)
+		}
+	}
 	if c.Storage.DSN == "" {
 		bad("storage.dsn", "must not be empty (a file path, or \":memory:\")")
 	}
@@ -508,6 +568,14 @@ func (c Config) Validate() error {
 	if ws.SendBuffer < 1 {
 		bad("listeners.websocket.send_buffer", "must be at least 1")
 	}
+	if ws.SendBufferBytes < 4096 {
+		bad("listeners.websocket.send_buffer_bytes", "must be at least 4096 bytes")
+	}
+	for i, h := range ws.ImageHosts {
+		if !validImageHost(h) {
+			bad(fmt.Sprintf("listeners.websocket.image_hosts[%d]", i), "want a host name such as images.example.com, *.example.com or host:port, not %q", h)
+		}
+	}
 	for i, o := range ws.AllowedOrigins {
 		if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
 			bad(fmt.Sprintf("listeners.websocket.allowed_origins[%d]", i), "want an origin such as https://shop.example, not %q", o)
@@ -534,8 +602,8 @@ func (c Config) Validate() error {
 	case AuthJWT:
 		if a.JWTSecret == "" && a.JWTSecretEnv == "" {
 			bad("listeners.websocket.auth.jwt_secret", "auth mode jwt needs jwt_secret (or jwt_secret_env)")
-		} else if a.JWTSecret != "" && len(a.JWTSecret) < 32 {
-			bad("listeners.websocket.auth.jwt_secret", "must be at least 32 bytes; e.g. openssl rand -hex 32")
+		} else if a.JWTSecret != "" && len(a.JWTSecret) < MinJWTSecret {
+			bad("listeners.websocket.auth.jwt_secret", "must be at least %d bytes; e.g. openssl rand -hex 32", MinJWTSecret)
 		}
 	default:
 		bad("listeners.websocket.auth.mode", "want none, token or jwt, not %q", a.Mode)
@@ -586,6 +654,15 @@ func (c Config) Validate() error {
 	if ss.SubscriberBuffer < 1 {
 		bad("sessions.subscriber_buffer", "must be at least 1")
 	}
+	if ss.MaxLive < 0 {
+		bad("sessions.max_live", "must be 0 (no bound) or more")
+	}
+	if ss.NewPerMinute < 1 {
+		bad("sessions.new_per_minute", "must be at least 1")
+	}
+	if c.Storage.Retention < 0 {
+		bad("storage.retention", "must be 0 (keep everything) or a duration, e.g. \"2160h\" for 90 days")
+	}
 	for _, d := range []struct {
 		key string
 		d   Duration
@@ -606,4 +683,20 @@ func (c Config) Validate() error {
 		bad("log.format", "want text or json, not %q", c.Log.Format)
 	}
 	return errors.Join(errs...)
+}
+
+// validImageHost: a host name or IP, optionally with a port, optionally
+// starting with "*." for its subdomains; no scheme, no path.
+func validImageHost(h string) bool {
+	h = strings.TrimPrefix(h, "*.")
+	if h == "" || strings.ContainsAny(h, "/?#@*\\ ") {
+		return false
+	}
+	if host, port, err := net.SplitHostPort(h); err == nil {
+		if host == "" || port == "" {
+			return false
+		}
+		h = host
+	}
+	return !strings.Contains(h, ":") || net.ParseIP(h) != nil
 }

@@ -59,12 +59,65 @@ func TestDefaults(t *testing.T) {
 	if l.Slack.APIURL != "https://slack.com/api/" || l.Discord.APIURL != "https://discord.com/api/v10/" {
 		t.Errorf("api urls: %q %q", l.Slack.APIURL, l.Discord.APIURL)
 	}
-	want := Sessions{QueueSize: 64, IdleTimeout: Duration(10 * time.Minute), ApprovalTimeout: Duration(10 * time.Minute), ToolTimeout: Duration(30 * time.Second), SubscriberBuffer: 256, ShutdownGrace: Duration(10 * time.Second)}
+	want := Sessions{QueueSize: 64, IdleTimeout: Duration(time.Minute), ApprovalTimeout: Duration(10 * time.Minute), ToolTimeout: Duration(30 * time.Second), SubscriberBuffer: 256, ShutdownGrace: Duration(10 * time.Second), MaxLive: 10000, NewPerMinute: 20}
 	if c.Sessions != want {
 		t.Errorf("sessions: %+v, want %+v", c.Sessions, want)
 	}
 	if c.Log.Level != "info" || c.Log.Format != "text" {
 		t.Errorf("log: %+v", c.Log)
+	}
+	if c.HTTP.PublicURL != "" || c.HTTP.IdleTimeout != Duration(60*time.Second) || c.HTTP.ReadTimeout != Duration(30*time.Second) {
+		t.Errorf("http: %+v", c.HTTP)
+	}
+	if c.Metrics.Addr != "127.0.0.1:9090" {
+		t.Errorf("metrics: %+v", c.Metrics)
+	}
+	if ws := l.WebSocket; ws.SendBufferBytes != 1<<20 || len(ws.ImageHosts) != 0 {
+		t.Errorf("websocket: %+v", ws)
+	}
+}
+
+// The keys of the security review: a public URL, HTTP timeouts, the
+// metrics listener (empty turns it off), image hosts and the send
+// buffer's bytes.
+func TestSecurityKeys(t *testing.T) {
+	c := mustLoad(t, writeFile(t, `http:
+  public_url: https://chat.example.com
+  idle_timeout: 2m
+  read_timeout: 15s
+metrics:
+  addr: ""
+listeners:
+  websocket:
+    image_hosts: [images.example.com, "*.cdn.example", "img.example:8443"]
+    send_buffer_bytes: 65536
+`), nil, nil)
+	if c.HTTP.PublicURL != "https://chat.example.com" || c.HTTP.IdleTimeout != Duration(2*time.Minute) || c.HTTP.ReadTimeout != Duration(15*time.Second) {
+		t.Errorf("http: %+v", c.HTTP)
+	}
+	if c.Metrics.Addr != "" {
+		t.Errorf("metrics.addr %q, want empty (off)", c.Metrics.Addr)
+	}
+	ws := c.Listeners.WebSocket
+	if strings.Join(ws.ImageHosts, " ") != "images.example.com *.cdn.example img.example:8443" || ws.SendBufferBytes != 65536 {
+		t.Errorf("websocket: %+v", ws)
+	}
+	if c := mustLoad(t, "", []string{"metrics.addr="}, nil); c.Metrics.Addr != "" {
+		t.Errorf("--set metrics.addr= left %q", c.Metrics.Addr)
+	}
+	for _, tc := range []struct {
+		set, want string
+	}{
+		{"http.public_url=chat.example.com", "http.public_url: want the gateway's public origin"},
+		{"http.public_url=https://chat.example.com/chat", "http.public_url: want the gateway's public origin"},
+		{"http.idle_timeout=0s", "http.idle_timeout: must be positive"},
+		{"http.read_timeout=-1s", "http.read_timeout: must be positive"},
+		{"metrics.addr=9090", "metrics.addr: want host:port"},
+		{"listeners.websocket.image_hosts=[https://images.example.com]", "listeners.websocket.image_hosts[0]: want a host name"},
+		{"listeners.websocket.image_hosts=[a/b]", "listeners.websocket.image_hosts[0]: want a host name"},
+		{"listeners.websocket.send_buffer_bytes=100", "listeners.websocket.send_buffer_bytes: must be at least 4096"},
+	} {
+		wantErr(t, "", []string{tc.set}, nil, tc.want)
 	}
 }
 
@@ -270,6 +323,12 @@ func TestBadValues(t *testing.T) {
 			want: []string{`config: http.addr: want host:port`}},
 		{name: "queue size", sets: []string{"sessions.queue_size=0"},
 			want: []string{`sessions.queue_size: must be at least 1`}},
+		{name: "new sessions a minute", sets: []string{"sessions.new_per_minute=0"},
+			want: []string{`sessions.new_per_minute: must be at least 1`}},
+		{name: "live sessions", sets: []string{"sessions.max_live=-1"},
+			want: []string{`sessions.max_live: must be 0 (no bound) or more`}},
+		{name: "retention", sets: []string{"storage.retention=-1h"},
+			want: []string{`storage.retention: must be 0 (keep everything) or a duration`}},
 		{name: "log", file: "log: {level: loud, format: xml}\n",
 			want: []string{`log.level: want debug, info, warn or error, not "loud"`, `log.format: want text or json, not "xml"`}},
 		{name: "twice in file", file: "http:\n  addr: a:1\n  addr: b:2\n",

@@ -82,12 +82,17 @@ type gateway struct {
 
 func newGateway(t *testing.T) *gateway {
 	t.Helper()
+	return newGatewayWith(t, websocket.Config{}, web.Options{})
+}
+
+func newGatewayWith(t *testing.T, cfg websocket.Config, opts web.Options) *gateway {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	sg := sessionstest.New(t, "../guides", log)
 	ctx, cancel := context.WithCancel(context.Background())
 	mux := http.NewServeMux()
-	mux.Handle("GET /ws", websocket.New(ctx, websocket.Config{}, sg.Manager, log))
-	mux.Handle("/", web.Handler())
+	mux.Handle("GET /ws", websocket.New(ctx, cfg, sg.Manager, log))
+	mux.Handle("/", web.HandlerWith(opts))
 	srv := httptest.NewUnstartedServer(mux)
 	ln := &cuttableListener{Listener: srv.Listener}
 	srv.Listener = ln
@@ -398,6 +403,63 @@ func TestWidgetInBrowser(t *testing.T) {
 		}
 		if !got.Shown {
 			t.Fatalf("the raw markup should be shown as text:\n%s", p.transcript())
+		}
+	})
+
+	t.Run("images from elsewhere are links, and nothing is fetched from there", func(t *testing.T) {
+		// The "attacker's" image server: another origin on this machine.
+		var mu sync.Mutex
+		var fetched []string
+		imgs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			fetched = append(fetched, r.URL.String())
+			mu.Unlock()
+			w.Header().Set("Content-Type", "image/gif")
+			_, _ = w.Write([]byte("GIF89a\x01\x00\x01\x00\x00\x00\x00;"))
+		}))
+		defer imgs.Close()
+		g := newGateway(t)
+		g.llm.Push(
+			openaitest.Reply{
+				Text:      []string{"Here: ![a cat](" + imgs.URL + "/log?secret=s3cret) and ![inline](data:image/gif;base64,R0lGODlhAQABAAAAACw=)"},
+				ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "present", Args: `{"title":"Cat","image":{"url":"` + imgs.URL + `/card?secret=s3cret","alt":"the cat"}}`}},
+			},
+			openaitest.Reply{Text: []string{"Done."}},
+		)
+		p := openPage(t, browser, g.url+"/")
+		p.say("show me a cat")
+		p.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=assistant]')].some(m => m.textContent.includes('Done.'))`)
+		p.waitFor(root + `.querySelector('.card h3')?.textContent === 'Cat'`)
+		type report struct {
+			External  int      `json:"external"`
+			Inline    int      `json:"inline"`
+			MsgLinks  []string `json:"msgLinks"`
+			CardLinks []string `json:"cardLinks"`
+			CardImgs  int      `json:"cardImgs"`
+		}
+		got := eval[report](p, `(() => { const log = `+root+`.querySelector('.log'); return {
+			external: [...log.querySelectorAll('img')].filter(i => !i.src.startsWith('data:')).length,
+			inline: [...log.querySelectorAll('.msg img')].filter(i => i.src.startsWith('data:')).length,
+			msgLinks: [...log.querySelectorAll('.msg a')].map(a => a.href),
+			cardLinks: [...log.querySelectorAll('.card a')].map(a => a.href),
+			cardImgs: log.querySelectorAll('.card img').length,
+		}; })()`)
+		if got.External != 0 || got.CardImgs != 0 {
+			t.Errorf("external images shown inline: %+v\n%s", got, p.transcript())
+		}
+		if got.Inline != 1 {
+			t.Errorf("the data: image is not shown inline: %+v", got)
+		}
+		if len(got.MsgLinks) != 1 || !strings.HasPrefix(got.MsgLinks[0], imgs.URL+"/log") || len(got.CardLinks) != 1 || !strings.HasPrefix(got.CardLinks[0], imgs.URL+"/card") {
+			t.Errorf("want each external image as a link to it: %+v", got)
+		}
+		// A last round trip, so anything the page would load has been asked for.
+		p.say("/help")
+		p.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=system]')].some(m => m.textContent.includes('Commands'))`)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(fetched) != 0 {
+			t.Errorf("the page fetched %v from the image server", fetched)
 		}
 	})
 

@@ -17,6 +17,7 @@ import (
 	"embed"
 	"encoding/hex"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -32,7 +33,25 @@ type asset struct {
 // Handler serves / (the demo page) and /widget.js. They are revalidated on
 // every load (no-cache, with an ETag of their content), so a gateway
 // upgrade reaches every page at once and an unchanged file costs a 304.
-func Handler() http.Handler {
+func Handler() http.Handler { return HandlerWith(Options{}) }
+
+// Options tune what Handler serves.
+type Options struct {
+	// ImageHosts may serve images on the demo page
+	// (listeners.websocket.image_hosts); its Content-Security-Policy
+	// allows images from them, the page's own origin and data: only.
+	ImageHosts []string
+}
+
+// HandlerWith is Handler with options.
+func HandlerWith(o Options) http.Handler {
+	imgSrc := "'self' data:"
+	for _, h := range o.ImageHosts {
+		if h != "" && !strings.ContainsAny(h, " ;,'\"") {
+			imgSrc += " " + h
+		}
+	}
+	csp := "default-src 'self'; connect-src 'self' ws: wss:; img-src " + imgSrc + "; style-src 'self' 'unsafe-inline'; frame-ancestors 'self'; base-uri 'none'; form-action 'self'"
 	assets := map[string]asset{}
 	for path, a := range map[string]asset{
 		"/":          {name: "static/index.html", contentType: "text/html; charset=utf-8"},
@@ -61,7 +80,10 @@ func Handler() http.Handler {
 			// Any site may load the script; /ws decides who may talk.
 			h.Set("Access-Control-Allow-Origin", "*")
 		} else {
-			h.Set("Content-Security-Policy", "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data: https:; style-src 'self' 'unsafe-inline'")
+			// The page holds the Approve button: no other site may frame
+			// it (clickjacking); X-Frame-Options for older browsers.
+			h.Set("Content-Security-Policy", csp)
+			h.Set("X-Frame-Options", "SAMEORIGIN")
 		}
 		http.ServeContent(w, r, a.name, time.Time{}, bytes.NewReader(a.body))
 	})

@@ -73,3 +73,21 @@ func TestNothingIsLoadedFromElsewhere(t *testing.T) {
 		}
 	}
 }
+
+// The demo page holds the Approve button: other sites may not frame it.
+// Its images come from itself, data: and the configured image hosts only.
+func TestDemoPageHeaders(t *testing.T) {
+	resp := get(t, web.HandlerWith(web.Options{ImageHosts: []string{"images.example.com"}}), "/", nil)
+	csp := resp.Header.Get("Content-Security-Policy")
+	for _, want := range []string{"frame-ancestors 'self'", "img-src 'self' data: images.example.com;"} {
+		if !strings.Contains(csp, want) {
+			t.Errorf("CSP %q lacks %q", csp, want)
+		}
+	}
+	if strings.Contains(csp, "https:;") || strings.Contains(csp, "img-src *") {
+		t.Errorf("CSP %q allows images from anywhere", csp)
+	}
+	if xfo := resp.Header.Get("X-Frame-Options"); xfo != "SAMEORIGIN" {
+		t.Errorf("X-Frame-Options %q, want SAMEORIGIN", xfo)
+	}
+}

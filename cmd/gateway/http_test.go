@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,14 +24,18 @@ import (
 
 // server is a gateway child process serving HTTP, with stdin off.
 type server struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	addr string
-	logs *strings.Builder
-	done chan error
+	t           *testing.T
+	cmd         *exec.Cmd
+	addr        string
+	metricsAddr string // when the metrics listener is on, and logged first
+	logs        *strings.Builder
+	done        chan error
 }
 
-var listeningRE = regexp.MustCompile(`msg="http listening" addr=(\S+)`)
+var (
+	listeningRE        = regexp.MustCompile(`msg="http listening" addr=(\S+)`)
+	metricsListeningRE = regexp.MustCompile(`msg="metrics listening" addr=(\S+)`)
+)
 
 // serve starts the gateway and returns once it is listening.
 func (g *gateway) serve(env []string, sets ...string) *server {
@@ -49,10 +55,16 @@ func (g *gateway) serve(env []string, sets ...string) *server {
 	}
 	s := &server{t: g.t, cmd: cmd, logs: &strings.Builder{}, done: make(chan error, 1)}
 	addr := make(chan string, 1)
+	var mu sync.Mutex
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
+			mu.Lock()
 			s.logs.WriteString(sc.Text() + "\n")
+			if m := metricsListeningRE.FindStringSubmatch(sc.Text()); m != nil {
+				s.metricsAddr = m[1]
+			}
+			mu.Unlock()
 			if m := listeningRE.FindStringSubmatch(sc.Text()); m != nil {
 				addr <- m[1]
 			}
@@ -64,6 +76,8 @@ func (g *gateway) serve(env []string, sets ...string) *server {
 	})
 	select {
 	case s.addr = <-addr:
+		mu.Lock()
+		defer mu.Unlock()
 	case err := <-s.done:
 		g.t.Fatalf("gateway exited before listening: %v\n%s", err, s.logs)
 	case <-time.After(20 * time.Second):
@@ -90,7 +104,21 @@ func (s *server) stop() {
 
 func (s *server) get(path string) (int, string, string) {
 	s.t.Helper()
-	resp, err := http.Get("http://" + s.addr + path)
+	return s.getFrom(s.addr, path, "")
+}
+
+// getFrom GETs path from addr, with host as the Host header if not "".
+func (s *server) getFrom(addr, path, host string) (int, string, string) {
+	s.t.Helper()
+	req, err := http.NewRequest("GET", "http://"+addr+path, nil)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
+		req.Header.Set("Origin", "http://"+host)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -129,7 +157,7 @@ func TestHTTPServesWidgetWebSocketHealthAndMetrics(t *testing.T) {
 	defer llm.Close()
 	llm.Push(openaitest.Reply{Text: []string{"Hello ", "from ", "the model."}})
 	g := newGateway(t, openAIProvider(llm), "")
-	s := g.serve([]string{"TEST_OPENAI_KEY=k"})
+	s := g.serve([]string{"TEST_OPENAI_KEY=k"}, "metrics.addr=127.0.0.1:0")
 
 	if code, _, body := s.get("/healthz"); code != 200 || strings.TrimSpace(body) != "ok" {
 		t.Fatalf("/healthz = %d %q", code, body)
@@ -161,7 +189,14 @@ func TestHTTPServesWidgetWebSocketHealthAndMetrics(t *testing.T) {
 	}
 	readUntil(t, c, func(f frame) bool { return f.Type == "state" && strings.Contains(string(f.Data), `"idle"`) })
 
-	code, _, metrics := s.get("/metrics")
+	// Metrics are served on their own listener, not beside the chat.
+	if code, _, _ := s.get("/metrics"); code != http.StatusNotFound {
+		t.Fatalf("/metrics on http.addr = %d, want 404", code)
+	}
+	if s.metricsAddr == "" {
+		t.Fatalf("no metrics listener logged:\n%s", s.logs)
+	}
+	code, _, metrics := s.getFrom(s.metricsAddr, "/metrics", "")
 	if code != 200 {
 		t.Fatalf("/metrics = %d", code)
 	}
@@ -228,4 +263,103 @@ func TestUnauthenticatedWebSocketBeyondLoopbackNeedsConsent(t *testing.T) {
 	if err == nil || !strings.Contains(logs, "TEST_UNSET_JWT_SECRET is not set") {
 		t.Fatalf("jwt mode with an unset secret variable: err=%v\n%s", err, logs)
 	}
+}
+
+// A JWT secret from the environment is held to the same length as one in
+// the file: a one-byte secret would let anyone sign tokens.
+func TestShortJWTSecretFromTheEnvironmentIsRefused(t *testing.T) {
+	g := newGateway(t, "  - name: main\n    kind: demo", "")
+	_, logs, err := g.run("", "SWITCHBOARD_LISTENERS__WEBSOCKET__AUTH__MODE=jwt",
+		"SWITCHBOARD_LISTENERS__WEBSOCKET__AUTH__JWT_SECRET_ENV=TEST_SHORT_JWT_SECRET", "TEST_SHORT_JWT_SECRET=k")
+	if err == nil || !strings.Contains(logs, "TEST_SHORT_JWT_SECRET") || !strings.Contains(logs, "must be at least 32 bytes") {
+		t.Fatalf("jwt mode with a 1-byte secret from the environment: err=%v\n%s", err, logs)
+	}
+}
+
+// DNS rebinding: with auth none, a page on rebind.attacker.example whose
+// name now resolves to 127.0.0.1 is not the gateway's own origin. Every
+// route answers only for a loopback Host or http.public_url's host.
+func TestOnlyLoopbackOrPublicHostsAreServed(t *testing.T) {
+	g := newGateway(t, "  - name: main\n    kind: demo", "")
+	s := g.serve(nil, "metrics.addr=127.0.0.1:0", "http.public_url=https://chat.example.com")
+	_, port, _ := net.SplitHostPort(s.addr)
+	_, mport, _ := net.SplitHostPort(s.metricsAddr)
+	for _, r := range []struct{ addr, port, path string }{
+		{s.addr, port, "/"}, {s.addr, port, "/widget.js"}, {s.addr, port, "/ws"}, {s.addr, port, "/healthz"},
+		{s.metricsAddr, mport, "/metrics"},
+	} {
+		for _, host := range []string{"rebind.attacker.example:" + r.port, "rebind.attacker.example", "127.0.0.1.attacker.example:" + r.port} {
+			code, _, body := s.getFrom(r.addr, r.path, host)
+			if code != http.StatusMisdirectedRequest || !strings.Contains(body, "not served") {
+				t.Errorf("GET %s with Host %s = %d %.80q, want 421", r.path, host, code, body)
+			}
+		}
+		if r.path == "/ws" {
+			continue // not an upgrade: 400 whatever the host
+		}
+		for _, host := range []string{"localhost:" + r.port, "127.0.0.1:" + r.port, "127.1.2.3", "[::1]:" + r.port} {
+			if code, _, body := s.getFrom(r.addr, r.path, host); code != 200 {
+				t.Errorf("GET %s with Host %s = %d %.80q, want 200", r.path, host, code, body)
+			}
+		}
+		if r.addr == s.addr {
+			if code, _, body := s.getFrom(r.addr, r.path, "chat.example.com"); code != 200 {
+				t.Errorf("GET %s with the public host = %d %.80q, want 200", r.path, code, body)
+			}
+		}
+	}
+	// The WebSocket itself, from the rebound page and from the public one.
+	h := http.Header{"Origin": {"http://rebind.attacker.example:" + port}}
+	d := gws.Dialer{NetDial: func(network, _ string) (net.Conn, error) { return net.Dial(network, s.addr) }}
+	if _, resp, err := d.Dial("ws://rebind.attacker.example:"+port+"/ws", h); err == nil || resp == nil || resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Fatalf("a rebound page's WebSocket: err=%v resp=%v, want 421", err, resp)
+	}
+	c, _, err := d.Dial("ws://chat.example.com/ws", http.Header{"Origin": {"https://chat.example.com"}})
+	if err != nil {
+		t.Fatalf("the public origin's WebSocket was refused: %v", err)
+	}
+	c.Close()
+}
+
+// An idle keep-alive connection is closed after http.idle_timeout, and a
+// short http.read_timeout does not cut a WebSocket.
+func TestIdleConnectionsAreClosed(t *testing.T) {
+	g := newGateway(t, "  - name: main\n    kind: demo", "")
+	s := g.serve(nil, "http.idle_timeout=200ms", "http.read_timeout=300ms", "metrics.addr=")
+	conn, err := net.Dial("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: "+s.addr+"\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /healthz: %v %v", resp, err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	// Now idle: the server hangs up (EOF), well before our own deadline.
+	_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+	if _, err := r.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Fatalf("idle keep-alive connection: read = %v, want EOF (closed by the server)", err)
+	}
+
+	// A WebSocket quiet for longer than read_timeout is still served.
+	c, _, err := gws.DefaultDialer.Dial("ws://"+s.addr+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.WriteJSON(map[string]any{"type": "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	readUntil(t, c, func(f frame) bool { return f.Type == "ready" })
+	time.Sleep(time.Second) // quiet for over three read timeouts
+	if err := c.WriteJSON(map[string]any{"type": "input", "id": "m1", "text": "/help"}); err != nil {
+		t.Fatal(err)
+	}
+	readUntil(t, c, func(f frame) bool { return f.Type == "message" && strings.Contains(string(f.Data), "Commands") })
 }

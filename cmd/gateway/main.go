@@ -126,6 +126,11 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 		return err
 	}
 	mets := metrics.New()
+	// One breaker per provider, shared by every copy a guide's fallback
+	// makes of it (sessions.provider), so failures count across turns.
+	for _, p := range provs {
+		p.Circuit = providers.NewCircuit(p.Name, mets.ProviderCircuit)
+	}
 
 	sessionsCtx, stopSessions := context.WithCancel(context.Background())
 	manager := sessions.NewManager(sessionsCtx, sessions.Config{
@@ -135,6 +140,8 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 		QueueSize: cfg.Sessions.QueueSize, SubscriberBuffer: cfg.Sessions.SubscriberBuffer,
 		IdleTimeout: time.Duration(cfg.Sessions.IdleTimeout), ApprovalTimeout: time.Duration(cfg.Sessions.ApprovalTimeout),
 		ToolTimeout: time.Duration(cfg.Sessions.ToolTimeout), Logger: log,
+		MaxLive: cfg.Sessions.MaxLive, NewPerMinute: cfg.Sessions.NewPerMinute,
+		Retention: time.Duration(cfg.Storage.Retention),
 	})
 	// Sessions stop after the listeners, so a turn in flight can still be
 	// stored; then the store flushes on Close.
@@ -151,24 +158,38 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 	// turns under way finish (Drain), then stop.
 	listenCtx, stopListeners := context.WithCancel(context.Background())
 	defer stopListeners()
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	running := 0
+
+	// Metrics have a listener of their own: whoever may chat may not read
+	// them. It is bound first, so its address is logged before http's.
+	if msrv := listenMetrics(cfg, mets, log); msrv != nil {
+		running++
+		go func() { errc <- serveHTTP(listenCtx, msrv, log) }()
+	}
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	mux.Handle("GET /metrics", mets.Handler())
 	if cfg.Listeners.WebSocket.Enabled {
 		wsc := cfg.Listeners.WebSocket
 		mux.Handle("GET /ws", websocket.New(listenCtx, websocket.Config{
 			AllowedOrigins: wsc.AllowedOrigins, ReadLimit: wsc.ReadLimit, SendBuffer: wsc.SendBuffer,
+			SendBufferBytes: wsc.SendBufferBytes, ImageHosts: wsc.ImageHosts,
+			PublicURL: cfg.HTTP.PublicURL, Addr: cfg.HTTP.Addr,
 			Auth: websocketAuth(wsc.Auth, environ), Metrics: mets,
 		}, manager, log))
-		mux.Handle("/", web.Handler())
+		mux.Handle("/", web.HandlerWith(web.Options{ImageHosts: wsc.ImageHosts}))
 	}
-	srv, err := listenHTTP(cfg, mux, log)
+	var handler http.Handler = mux
+	if !cfg.Listeners.WebSocket.Enabled || cfg.Listeners.WebSocket.Auth.Mode == config.AuthNone {
+		// Without authentication only the Host tells this gateway's pages
+		// from a page on a name rebound to this machine.
+		handler = web.HostGuard(cfg.HTTP.PublicURL, mux)
+	}
+	srv, err := listenHTTP(cfg, handler, log)
 	if err != nil {
 		return err
 	}
@@ -231,8 +252,11 @@ func checkWebSocket(cfg config.Config, environ []string) error {
 	}
 	switch ws.Auth.Mode {
 	case config.AuthJWT:
-		if ws.Auth.Secret(environ) == "" {
+		switch secret := ws.Auth.Secret(environ); {
+		case secret == "":
 			return fmt.Errorf("listeners.websocket.auth.jwt_secret_env: the environment variable %s is not set", ws.Auth.JWTSecretEnv)
+		case len(secret) < config.MinJWTSecret:
+			return fmt.Errorf("listeners.websocket.auth.jwt_secret_env: the secret in %s must be at least %d bytes; e.g. openssl rand -hex 32", ws.Auth.JWTSecretEnv, config.MinJWTSecret)
 		}
 		return nil
 	case config.AuthToken:
@@ -246,11 +270,7 @@ func checkWebSocket(cfg config.Config, environ []string) error {
 	if ws.Auth.AllowUnauthenticated {
 		return nil
 	}
-	host, _, _ := net.SplitHostPort(cfg.HTTP.Addr)
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+	if host, _, _ := net.SplitHostPort(cfg.HTTP.Addr); isLoopbackHost(host) {
 		return nil
 	}
 	return fmt.Errorf("http.addr %s is not a loopback address and listeners.websocket.auth.mode is none: "+
@@ -417,7 +437,48 @@ func listenHTTP(cfg config.Config, mux http.Handler, log *slog.Logger) (*httpSer
 		return nil, fmt.Errorf("http.addr %s: %w", cfg.HTTP.Addr, err)
 	}
 	log.Info("http listening", "addr", ln.Addr().String())
-	return &httpServer{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}, nil
+	return &httpServer{ln: ln, srv: &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		// A whole request; an upgraded WebSocket sets its own deadlines.
+		ReadTimeout:    time.Duration(cfg.HTTP.ReadTimeout),
+		IdleTimeout:    time.Duration(cfg.HTTP.IdleTimeout),
+		MaxHeaderBytes: 64 << 10,
+	}}, nil
+}
+
+// listenMetrics binds metrics.addr, or returns nil when it is empty or
+// cannot be bound: the gateway serves its users without metrics rather
+// than not at all, and says so.
+func listenMetrics(cfg config.Config, mets *metrics.Metrics, log *slog.Logger) *httpServer {
+	addr := cfg.Metrics.Addr
+	if addr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		log.Warn("metrics are not served: metrics.addr cannot be bound", "addr", addr, "err", err)
+		return nil
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", mets.Handler())
+	var handler http.Handler = mux
+	if host, _, _ := net.SplitHostPort(addr); isLoopbackHost(host) {
+		handler = web.HostGuard("", mux) // reached by loopback names only
+	}
+	log.Info("metrics listening", "addr", ln.Addr().String())
+	return &httpServer{ln: ln, srv: &http.Server{
+		Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		IdleTimeout: time.Duration(cfg.HTTP.IdleTimeout), MaxHeaderBytes: 64 << 10,
+	}}
+}
+
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 type httpServer struct {

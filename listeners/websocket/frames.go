@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/switchboard-gw/switchboard"
@@ -125,8 +126,16 @@ func actionValue(raw json.RawMessage) string {
 
 // encodeEvent is the frame for one event. A Markdown message gets an html
 // field beside its content, and a card a text_html beside its text: the
-// rendered, sanitised form the widget shows.
+// rendered, sanitised form the widget shows. Those are rendered once per
+// event and the frame is shared by every connection (h.frames).
 func (h *Handler) encodeEvent(ev switchboard.Event) ([]byte, error) {
+	if ev.Seq > 0 && (ev.Type == switchboard.EventMessage || ev.Type == switchboard.EventUI) {
+		return h.frames.get(ev.Session, ev.Seq, func() ([]byte, error) { return h.encodeUncached(ev) })
+	}
+	return h.encodeUncached(ev)
+}
+
+func (h *Handler) encodeUncached(ev switchboard.Event) ([]byte, error) {
 	switch ev.Type {
 	case switchboard.EventMessage:
 		var md switchboard.MessageData
@@ -141,12 +150,24 @@ func (h *Handler) encodeEvent(ev switchboard.Event) ([]byte, error) {
 			ev.Data = data
 		}
 	case switchboard.EventUI:
+		// A card's image URL gets image_allowed: whether the policy lets
+		// it show inline (the widget shows others as links).
 		var ui switchboard.UI
-		if err := json.Unmarshal(ev.Data, &ui); err == nil && ui.Text != "" {
-			data, err := json.Marshal(struct {
+		if err := json.Unmarshal(ev.Data, &ui); err == nil && (ui.Text != "" || ui.Image != nil && ui.Image.URL != "") {
+			out := struct {
 				switchboard.UI
-				TextHTML string `json:"text_html"`
-			}{ui, h.md.render(ui.Text)})
+				TextHTML     *string `json:"text_html,omitempty"`
+				ImageAllowed *bool   `json:"image_allowed,omitempty"`
+			}{UI: ui}
+			if ui.Text != "" {
+				html := h.md.render(ui.Text)
+				out.TextHTML = &html
+			}
+			if ui.Image != nil && ui.Image.URL != "" {
+				ok := h.md.images.inline(ui.Image.URL)
+				out.ImageAllowed = &ok
+			}
+			data, err := json.Marshal(out)
 			if err != nil {
 				return nil, err
 			}
@@ -164,4 +185,68 @@ func connEvent(sessionID, agent string, typ switchboard.EventType, data any) []b
 		Time: time.Now().UTC().Truncate(time.Millisecond), Session: sessionID, Agent: agent, Type: typ, Data: raw,
 	})
 	return b
+}
+
+// frameCache keeps the encoded frames of recent rendered events, so a
+// message that every client of a session receives (or that reloads replay)
+// goes through the Markdown renderer once. It is bounded by entries and
+// bytes; the oldest go first. Concurrent requests for the same event wait
+// for one encoding.
+type frameCache struct {
+	mu       sync.Mutex
+	entries  map[frameKey]*frameEntry
+	order    []frameKey // oldest first
+	bytes    int
+	maxCount int
+	maxBytes int
+}
+
+type frameKey struct {
+	session string
+	seq     int64
+}
+
+type frameEntry struct {
+	once sync.Once
+	b    []byte
+	err  error
+}
+
+func newFrameCache(maxCount, maxBytes int) *frameCache {
+	return &frameCache{entries: map[frameKey]*frameEntry{}, maxCount: maxCount, maxBytes: maxBytes}
+}
+
+func (c *frameCache) get(session string, seq int64, encode func() ([]byte, error)) ([]byte, error) {
+	k := frameKey{session, seq}
+	c.mu.Lock()
+	e, ok := c.entries[k]
+	if !ok {
+		e = &frameEntry{}
+		c.entries[k] = e
+		c.order = append(c.order, k)
+	}
+	c.mu.Unlock()
+	e.once.Do(func() {
+		e.b, e.err = encode()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.entries[k] == e {
+			c.bytes += len(e.b)
+		}
+		c.evictLocked()
+	})
+	return e.b, e.err
+}
+
+// evictLocked drops the oldest entries while over either bound, keeping
+// the newest one whatever its size.
+func (c *frameCache) evictLocked() {
+	for len(c.order) > 1 && (len(c.order) > c.maxCount || c.bytes > c.maxBytes) {
+		k := c.order[0]
+		c.order = c.order[1:]
+		if e := c.entries[k]; e != nil {
+			c.bytes -= len(e.b) // 0 while its encoding is under way
+			delete(c.entries, k)
+		}
+	}
 }

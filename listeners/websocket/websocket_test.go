@@ -443,11 +443,13 @@ func strconvI(i int64) string { b, _ := json.Marshal(i); return string(b) }
 func TestRepeatedInputIDIsIgnored(t *testing.T) {
 	g := newGateway(t, websocket.Config{})
 	g.llm.Push(openaitest.Reply{Text: []string{"once"}}, openaitest.Reply{Text: []string{"twice?"}})
-	c, ready := g.hello(map[string]any{})
+	// Ids are per user: a client that reconnects says who it is again.
+	me := map[string]any{"id": "ada"}
+	c, ready := g.hello(map[string]any{"user": me})
 	c.send(map[string]any{"type": "input", "id": "same", "text": "hello"})
 	c.untilIdle()
 	// A client that lost its connection sends again after reconnecting.
-	c2, _ := g.hello(map[string]any{"session": ready.Session})
+	c2, _ := g.hello(map[string]any{"session": ready.Session, "user": me})
 	c2.send(map[string]any{"type": "input", "id": "same", "text": "hello"})
 	c2.send(map[string]any{"type": "input", "id": "other", "text": "next"})
 	evs := c2.untilIdle()

@@ -117,21 +117,28 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
     return typeof args === "string" ? args : JSON.stringify(args, null, 2);
   }
 
-  // safeImageURL allows http(s) and inline images only: no javascript: and
-  // no other scheme from model output.
-  function safeImageURL(img) {
+  // cardImage is how a card's image is shown. An image loads without a
+  // click, so a URL chosen by the model could carry what it read out of
+  // the page: only inline data, the gateway's own origin, and hosts the
+  // gateway allows (image_allowed, from listeners.websocket.image_hosts)
+  // are shown as images; any other http(s) URL is a link the user may
+  // follow; other schemes nothing.
+  function cardImage(img, allowed) {
     if (!img) return null;
+    const alt = img.alt || "";
     if (img.data && /^image\/[a-z0-9.+-]+$/i.test(img.mime_type || "")) {
-      return "data:" + img.mime_type + ";base64," + img.data;
+      return el("img", { src: "data:" + img.mime_type + ";base64," + img.data, alt });
     }
     if (!img.url) return null;
-    if (/^data:image\//i.test(img.url)) return img.url;
-    try {
-      const u = new URL(img.url);
-      return u.protocol === "https:" || u.protocol === "http:" ? u.href : null;
-    } catch {
-      return null;
+    if (/^data:image\//i.test(img.url)) return el("img", { src: img.url, alt });
+    let u;
+    try { u = new URL(img.url); } catch { return null; }
+    if (u.protocol !== "https:" && u.protocol !== "http:") return null;
+    if (u.origin === scriptBase.origin || allowed === true) {
+      return el("img", { src: u.href, alt, loading: "lazy", referrerpolicy: "no-referrer" });
     }
+    return el("p", { class: "image-link" },
+      el("a", { href: u.href, target: "_blank", rel: "noopener noreferrer nofollow", text: "🖼 " + (alt || u.host) }));
   }
 
   const STATE_TEXT = {
@@ -363,6 +370,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
         this.hello();
         return;
       }
+      if (d.code === "duplicate") return; // a resend after a reconnect: expected, and answered once
       if (d.code === "interrupted") {
         // What was streamed of the cut answer stays, marked, and a new
         // answer follows in its own bubble.
@@ -495,8 +503,8 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
         for (const f of d.fields) dl.append(el("dt", { text: f.label }), el("dd", { text: f.value }));
         card.append(dl);
       }
-      const src = safeImageURL(d.image);
-      if (src) card.append(el("img", { src, alt: (d.image && d.image.alt) || "", loading: "lazy", referrerpolicy: "no-referrer" }));
+      const image = cardImage(d.image, d.image_allowed);
+      if (image) card.append(image);
       if (d.buttons && d.buttons.length) {
         const row = el("div", { class: "actions" });
         for (const b of d.buttons) {
