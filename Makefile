@@ -3,7 +3,7 @@ GO      ?= go
 CONFIG  ?= config.yaml
 BIN     := bin/gateway
 
-.PHONY: run build test vet fmt bench clean
+.PHONY: run build test vet fmt bench soak clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/gateway
@@ -22,6 +22,11 @@ test:
 bench: build
 	$(GO) build -o bin/bench ./bench
 	./bin/bench --gateway $(BIN) --out docs/benchmarks.md
+
+## soak: sessions opened, used and closed for minutes; memory and goroutines must level off (docs/soak.md)
+soak: build
+	$(GO) build -o bin/bench ./bench
+	./bin/bench --gateway $(BIN) --soak $${SOAK:-3m} --out docs/soak.md
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

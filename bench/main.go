@@ -63,6 +63,9 @@ func run(ctx context.Context, args []string) error {
 	idle := fs.Int("idle", 10000, "idle connections for the memory measurement (0 to skip)")
 	contextSizes := fs.String("context", "1000,1000000", "stored messages for the context-build measurement ('' to skip)")
 	profiles := fs.String("cpuprofile", "", "directory for a CPU profile of each gateway run, gateway-<sessions>.prof ('' for none)")
+	soak := fs.Duration("soak", 0, "instead of the benchmarks: a soak of this long (sessions opened, used and closed), reporting memory and goroutines over time")
+	soakClients := fs.Int("soak-clients", 300, "concurrent clients in the soak")
+	soakTurns := fs.Int("soak-turns", 5, "turns per session in the soak")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -85,6 +88,10 @@ func run(ctx context.Context, args []string) error {
 	}
 	defer llm.stop()
 	llmURL := "http://" + llm.addr
+
+	if *soak > 0 {
+		return runSoakReport(ctx, *gateway, dir, llmURL, *out, *soakClients, *soakTurns, *soak)
+	}
 
 	// Calibrate the echo floor on what the gateway sends per turn.
 	sizes, err := calibrate(ctx, *gateway, dir, llmURL)
@@ -166,6 +173,35 @@ func run(ctx context.Context, args []string) error {
 	return nil
 }
 
+// runSoakReport runs the soak against a fresh gateway and writes its
+// report to out; it fails if memory or goroutines kept growing.
+func runSoakReport(ctx context.Context, bin, dir, llmURL, out string, clients, turns int, d time.Duration) error {
+	gw, err := startGateway(ctx, bin, dir, llmURL)
+	if err != nil {
+		return err
+	}
+	defer gw.stop()
+	log("soak: %d clients for %v", clients, d)
+	samples, failures, err := runSoak(ctx, gw, "http://"+gw.metricsAddr+"/metrics", clients, turns, d, d/30)
+	if err != nil {
+		return err
+	}
+	md, flat := soakReport(samples, clients, turns, d, failures)
+	md = fmt.Sprintf("# Soak\n\nWritten by `make soak` (`bench --soak`). Measured on %s at commit `%s`, on %s.\n\n%s",
+		time.Now().UTC().Format("2006-01-02"), gitCommit(), machine(), strings.TrimPrefix(md, "## Soak\n\n"))
+	fmt.Print(md)
+	if out != "" {
+		if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
+			return err
+		}
+		log("wrote %s", out)
+	}
+	if !flat {
+		return fmt.Errorf("soak: memory or goroutines kept growing")
+	}
+	return nil
+}
+
 func log(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
 }
@@ -174,7 +210,9 @@ func log(format string, args ...any) {
 type child struct {
 	cmd  *exec.Cmd
 	addr string
-	once sync.Once
+	// metricsAddr serves the gateway's /metrics.
+	metricsAddr string
+	once        sync.Once
 }
 
 func (c *child) pid() int { return c.cmd.Process.Pid }
@@ -243,7 +281,13 @@ func startGateway(ctx context.Context, bin, dir, llmURL string, args ...string) 
 		return nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
+	mport, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	maddr := "127.0.0.1:" + strconv.Itoa(mport)
 	cfg := fmt.Sprintf(`http: { addr: %q }
+metrics: { addr: %q }
 storage: { dsn: %q }
 providers:
   - { name: main, kind: openai, base_url: %q, api_key: bench, model: bench-model }
@@ -252,7 +296,7 @@ listeners:
   websocket: { enabled: true }
   stdin: { enabled: false }
 log: { level: warn }
-`, addr, filepath.Join(run, "bench.db"), llmURL+"/v1", filepath.Join(run, "guides"))
+`, addr, maddr, filepath.Join(run, "bench.db"), llmURL+"/v1", filepath.Join(run, "guides"))
 	cfgPath := filepath.Join(run, "config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
@@ -262,7 +306,7 @@ log: { level: warn }
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
-	c := &child{cmd: cmd, addr: addr}
+	c := &child{cmd: cmd, addr: addr, metricsAddr: maddr}
 	for deadline := time.Now().Add(20 * time.Second); ; {
 		resp, err := http.Get("http://" + addr + "/healthz")
 		if err == nil {

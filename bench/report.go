@@ -84,7 +84,7 @@ func (r report) markdown() string {
 		"Each of N WebSocket connections is a session sending turns back to back; a turn is timed from sending the input "+
 		"to receiving the assistant's final `message`. Each run is measured for %v after a warm-up. "+
 		"Every gateway event is stored in SQLite before it is sent, and each message is on disk (fsync) before the gateway acts on it: "+
-			"what that crash safety costs is in [performance.md](performance.md#what-crash-safety-costs).\n\n",
+		"what that crash safety costs is in [performance.md](performance.md#what-crash-safety-costs).\n\n",
 		tokensPerReply, r.duration)
 	p("The floors, driven by the same client in the same run: **thin relay** forwards each input to the same model "+
 		"and streams every token back as a frame, with no sessions, storage or events; **bare WebSocket** is a gorilla/websocket "+
