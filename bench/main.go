@@ -293,7 +293,8 @@ providers:
   - { name: main, kind: openai, base_url: %q, api_key: bench, model: bench-model }
 guides: { dir: %q, default: bench }
 listeners:
-  websocket: { enabled: true }
+  # One client address opens every connection here: no per-address bounds.
+  websocket: { enabled: true, max_conns_per_ip: -1, new_sessions_per_ip: -1 }
   stdin: { enabled: false }
 log: { level: warn }
 `, addr, maddr, filepath.Join(run, "bench.db"), llmURL+"/v1", filepath.Join(run, "guides"))

@@ -153,6 +153,11 @@ type WebSocket struct {
 	// SendBufferBytes bounds the same queue by bytes: a client with this
 	// much waiting is as slow as one with send_buffer frames.
 	SendBufferBytes int `koanf:"send_buffer_bytes"`
+	// MaxConnsPerIP bounds the connections one client address may hold
+	// open; NewSessionsPerIP, the sessions it may start a minute. -1: no
+	// bound (behind a proxy every client has the proxy's address).
+	MaxConnsPerIP    int `koanf:"max_conns_per_ip"`
+	NewSessionsPerIP int `koanf:"new_sessions_per_ip"`
 	// ImageHosts are the hosts ("images.example.com", "*.cdn.example",
 	// "host:port") whose images the model's output may show inline;
 	// others are shown as links. The gateway's own origin and data: images
@@ -320,33 +325,35 @@ const (
 // defaults are the first layer, as flat dotted keys.
 func defaults() map[string]any {
 	return map[string]any{
-		"http.addr":                             "127.0.0.1:8080",
-		"http.idle_timeout":                     Duration(60 * time.Second),
-		"http.read_timeout":                     Duration(30 * time.Second),
-		"metrics.addr":                          "127.0.0.1:9090",
-		"listeners.websocket.send_buffer_bytes": 1 << 20,
-		"storage.dsn":                           "data/switchboard.db",
-		"guides.dir":                            "guides",
-		"guides.default":                        "assistant",
-		"listeners.websocket.enabled":           true,
-		"listeners.websocket.read_limit":        64 << 10,
-		"listeners.websocket.send_buffer":       256,
-		"listeners.websocket.auth.mode":         AuthNone,
-		"listeners.stdin.enabled":               StdinAuto,
-		"listeners.slack.enabled":               false,
-		"listeners.slack.mode":                  SlackSocket,
-		"listeners.discord.enabled":             false,
-		"sessions.queue_size":                   64,
-		"sessions.idle_timeout":                 Duration(time.Minute),
-		"sessions.max_live":                     10000,
-		"sessions.new_per_minute":               20,
-		"storage.retention":                     Duration(0),
-		"sessions.approval_timeout":             Duration(10 * time.Minute),
-		"sessions.tool_timeout":                 Duration(30 * time.Second),
-		"sessions.subscriber_buffer":            256,
-		"sessions.shutdown_grace":               Duration(10 * time.Second),
-		"log.level":                             "info",
-		"log.format":                            "text",
+		"http.addr":                               "127.0.0.1:8080",
+		"http.idle_timeout":                       Duration(60 * time.Second),
+		"http.read_timeout":                       Duration(30 * time.Second),
+		"metrics.addr":                            "127.0.0.1:9090",
+		"listeners.websocket.send_buffer_bytes":   1 << 20,
+		"listeners.websocket.max_conns_per_ip":    100,
+		"listeners.websocket.new_sessions_per_ip": 30,
+		"storage.dsn":                             "data/switchboard.db",
+		"guides.dir":                              "guides",
+		"guides.default":                          "assistant",
+		"listeners.websocket.enabled":             true,
+		"listeners.websocket.read_limit":          64 << 10,
+		"listeners.websocket.send_buffer":         256,
+		"listeners.websocket.auth.mode":           AuthNone,
+		"listeners.stdin.enabled":                 StdinAuto,
+		"listeners.slack.enabled":                 false,
+		"listeners.slack.mode":                    SlackSocket,
+		"listeners.discord.enabled":               false,
+		"sessions.queue_size":                     64,
+		"sessions.idle_timeout":                   Duration(15 * time.Second),
+		"sessions.max_live":                       10000,
+		"sessions.new_per_minute":                 20,
+		"storage.retention":                       Duration(0),
+		"sessions.approval_timeout":               Duration(10 * time.Minute),
+		"sessions.tool_timeout":                   Duration(30 * time.Second),
+		"sessions.subscriber_buffer":              256,
+		"sessions.shutdown_grace":                 Duration(10 * time.Second),
+		"log.level":                               "info",
+		"log.format":                              "text",
 	}
 }
 
@@ -653,6 +660,14 @@ func (c Config) Validate() error {
 	}
 	if ss.SubscriberBuffer < 1 {
 		bad("sessions.subscriber_buffer", "must be at least 1")
+	}
+	for _, l := range []struct {
+		key string
+		n   int
+	}{{"listeners.websocket.max_conns_per_ip", c.Listeners.WebSocket.MaxConnsPerIP}, {"listeners.websocket.new_sessions_per_ip", c.Listeners.WebSocket.NewSessionsPerIP}} {
+		if l.n == 0 || l.n < -1 {
+			bad(l.key, "must be at least 1, or -1 for no bound")
+		}
 	}
 	if ss.MaxLive < 0 {
 		bad("sessions.max_live", "must be 0 (no bound) or more")

@@ -59,7 +59,7 @@ func TestDefaults(t *testing.T) {
 	if l.Slack.APIURL != "https://slack.com/api/" || l.Discord.APIURL != "https://discord.com/api/v10/" {
 		t.Errorf("api urls: %q %q", l.Slack.APIURL, l.Discord.APIURL)
 	}
-	want := Sessions{QueueSize: 64, IdleTimeout: Duration(time.Minute), ApprovalTimeout: Duration(10 * time.Minute), ToolTimeout: Duration(30 * time.Second), SubscriberBuffer: 256, ShutdownGrace: Duration(10 * time.Second), MaxLive: 10000, NewPerMinute: 20}
+	want := Sessions{QueueSize: 64, IdleTimeout: Duration(15 * time.Second), ApprovalTimeout: Duration(10 * time.Minute), ToolTimeout: Duration(30 * time.Second), SubscriberBuffer: 256, ShutdownGrace: Duration(10 * time.Second), MaxLive: 10000, NewPerMinute: 20}
 	if c.Sessions != want {
 		t.Errorf("sessions: %+v, want %+v", c.Sessions, want)
 	}
@@ -323,6 +323,8 @@ func TestBadValues(t *testing.T) {
 			want: []string{`config: http.addr: want host:port`}},
 		{name: "queue size", sets: []string{"sessions.queue_size=0"},
 			want: []string{`sessions.queue_size: must be at least 1`}},
+		{name: "connections per address", sets: []string{"listeners.websocket.max_conns_per_ip=0"},
+			want: []string{`listeners.websocket.max_conns_per_ip: must be at least 1, or -1 for no bound`}},
 		{name: "new sessions a minute", sets: []string{"sessions.new_per_minute=0"},
 			want: []string{`sessions.new_per_minute: must be at least 1`}},
 		{name: "live sessions", sets: []string{"sessions.max_live=-1"},

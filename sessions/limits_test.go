@@ -56,3 +56,24 @@ func TestRetentionDeletesIdleSessions(t *testing.T) {
 		t.Fatalf("attaching to a deleted session: %v, want not found", err)
 	}
 }
+
+func TestASessionLeavesMemorySoonAfterItsLastListener(t *testing.T) {
+	h := newHarness(t, func(c *sessions.Config) { c.IdleTimeout = 50 * time.Millisecond })
+	c := h.newSession(alice)
+	c.say("hello")
+	c.idle()
+	if n := h.m.Live(); n != 1 {
+		t.Fatalf("%d sessions loaded while attached, want 1", n)
+	}
+	c.sub.Close()
+	for deadline := time.Now().Add(10 * time.Second); h.m.Live() != 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions still loaded after their listener left", h.m.Live())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Stored, it loads again on use.
+	c2 := h.attach(sessions.AttachOptions{SessionID: c.id, Author: alice, AfterSeq: 0})
+	c2.say("again")
+	c2.idle()
+}

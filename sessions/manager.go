@@ -79,7 +79,7 @@ type Config struct {
 
 	QueueSize        int           // inputs waiting per session (64)
 	SubscriberBuffer int           // events buffered per attached listener (256)
-	IdleTimeout      time.Duration // unload a session idle this long (10m)
+	IdleTimeout      time.Duration // unload a session this long after its last listener left and its work ended (15s)
 	ApprovalTimeout  time.Duration // a confirmation request expires (10m)
 	ToolTimeout      time.Duration // one tool call may run this long (30s)
 	// JoinRole is the role of a user who attaches to someone else's
@@ -110,7 +110,7 @@ func (c Config) withDefaults() Config {
 		c.SubscriberBuffer = 256
 	}
 	if c.IdleTimeout <= 0 {
-		c.IdleTimeout = 10 * time.Minute
+		c.IdleTimeout = 15 * time.Second
 	}
 	if c.ApprovalTimeout <= 0 {
 		c.ApprovalTimeout = 10 * time.Minute
@@ -188,6 +188,9 @@ func NewManager(ctx context.Context, cfg Config) *Manager {
 	m.cfg.Metrics.GaugeFunc("switchboard_sessions_live", "Sessions loaded in memory.", func() float64 { return float64(m.liveCount.Load()) })
 	return m
 }
+
+// Live is how many sessions are loaded in memory now.
+func (m *Manager) Live() int { return int(m.liveCount.Load()) }
 
 // Wait blocks until every session goroutine, and the manager's own, have
 // stopped.
@@ -383,6 +386,9 @@ func (m *Manager) open(ctx context.Context, opts AttachOptions) (s *session, cre
 func (m *Manager) create(ctx context.Context, key, guide string, author switchboard.Author) (*session, error) {
 	if !m.mayCreate(author) {
 		return nil, fmt.Errorf("sessions: create: %w", ErrTooFast)
+	}
+	if max := m.cfg.MaxLive; max > 0 && m.liveCount.Load() >= int64(max) {
+		return nil, fmt.Errorf("sessions: create: %w", ErrFull) // before a row is stored for it
 	}
 	if guide == "" {
 		guide = m.cfg.DefaultGuide

@@ -60,6 +60,8 @@ type session struct {
 	log *slog.Logger
 
 	inbox chan job
+	// left is signalled when the last listener detaches.
+	left chan struct{}
 
 	// owned by run
 	rec     switchboard.Session
@@ -139,6 +141,7 @@ func (m *Manager) restore(ctx context.Context, id string) (*session, error) {
 		id: id, m: m, log: m.cfg.Logger.With("session", id),
 		// Room for what was accepted before a restart, and the turn it cut.
 		inbox: make(chan job, max(m.cfg.QueueSize, len(queued)+1)),
+		left:  make(chan struct{}, 1),
 		rec:   rec, guide: g, window: window, seq: seq,
 		published: seq, subs: map[*Subscription]struct{}{}, listeners: map[*Subscription]struct{}{},
 		roles: map[string]collaboration.Role{}, guideLabel: g.Name, membersMayStop: g.MembersMayStop,
@@ -199,6 +202,9 @@ func (s *session) run() {
 				default:
 				}
 			}
+			idle.Reset(s.m.cfg.IdleTimeout)
+		case <-s.left:
+			// The last listener left: the idle time counts from now.
 			idle.Reset(s.m.cfg.IdleTimeout)
 		case <-idle.C:
 			if s.tryUnload() {
@@ -827,7 +833,14 @@ func (sub *Subscription) detach() {
 	s.mu.Lock()
 	delete(s.subs, sub)
 	delete(s.listeners, sub)
+	last := len(s.listeners) == 0
 	s.mu.Unlock()
+	if last {
+		select {
+		case s.left <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // passNotices sends the notices waiting, without blocking for more.

@@ -178,6 +178,7 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 		mux.Handle("GET /ws", websocket.New(listenCtx, websocket.Config{
 			AllowedOrigins: wsc.AllowedOrigins, ReadLimit: wsc.ReadLimit, SendBuffer: wsc.SendBuffer,
 			SendBufferBytes: wsc.SendBufferBytes, ImageHosts: wsc.ImageHosts,
+			MaxConnsPerIP: wsc.MaxConnsPerIP, NewSessionsPerIP: wsc.NewSessionsPerIP,
 			PublicURL: cfg.HTTP.PublicURL, Addr: cfg.HTTP.Addr,
 			Auth: websocketAuth(wsc.Auth, environ), Metrics: mets,
 		}, manager, log))

@@ -64,6 +64,11 @@ type Config struct {
 	Auth       Auth
 	ReadLimit  int64 // largest client frame in bytes (64 KiB)
 	SendBuffer int   // frames queued per connection (256)
+	// MaxConnsPerIP bounds the connections open from one client address
+	// (100; -1: no bound); NewSessionsPerIP, the sessions one address may
+	// start a minute (30; -1: no bound).
+	MaxConnsPerIP    int
+	NewSessionsPerIP int
 	// SendBufferBytes bounds the same queue by bytes (1 MiB): while this
 	// much waits, nothing more is queued.
 	SendBufferBytes int
@@ -84,6 +89,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SendBufferBytes <= 0 {
 		c.SendBufferBytes = 1 << 20
+	}
+	if c.MaxConnsPerIP == 0 {
+		c.MaxConnsPerIP = 100
+	}
+	if c.NewSessionsPerIP == 0 {
+		c.NewSessionsPerIP = 30
 	}
 	if c.SendTimeout <= 0 {
 		c.SendTimeout = 5 * time.Second
@@ -117,6 +128,7 @@ type Handler struct {
 	frames   *frameCache     // encoded Markdown-bearing events, shared by connections
 	allowed  map[string]bool // normalised allowed origins
 	public   string          // normalised PublicURL origin, or ""
+	perIP    *perIP
 }
 
 // New returns the /ws handler. When ctx ends every connection is closed
@@ -126,7 +138,8 @@ func New(ctx context.Context, cfg Config, s Sessions, log *slog.Logger) *Handler
 	if log == nil {
 		log = slog.Default()
 	}
-	h := &Handler{ctx: ctx, cfg: cfg, sessions: s, log: log.With("listener", "websocket"), md: newMarkdown(newImagePolicy(cfg.PublicURL, cfg.ImageHosts)), frames: newFrameCache(512, 16<<20), allowed: map[string]bool{}}
+	h := &Handler{ctx: ctx, cfg: cfg, sessions: s, log: log.With("listener", "websocket"), md: newMarkdown(newImagePolicy(cfg.PublicURL, cfg.ImageHosts)), frames: newFrameCache(512, 16<<20), allowed: map[string]bool{},
+		perIP: newPerIP(cfg.MaxConnsPerIP, cfg.NewSessionsPerIP)}
 	for _, o := range cfg.AllowedOrigins {
 		if n, ok := normalOrigin(o); ok {
 			h.allowed[n] = true
@@ -154,12 +167,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("origin %s may not open this WebSocket: add it to listeners.websocket.allowed_origins", origin), http.StatusForbidden)
 		return
 	}
+	ip := remoteIP(r)
+	done, ok := h.perIP.connect(ip)
+	if !ok {
+		h.log.Warn("connection refused: too many from one address", "remote", ip, "max", h.cfg.MaxConnsPerIP)
+		http.Error(w, "too many connections from your address", http.StatusTooManyRequests)
+		return
+	}
+	defer done()
 	ws, err := h.upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return // Upgrade has answered the client
 	}
 	c := &conn{
-		h: h, ws: ws, log: h.log.With("remote", r.RemoteAddr),
+		h: h, ws: ws, ip: ip, log: h.log.With("remote", r.RemoteAddr),
 		bearer:     strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "),
 		send:       make(chan []byte, h.cfg.SendBuffer),
 		room:       make(chan struct{}, 1),
@@ -236,6 +257,7 @@ const (
 type conn struct {
 	h      *Handler
 	ws     *gws.Conn
+	ip     string // the client's address, for the per-address limits
 	log    *slog.Logger
 	bearer string // Authorization header, if the client sent one
 
@@ -458,8 +480,18 @@ func (c *conn) hello(f clientFrame) {
 			}
 		}
 	}
+	if opts.SessionID == "" && !h.perIP.mayStartSession(c.ip) {
+		c.errorEvent(switchboard.ErrCodeBusy, "too many new conversations from your address in a short time; wait a minute")
+		return
+	}
 	sub, err := h.sessions.Attach(h.ctx, opts)
 	switch {
+	case errors.Is(err, sessions.ErrFull):
+		c.errorEvent(switchboard.ErrCodeBusy, sessions.ErrFull.Error())
+		return
+	case errors.Is(err, sessions.ErrTooFast):
+		c.errorEvent(switchboard.ErrCodeBusy, sessions.ErrTooFast.Error())
+		return
 	case errors.Is(err, sessions.ErrForbidden):
 		c.refuse("you may not open session " + opts.SessionID)
 		return

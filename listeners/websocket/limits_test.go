@@ -1,0 +1,52 @@
+package websocket_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/listeners/websocket"
+)
+
+func TestConnectionsPerAddressAreBounded(t *testing.T) {
+	g := newGateway(t, websocket.Config{MaxConnsPerIP: 2})
+	first := g.dial(nil)
+	g.dial(nil)
+	if _, err := g.tryDial(nil); err == nil || !strings.Contains(err.Error(), "HTTP 429") {
+		t.Fatalf("a third connection from one address: %v, want HTTP 429", err)
+	}
+	// One closing makes room for another.
+	first.ws.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if time.Now().After(deadline) {
+			t.Fatal("a closed connection never made room for another")
+		}
+		c, err := g.tryDial(nil)
+		if err == nil {
+			c.ws.Close()
+			break
+		}
+		if !strings.Contains(err.Error(), "HTTP 429") {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestNewSessionsPerAddressAreBounded(t *testing.T) {
+	g := newGateway(t, websocket.Config{NewSessionsPerIP: 2})
+	_, ready := g.hello(map[string]any{})
+	g.hello(map[string]any{})
+	c := g.dial(nil)
+	c.send(map[string]any{"type": "hello"})
+	ev := c.next()
+	if ev.Type != switchboard.EventError || !strings.Contains(string(ev.Data), "too many new conversations") {
+		t.Fatalf("a third new session from one address: %s %s", ev.Type, ev.Data)
+	}
+	// Attaching to an existing session is not a new one.
+	again, r := g.hello(map[string]any{"session": ready.Session})
+	if r.Session != ready.Session {
+		t.Fatalf("attached to %s, want %s", r.Session, ready.Session)
+	}
+	again.ws.Close()
+}
