@@ -20,6 +20,7 @@ type Metrics struct {
 	turns       *prometheus.CounterVec
 	turnSeconds prometheus.Histogram
 	resumed     *prometheus.CounterVec
+	refused     *prometheus.CounterVec
 	writeFails  prometheus.Counter
 
 	wsConnections prometheus.Gauge
@@ -45,6 +46,10 @@ func New() *Metrics {
 			Help:    "Time from a user's input to the end of the agent turn it started (model and tools, not approval waits).",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 12),
 		}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_limit_refusals_total",
+			Help: "Connections and sessions refused by a limit, by limit (conns_per_ip, new_sessions_per_ip, max_live, new_per_minute).",
+		}, []string{"limit"}),
 		resumed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchboard_turns_resumed_total", Help: "Interrupted turns taken up again, by why they were cut (restart, storage).",
 		}, []string{"reason"}),
@@ -69,7 +74,7 @@ func New() *Metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.events, m.turns, m.turnSeconds, m.resumed, m.writeFails, m.wsConnections, m.wsFrames, m.wsClosed,
+		m.events, m.turns, m.turnSeconds, m.resumed, m.refused, m.writeFails, m.wsConnections, m.wsFrames, m.wsClosed,
 		m.circuitOpen,
 	)
 	return m
@@ -112,6 +117,14 @@ func (m *Metrics) TurnResumed(reason string) {
 		return
 	}
 	m.resumed.WithLabelValues(reason).Inc()
+}
+
+// Refused counts a connection or session a limit refused.
+func (m *Metrics) Refused(limit string) {
+	if m == nil {
+		return
+	}
+	m.refused.WithLabelValues(limit).Inc()
 }
 
 // WriteFailed counts a session write that storage refused.

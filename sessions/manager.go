@@ -385,9 +385,11 @@ func (m *Manager) open(ctx context.Context, opts AttachOptions) (s *session, cre
 // create stores a new session owned by author.
 func (m *Manager) create(ctx context.Context, key, guide string, author switchboard.Author) (*session, error) {
 	if !m.mayCreate(author) {
+		m.cfg.Metrics.Refused("new_per_minute")
 		return nil, fmt.Errorf("sessions: create: %w", ErrTooFast)
 	}
 	if max := m.cfg.MaxLive; max > 0 && m.liveCount.Load() >= int64(max) {
+		m.cfg.Metrics.Refused("max_live")
 		return nil, fmt.Errorf("sessions: create: %w", ErrFull) // before a row is stored for it
 	}
 	if guide == "" {
@@ -418,6 +420,7 @@ func (m *Manager) load(ctx context.Context, id string) (*session, error) {
 		return nil, ErrClosed
 	}
 	if max := m.cfg.MaxLive; max > 0 && m.liveCount.Load() >= int64(max) {
+		m.cfg.Metrics.Refused("max_live")
 		return nil, fmt.Errorf("sessions: load %s: %w", id, ErrFull)
 	}
 	m.loadMu.Lock()

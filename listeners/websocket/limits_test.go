@@ -10,11 +10,14 @@ import (
 )
 
 func TestConnectionsPerAddressAreBounded(t *testing.T) {
-	g := newGateway(t, websocket.Config{MaxConnsPerIP: 2})
+	g := newGatewayWith(t, websocket.Config{MaxConnsPerIP: 2}, nil)
 	first := g.dial(nil)
 	g.dial(nil)
 	if _, err := g.tryDial(nil); err == nil || !strings.Contains(err.Error(), "HTTP 429") {
 		t.Fatalf("a third connection from one address: %v, want HTTP 429", err)
+	}
+	if n := g.metric(`switchboard_limit_refusals_total{limit="conns_per_ip"}`); n != 1 {
+		t.Fatalf("refusals counted: %v, want 1", n)
 	}
 	// One closing makes room for another.
 	first.ws.Close()
@@ -34,7 +37,7 @@ func TestConnectionsPerAddressAreBounded(t *testing.T) {
 }
 
 func TestNewSessionsPerAddressAreBounded(t *testing.T) {
-	g := newGateway(t, websocket.Config{NewSessionsPerIP: 2})
+	g := newGatewayWith(t, websocket.Config{NewSessionsPerIP: 2}, nil)
 	_, ready := g.hello(map[string]any{})
 	g.hello(map[string]any{})
 	c := g.dial(nil)
@@ -42,6 +45,9 @@ func TestNewSessionsPerAddressAreBounded(t *testing.T) {
 	ev := c.next()
 	if ev.Type != switchboard.EventError || !strings.Contains(string(ev.Data), "too many new conversations") {
 		t.Fatalf("a third new session from one address: %s %s", ev.Type, ev.Data)
+	}
+	if n := g.metric(`switchboard_limit_refusals_total{limit="new_sessions_per_ip"}`); n != 1 {
+		t.Fatalf("refusals counted: %v, want 1", n)
 	}
 	// Attaching to an existing session is not a new one.
 	again, r := g.hello(map[string]any{"session": ready.Session})

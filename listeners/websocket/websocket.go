@@ -171,6 +171,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	done, ok := h.perIP.connect(ip)
 	if !ok {
 		h.log.Warn("connection refused: too many from one address", "remote", ip, "max", h.cfg.MaxConnsPerIP)
+		h.cfg.Metrics.Refused("conns_per_ip")
 		http.Error(w, "too many connections from your address", http.StatusTooManyRequests)
 		return
 	}
@@ -481,6 +482,7 @@ func (c *conn) hello(f clientFrame) {
 		}
 	}
 	if opts.SessionID == "" && !h.perIP.mayStartSession(c.ip) {
+		h.cfg.Metrics.Refused("new_sessions_per_ip")
 		c.errorEvent(switchboard.ErrCodeBusy, "too many new conversations from your address in a short time; wait a minute")
 		return
 	}
