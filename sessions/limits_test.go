@@ -3,6 +3,8 @@ package sessions_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,3 +79,30 @@ func TestASessionLeavesMemorySoonAfterItsLastListener(t *testing.T) {
 	c2.say("again")
 	c2.idle()
 }
+
+func TestAnIdleSessionHasNoGoroutine(t *testing.T) {
+	h := newHarness(t)
+	var clients []*client
+	for range 20 {
+		c := h.newSession(switchboard.Author{Channel: "web", ID: newName()})
+		c.say("hello")
+		c.idle()
+		clients = append(clients, c)
+	}
+	for deadline := time.Now().Add(10 * time.Second); h.m.Working() != 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 20 idle sessions still hold a goroutine", h.m.Working())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := h.m.Live(); n != 20 {
+		t.Fatalf("%d sessions loaded, want the 20 attached ones", n)
+	}
+	// Work wakes a session up again.
+	clients[7].say("again")
+	clients[7].idle()
+}
+
+var nameSeq atomic.Int64
+
+func newName() string { return fmt.Sprintf("user%d", nameSeq.Add(1)) }

@@ -168,9 +168,14 @@ type Manager struct {
 	// take no other.
 	draining  chan struct{}
 	drainOnce sync.Once
+	// stopping is set when the manager stops or drains: no session
+	// goroutine starts after it (kick), so wg can be waited on.
+	startMu  sync.RWMutex
+	stopping bool
 
 	loadMu    sync.Mutex // serialises loading, never held on the hot path
 	liveCount atomic.Int64
+	working   atomic.Int64 // session goroutines up: sessions with work
 
 	// creators limits new sessions per author; guarded by loadMu.
 	creators map[string]*rate.Limiter
@@ -185,12 +190,17 @@ func NewManager(ctx context.Context, cfg Config) *Manager {
 	if m.cfg.Retention > 0 {
 		m.bg.Go(m.retain)
 	}
+	context.AfterFunc(ctx, func() { m.stopStarting(false) })
 	m.cfg.Metrics.GaugeFunc("switchboard_sessions_live", "Sessions loaded in memory.", func() float64 { return float64(m.liveCount.Load()) })
+	m.cfg.Metrics.GaugeFunc("switchboard_sessions_working", "Sessions with work under way: each has a goroutine; an idle session has none.", func() float64 { return float64(m.working.Load()) })
 	return m
 }
 
 // Live is how many sessions are loaded in memory now.
 func (m *Manager) Live() int { return int(m.liveCount.Load()) }
+
+// Working is how many sessions have work under way, and so a goroutine.
+func (m *Manager) Working() int { return int(m.working.Load()) }
 
 // Wait blocks until every session goroutine, and the manager's own, have
 // stopped.
@@ -227,11 +237,12 @@ func (m *Manager) Recover(ctx context.Context) error {
 // session goroutine has stopped.
 func (m *Manager) Drain(ctx context.Context) {
 	m.drainOnce.Do(func() {
-		// Under loadMu: no session is loaded (m.wg.Add) once draining.
+		// Under loadMu: no session is loaded once draining.
 		m.loadMu.Lock()
 		close(m.draining)
 		m.loadMu.Unlock()
 	})
+	m.stopStarting(true)
 	done := make(chan struct{})
 	go func() {
 		m.wg.Wait()
@@ -245,6 +256,24 @@ func (m *Manager) Drain(ctx context.Context) {
 	m.cfg.Logger.Warn("shutdown: turns still running after the grace period are cut, and resumed at the next start")
 	m.stopTurns(ErrShuttingDown)
 	<-done
+}
+
+// stopStarting keeps session goroutines from starting from now on, and
+// lets the listeners of parked sessions go (running ones do so when their
+// job ends). With flush, queued events are published first.
+func (m *Manager) stopStarting(flush bool) {
+	m.startMu.Lock()
+	m.stopping = true
+	m.startMu.Unlock()
+	if flush {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = m.cfg.Store.Flush(ctx)
+		cancel()
+	}
+	m.live.Range(func(_, v any) bool {
+		v.(*session).shutdownIfParked()
+		return true
+	})
 }
 
 func (m *Manager) isDraining() bool {
@@ -437,11 +466,7 @@ func (m *Manager) load(ctx context.Context, id string) (*session, error) {
 	}
 	m.live.Store(id, s)
 	m.liveCount.Add(1)
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		s.run()
-	}()
+	s.kick() // takes up what the restart left queued, or parks
 	return s, nil
 }
 

@@ -60,8 +60,6 @@ type session struct {
 	log *slog.Logger
 
 	inbox chan job
-	// left is signalled when the last listener detaches.
-	left chan struct{}
 
 	// owned by run
 	rec     switchboard.Session
@@ -93,6 +91,8 @@ type session struct {
 	listeners  map[*Subscription]struct{}    // every open subscription, live or catching up
 	accepting  int                           // inputs being accepted: not yet queued
 	handling   bool                          // a job is under way
+	running    bool                          // the session's goroutine is up (see run, kick)
+	idle       *time.Timer                   // unloads the session once idle (armIdleLocked)
 	roles      map[string]collaboration.Role // author key → role
 	guideLabel string
 	// membersMayStop is the guide's members_may_stop, for submit.
@@ -141,7 +141,6 @@ func (m *Manager) restore(ctx context.Context, id string) (*session, error) {
 		id: id, m: m, log: m.cfg.Logger.With("session", id),
 		// Room for what was accepted before a restart, and the turn it cut.
 		inbox: make(chan job, max(m.cfg.QueueSize, len(queued)+1)),
-		left:  make(chan struct{}, 1),
 		rec:   rec, guide: g, window: window, seq: seq,
 		published: seq, subs: map[*Subscription]struct{}{}, listeners: map[*Subscription]struct{}{},
 		roles: map[string]collaboration.Role{}, guideLabel: g.Name, membersMayStop: g.MembersMayStop,
@@ -162,87 +161,130 @@ func (m *Manager) restore(ctx context.Context, id string) (*session, error) {
 	return s, nil
 }
 
-// run is the session's goroutine: it takes inputs one at a time, so a
-// session's events are always in order, and unloads the session when it has
-// been idle with nobody attached.
+// run is the session's goroutine while it has work: it takes inputs one
+// at a time, so a session's events are always in order, and parks (ends)
+// once its queue is empty, so an idle session costs no goroutine. kick
+// starts it again when work arrives.
 func (s *session) run() {
-	idle := time.NewTimer(s.m.cfg.IdleTimeout)
-	defer idle.Stop()
+	defer s.m.wg.Done()
+	defer s.m.working.Add(-1)
 	for {
-		// A drain lets the job under way finish and takes no other.
-		select {
-		case <-s.m.draining:
-			s.shutdown()
+		// Stopping or draining: the job under way has finished, and what
+		// is queued stays in the inbox for the next start.
+		if s.m.ctx.Err() != nil || s.m.isDraining() {
+			s.shutdown(true)
 			return
-		default:
 		}
 		select {
-		case <-s.m.ctx.Done():
-			s.shutdown()
-			return
-		case <-s.m.draining:
-			s.shutdown()
-			return
 		case j := <-s.inbox:
-			if s.m.ctx.Err() != nil {
-				// Stopping: what is queued stays in the inbox for the
-				// next start; a turn begun now would only be cut.
-				s.shutdown()
-				return
-			}
 			s.setHandling(true)
 			s.handle(j)
 			if s.failing.Load() {
 				s.repair(j)
 			}
 			s.setHandling(false)
-			if !idle.Stop() {
-				select {
-				case <-idle.C:
-				default:
-				}
-			}
-			idle.Reset(s.m.cfg.IdleTimeout)
-		case <-s.left:
-			// The last listener left: the idle time counts from now.
-			idle.Reset(s.m.cfg.IdleTimeout)
-		case <-idle.C:
-			if s.tryUnload() {
+		default:
+			if s.park() {
 				return
 			}
-			idle.Reset(s.m.cfg.IdleTimeout)
 		}
 	}
 }
 
-// tryUnload leaves memory if nobody is attached, nothing is queued and no
-// approval is pending (its expiry timer lives here).
-func (s *session) tryUnload() bool {
+// park ends the goroutine if nothing was queued meanwhile, and arms the
+// idle timer that unloads the session.
+func (s *session) park() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.listeners) > 0 || s.accepting > 0 || len(s.inbox) > 0 || s.pending != nil {
-		return false
+	if len(s.inbox) > 0 || s.m.ctx.Err() != nil || s.m.isDraining() {
+		return false // run again: take the job, or shut down
+	}
+	s.running = false
+	s.armIdleLocked()
+	return true
+}
+
+// kick starts the session's goroutine for work just queued, unless it is
+// up already or the manager is stopping (what is queued then waits in the
+// stored inbox for the next start).
+func (s *session) kick() {
+	m := s.m
+	m.startMu.RLock()
+	defer m.startMu.RUnlock()
+	if m.stopping {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running || s.closed {
+		return
+	}
+	s.running = true
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	m.wg.Add(1)
+	m.working.Add(1)
+	go s.run()
+}
+
+// armIdleLocked (re)starts the countdown to unloading a parked session.
+func (s *session) armIdleLocked() {
+	if s.closed {
+		return
+	}
+	if s.idle == nil {
+		s.idle = time.AfterFunc(s.m.cfg.IdleTimeout, s.idleExpired)
+		return
+	}
+	s.idle.Reset(s.m.cfg.IdleTimeout)
+}
+
+// idleExpired unloads the session if it is still idle: parked, nobody
+// attached, nothing queued or being accepted, no approval waiting (its
+// expiry timer lives here). The next access loads it again.
+func (s *session) idleExpired() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running || s.closed || len(s.listeners) > 0 || s.accepting > 0 || len(s.inbox) > 0 || s.pending != nil {
+		return
 	}
 	s.closed = true
 	s.m.unload(s)
 	s.log.Debug("session unloaded after idling")
-	return true
 }
 
-func (s *session) shutdown() {
-	// What is still queued (the turn's last events) is published before
-	// the listeners are let go, so a drained turn reaches them whole.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	_ = s.m.cfg.Store.Flush(ctx)
-	cancel()
+// shutdown lets the session's listeners go. With flush, what is still
+// queued (the turn's last events) is published first, so a drained turn
+// reaches them whole; the manager flushes once for all parked sessions.
+func (s *session) shutdown(flush bool) {
+	if flush {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = s.m.cfg.Store.Flush(ctx)
+		cancel()
+	}
 	s.mu.Lock()
 	s.closed = true
 	for sub := range s.subs {
 		sub.drop()
 	}
 	s.subs = nil
+	if s.idle != nil {
+		s.idle.Stop()
+	}
 	s.mu.Unlock()
 	s.stopTimers()
+}
+
+// shutdownIfParked lets a parked session's listeners go; a running one
+// does so itself when its job ends.
+func (s *session) shutdownIfParked() {
+	s.mu.Lock()
+	running := s.running
+	s.mu.Unlock()
+	if !running {
+		s.shutdown(false)
+	}
 }
 
 // submit queues an input. Cancelling is out of band: it must reach a turn
@@ -269,8 +311,8 @@ func (s *session) submit(ctx context.Context, in switchboard.Input) (*Receipt, e
 		}
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if err := s.mayQueueLocked(in); err != nil {
+		s.mu.Unlock()
 		return nil, err
 	}
 	j := job{input: in, receipt: newReceipt()}
@@ -280,10 +322,13 @@ func (s *session) submit(ctx context.Context, in switchboard.Input) (*Receipt, e
 	}
 	select {
 	case s.inbox <- j:
-		return j.receipt, nil
 	default:
+		s.mu.Unlock()
 		return nil, ErrBusy
 	}
+	s.mu.Unlock()
+	s.kick()
+	return j.receipt, nil
 }
 
 // mayQueueLocked refuses what the session cannot take from this author
@@ -353,6 +398,7 @@ func (s *session) accept(ctx context.Context, in switchboard.Input) (*Receipt, e
 	}
 	select {
 	case s.inbox <- job{input: in, inboxID: id, receipt: r}:
+		s.kick()
 	case <-s.m.ctx.Done():
 		// Stored: the next start takes it up.
 	}
@@ -365,6 +411,7 @@ func (s *session) handOver(ctx context.Context, in switchboard.Input) (*Receipt,
 	j := job{input: in, receipt: newReceipt(), stored: make(chan error, 1)}
 	select {
 	case s.inbox <- j:
+		s.kick()
 	case <-s.m.ctx.Done():
 		return nil, ErrClosed
 	}
@@ -392,6 +439,7 @@ func (s *session) schedule(j job) {
 	go func() {
 		select {
 		case s.inbox <- j:
+			s.kick()
 		case <-s.m.ctx.Done():
 		}
 	}()
@@ -833,14 +881,10 @@ func (sub *Subscription) detach() {
 	s.mu.Lock()
 	delete(s.subs, sub)
 	delete(s.listeners, sub)
-	last := len(s.listeners) == 0
-	s.mu.Unlock()
-	if last {
-		select {
-		case s.left <- struct{}{}:
-		default:
-		}
+	if len(s.listeners) == 0 && !s.running {
+		s.armIdleLocked() // the idle time counts from the last listener's leaving
 	}
+	s.mu.Unlock()
 }
 
 // passNotices sends the notices waiting, without blocking for more.
