@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,16 +14,12 @@ import (
 	gws "github.com/gorilla/websocket"
 
 	"github.com/switchboard-gw/switchboard"
-	"github.com/switchboard-gw/switchboard/guides"
 	"github.com/switchboard-gw/switchboard/listeners/websocket"
 	"github.com/switchboard-gw/switchboard/metrics"
-	"github.com/switchboard-gw/switchboard/providers"
-	"github.com/switchboard-gw/switchboard/providers/openai"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
 	"github.com/switchboard-gw/switchboard/sessions"
 	"github.com/switchboard-gw/switchboard/sessions/sessionstest"
 	"github.com/switchboard-gw/switchboard/storage"
-	"github.com/switchboard-gw/switchboard/tools"
 )
 
 // gateway is a whole gateway on loopback: real storage, sessions, the
@@ -65,43 +60,10 @@ func serveGateway(t *testing.T, cfg websocket.Config, mgr *sessions.Manager, llm
 func newGatewayWith(t *testing.T, cfg websocket.Config, tune func(*sessions.Config)) *gateway {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	db, err := storage.Open(context.Background(), filepath.Join(t.TempDir(), "gateway.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	catalog, err := guides.LoadDir("../../guides")
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := tools.NewRegistry(tools.Builtins(time.Now)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	llm := openaitest.New()
-	p, err := openai.New(providers.Config{Name: "main", Kind: "openai", BaseURL: llm.BaseURL(), APIKey: "test", Model: "gpt-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mets := metrics.New()
-	scfg := sessions.Config{
-		Store: db, Guides: catalog, DefaultGuide: "assistant", Tools: reg, Metrics: mets,
-		Providers:       map[string]*providers.Resilient{"main": {Name: "main", Provider: p, Policy: providers.Policy{MaxRetries: 0}}},
-		DefaultProvider: "main", Logger: log,
-	}
-	if tune != nil {
-		tune(&scfg)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	mgr := sessions.NewManager(ctx, scfg)
-	t.Cleanup(func() {
-		stop()
-		mgr.Wait()
-		llm.Close()
-		db.Close()
-	})
-	cfg.Metrics = mets
-	g := serveGateway(t, cfg, mgr, llm, db, log)
-	g.mets = mets
+	sg := sessionstest.NewTuned(t, "../../guides", log, tune)
+	cfg.Metrics = sg.Metrics
+	g := serveGateway(t, cfg, sg.Manager, sg.LLM, sg.DB, log)
+	g.mets = sg.Metrics
 	return g
 }
 
