@@ -547,33 +547,7 @@ func TestSIGTERMDrains(t *testing.T) {
 	gatewayBinary(t)
 
 	t.Run("turn finishes within the grace", func(t *testing.T) {
-		llm := openaitest.New()
-		t.Cleanup(llm.Close)
-		llm.Respond(crashModel(150 * time.Millisecond)) // an answer takes ~750ms
-		setup, _, gw := startDrainGateway(t, llm, "5s")
-		p := dialPeer(t, gw.addr, map[string]any{"type": "hello", "guide": "crash", "user": map[string]string{"id": "u1"}})
-		text := "q1-1 tell me a story"
-		p.send(map[string]any{"type": "input", "id": "c1-1", "text": text})
-		if _, err := p.until(10*time.Second, func(f wsFrame) bool { return f.Type == "delta" }); err != nil {
-			t.Fatalf("no reply started: %v", err)
-		}
-		t.Logf("%s SIGTERM", time.Now().Format("15:04:05.000"))
-		_ = gw.cmd.Process.Signal(syscall.SIGTERM)
-		f, err := p.until(20*time.Second, isAssistantMessage)
-		if err != nil {
-			t.Errorf("the client did not get the answer that was streaming at SIGTERM: %v; it got:\n%s", err, p.history())
-		} else if want := answerText("q1-1", "plain"); !strings.Contains(string(f.Data), want) {
-			t.Errorf("the answer is %s, want %q", f.Data, want)
-		}
-		expectCleanExit(t, gw, 30*time.Second)
-
-		db := openAuditDB(t, setup.db)
-		st, fails := auditSession(db, p.session, []string{text}, p.seen)
-		reportFailures(t, "stored history", fails)
-		if st.interrupted != 0 {
-			t.Errorf("the turn finished within the grace, yet %d interrupted errors are stored", st.interrupted)
-		}
-		noStopped(t, db, p.session)
+		drainMidTurn(t, "q1-1 tell me a story", "delta", answerText("q1-1", "plain"))
 	})
 
 	t.Run("turn outlasting the grace is resumed at the next start", func(t *testing.T) {
@@ -642,34 +616,8 @@ func TestSIGTERMDrains(t *testing.T) {
 	})
 
 	t.Run("tool step finishes within the grace", func(t *testing.T) {
-		llm := openaitest.New()
-		t.Cleanup(llm.Close)
-		llm.Respond(crashModel(150 * time.Millisecond))
-		setup, _, gw := startDrainGateway(t, llm, "5s")
-		p := dialPeer(t, gw.addr, map[string]any{"type": "hello", "guide": "crash", "user": map[string]string{"id": "u1"}})
-		text := "q1-1 please calc 2+3"
-		p.send(map[string]any{"type": "input", "id": "c1-1", "text": text})
-		if _, err := p.until(10*time.Second, func(f wsFrame) bool { return f.Type == "tool_call" }); err != nil {
-			t.Fatalf("no tool call: %v", err)
-		}
-		t.Logf("%s SIGTERM", time.Now().Format("15:04:05.000"))
-		_ = gw.cmd.Process.Signal(syscall.SIGTERM)
-		f, err := p.until(20*time.Second, isAssistantMessage)
-		if err != nil {
-			t.Errorf("the client did not get the answer of the turn running a tool at SIGTERM: %v; it got:\n%s", err, p.history())
-		} else if want := answerText("q1-1", "after calculator"); !strings.Contains(string(f.Data), want) {
-			t.Errorf("the answer is %s, want %q", f.Data, want)
-		}
-		expectCleanExit(t, gw, 30*time.Second)
-
-		db := openAuditDB(t, setup.db)
-		st, fails := auditSession(db, p.session, []string{text}, p.seen)
-		reportFailures(t, "stored history", fails)
-		if st.interrupted != 0 {
-			t.Errorf("the turn finished within the grace, yet %d interrupted errors are stored", st.interrupted)
-		}
-		noStopped(t, db, p.session)
-		msgs, err := loadMessages(db, p.session)
+		db, session := drainMidTurn(t, "q1-1 please calc 2+3", "tool_call", answerText("q1-1", "after calculator"))
+		msgs, err := loadMessages(db, session)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -681,6 +629,42 @@ func TestSIGTERMDrains(t *testing.T) {
 			t.Errorf("stored context: %s, want user,assistant,tool,assistant", got)
 		}
 	})
+}
+
+// drainMidTurn sends text, sends SIGTERM once an event of type at
+// arrives, and checks that the turn finishes within the grace: the client
+// gets the answer (containing want) live, the gateway exits 0, and the
+// stored history is whole, without an interrupted marker or "Stopped.".
+// It returns the stored database and the session, for further checks.
+func drainMidTurn(t *testing.T, text, at, want string) (*sql.DB, string) {
+	t.Helper()
+	llm := openaitest.New()
+	t.Cleanup(llm.Close)
+	llm.Respond(crashModel(150 * time.Millisecond)) // an answer takes ~750ms
+	setup, _, gw := startDrainGateway(t, llm, "5s")
+	p := dialPeer(t, gw.addr, map[string]any{"type": "hello", "guide": "crash", "user": map[string]string{"id": "u1"}})
+	p.send(map[string]any{"type": "input", "id": "c1-1", "text": text})
+	if _, err := p.until(10*time.Second, func(f wsFrame) bool { return f.Type == at }); err != nil {
+		t.Fatalf("no %s: %v", at, err)
+	}
+	t.Logf("%s SIGTERM", time.Now().Format("15:04:05.000"))
+	_ = gw.cmd.Process.Signal(syscall.SIGTERM)
+	f, err := p.until(20*time.Second, isAssistantMessage)
+	if err != nil {
+		t.Errorf("the client did not get the answer of the turn under way at SIGTERM (after %s): %v; it got:\n%s", at, err, p.history())
+	} else if !strings.Contains(string(f.Data), want) {
+		t.Errorf("the answer is %s, want %q", f.Data, want)
+	}
+	expectCleanExit(t, gw, 30*time.Second)
+
+	db := openAuditDB(t, setup.db)
+	st, fails := auditSession(db, p.session, []string{text}, p.seen)
+	reportFailures(t, "stored history", fails)
+	if st.interrupted != 0 {
+		t.Errorf("the turn finished within the grace, yet %d interrupted errors are stored", st.interrupted)
+	}
+	noStopped(t, db, p.session)
+	return db, p.session
 }
 
 func TestSecondGatewayRefused(t *testing.T) {
