@@ -85,7 +85,6 @@ func (s *session) userTurn(ctx context.Context, j job, text string) {
 		s.tell(in.Author, switchboard.ErrCodeDuplicate, fmt.Sprintf("Already received (id %s): it is answered once.", quoteID(in.ClientID)))
 		return
 	}
-	s.m.cfg.Metrics.Event(string(switchboard.EventMessage))
 	s.remember(msg)
 	s.agentLoop(ctx, t, nil)
 }
@@ -415,9 +414,6 @@ func (s *session) answer(ctx context.Context, t *turn, reply switchboard.Message
 	}
 	if _, err := s.store(context.WithoutCancel(ctx), w); err != nil {
 		return fmt.Errorf("sessions: store reply: %w", err)
-	}
-	if len(w.Events) > 0 {
-		s.m.cfg.Metrics.Event(string(switchboard.EventMessage))
 	}
 	t.usageStored = true
 	if reply.Content != "" {

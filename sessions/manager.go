@@ -417,8 +417,7 @@ func (m *Manager) create(ctx context.Context, key, guide string, author switchbo
 		m.cfg.Metrics.Refused("new_per_minute")
 		return nil, fmt.Errorf("sessions: create: %w", ErrTooFast)
 	}
-	if max := m.cfg.MaxLive; max > 0 && m.liveCount.Load() >= int64(max) {
-		m.cfg.Metrics.Refused("max_live")
+	if m.full() {
 		return nil, fmt.Errorf("sessions: create: %w", ErrFull) // before a row is stored for it
 	}
 	if guide == "" {
@@ -448,8 +447,7 @@ func (m *Manager) load(ctx context.Context, id string) (*session, error) {
 	if m.ctx.Err() != nil || m.isDraining() {
 		return nil, ErrClosed
 	}
-	if max := m.cfg.MaxLive; max > 0 && m.liveCount.Load() >= int64(max) {
-		m.cfg.Metrics.Refused("max_live")
+	if m.full() {
 		return nil, fmt.Errorf("sessions: load %s: %w", id, ErrFull)
 	}
 	m.loadMu.Lock()
@@ -475,6 +473,16 @@ func (m *Manager) unload(s *session) {
 	if m.live.CompareAndDelete(s.id, s) {
 		m.liveCount.Add(-1)
 	}
+}
+
+// full reports (and counts) that as many sessions are loaded as MaxLive
+// allows.
+func (m *Manager) full() bool {
+	if max := m.cfg.MaxLive; max > 0 && m.liveCount.Load() >= int64(max) {
+		m.cfg.Metrics.Refused("max_live")
+		return true
+	}
+	return false
 }
 
 // mayCreate spends one of the author's new-session tokens.

@@ -90,7 +90,6 @@ type session struct {
 	subs       map[*Subscription]struct{}    // live: registered for committed events
 	listeners  map[*Subscription]struct{}    // every open subscription, live or catching up
 	accepting  int                           // inputs being accepted: not yet queued
-	handling   bool                          // a job is under way
 	running    bool                          // the session's goroutine is up (see run, kick)
 	idle       *time.Timer                   // unloads the session once idle (armIdleLocked)
 	roles      map[string]collaboration.Role // author key → role
@@ -177,12 +176,10 @@ func (s *session) run() {
 		}
 		select {
 		case j := <-s.inbox:
-			s.setHandling(true)
 			s.handle(j)
 			if s.failing.Load() {
 				s.repair(j)
 			}
-			s.setHandling(false)
 		default:
 			if s.park() {
 				return
@@ -349,12 +346,6 @@ func (s *session) mayQueueLocked(in switchboard.Input) error {
 	return nil
 }
 
-func (s *session) setHandling(b bool) {
-	s.mu.Lock()
-	s.handling = b
-	s.mu.Unlock()
-}
-
 // accept takes a message or command so that once the listener is told it
 // was taken, a crash cannot lose it. A session with work under way or
 // queued stores it in its inbox first (a restart takes it up) and queues
@@ -371,8 +362,8 @@ func (s *session) accept(ctx context.Context, in switchboard.Input) (*Receipt, e
 		return nil, err
 	}
 	_, command := parseCommand(in.Text)
-	direct := !s.handling && len(s.inbox) == 0 && !command
-	s.accepting++ // the session stays loaded until the job is queued
+	direct := !s.running && len(s.inbox) == 0 && !command // parked: nothing under way
+	s.accepting++                                         // the session stays loaded until the job is queued
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -600,14 +591,11 @@ func (s *session) emit(ctx context.Context, typ switchboard.EventType, data any)
 	}
 	if s.holding {
 		s.held = append(s.held, ev)
-		s.m.cfg.Metrics.Event(string(typ))
 		return
 	}
 	if err := s.m.cfg.Store.AppendEvents(ctx, s.onCommit, ev); err != nil {
 		s.writeFailed(err)
-		return
 	}
-	s.m.cfg.Metrics.Event(string(typ))
 }
 
 // collect runs fn with the events it emits held back, and returns them,
@@ -634,6 +622,7 @@ func (s *session) committed(evs []switchboard.Event, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, ev := range evs {
+		s.m.cfg.Metrics.Event(string(ev.Type)) // counted once stored, whichever write stored it
 		s.published = ev.Seq
 		for sub := range s.subs {
 			select {
@@ -912,17 +901,7 @@ func (sub *Subscription) send(ctx context.Context, ev switchboard.Event) bool {
 
 // quoteID shows an id or name a client chose, quoted and cut to a length
 // that cannot carry a message of its own.
-func quoteID(id string) string {
-	const max = 40
-	if len(id) > max {
-		cut := max
-		for cut > 0 && !utf8Start(id[cut]) {
-			cut--
-		}
-		id = id[:cut] + "…"
-	}
-	return strconv.Quote(id)
-}
+func quoteID(id string) string { return strconv.Quote(preview(id, 40)) }
 
 // stops reports whether an input stops the running turn.
 func stops(in switchboard.Input) bool {

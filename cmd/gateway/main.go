@@ -161,8 +161,9 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 	errc := make(chan error, 3)
 	running := 0
 
-	// Metrics have a listener of their own: whoever may chat may not read
-	// them. It is bound first, so its address is logged before http's.
+	// Metrics have a listener of their own: whoever may chat from beyond
+	// this machine may not read them. It is bound first, so its address is
+	// logged before http's.
 	if msrv := listenMetrics(cfg, mets, log); msrv != nil {
 		running++
 		go func() { errc <- serveHTTP(listenCtx, msrv, log) }()
@@ -173,6 +174,12 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok\n")
 	})
+	// On a loopback http.addr only this machine reaches it, so /metrics is
+	// served there too, as the contract's make run promises; a gateway
+	// bound beyond loopback serves metrics on metrics.addr alone.
+	if host, _, _ := net.SplitHostPort(cfg.HTTP.Addr); isLoopbackHost(host) {
+		mux.Handle("GET /metrics", mets.Handler())
+	}
 	if cfg.Listeners.WebSocket.Enabled {
 		wsc := cfg.Listeners.WebSocket
 		mux.Handle("GET /ws", websocket.New(listenCtx, websocket.Config{
