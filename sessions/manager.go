@@ -144,6 +144,9 @@ var (
 	// ErrShuttingDown is the cause of a turn cut because a shutdown ran out
 	// of time: the turn stays open and the next start runs it again.
 	ErrShuttingDown = errors.New("the gateway shut down before the turn finished")
+	// ErrNotStored: an input could not be stored (disk full, I/O error),
+	// so it was not taken; it can be sent again with the same id.
+	ErrNotStored = errors.New("the gateway cannot save messages right now (its disk is full or failing); send it again in a few minutes")
 	// ErrFull: as many sessions are loaded as sessions.max_live allows.
 	ErrFull = errors.New("the gateway has too many conversations open; try again in a few minutes")
 	// ErrTooFast: an author opens new sessions faster than allowed.

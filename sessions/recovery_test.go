@@ -251,8 +251,8 @@ func TestFullDiskRefusesNewInputClearly(t *testing.T) {
 	// An input too big for what is left cannot be accepted: the listener
 	// is told, nothing is half stored, and it can be sent again.
 	in := switchboard.Input{Kind: switchboard.InputText, ClientID: "c1", Text: strings.Repeat("y", 64<<10), Author: alice}
-	if _, err := h.m.Submit(ctx, c.id, in); err == nil || !strings.Contains(err.Error(), "full") {
-		t.Fatalf("Submit on a full disk = %v, want an error saying it is full", err)
+	if _, err := h.m.Submit(ctx, c.id, in); !errors.Is(err, sessions.ErrNotStored) || !strings.Contains(err.Error(), "full") {
+		t.Fatalf("Submit on a full disk = %v, want ErrNotStored saying it is full", err)
 	}
 	if err := h.db.LimitSize(ctx, 0); err != nil {
 		t.Fatal(err)

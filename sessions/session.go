@@ -377,7 +377,7 @@ func (s *session) accept(ctx context.Context, in switchboard.Input) (*Receipt, e
 	id, dup, err := s.m.cfg.Store.AcceptInput(ctx, s.id, dedupeKey(in), in)
 	if err != nil {
 		s.m.cfg.Metrics.WriteFailed()
-		return nil, fmt.Errorf("sessions: accept input: %w", err)
+		return nil, fmt.Errorf("sessions: accept input: %w: %w", ErrNotStored, err)
 	}
 	r := newReceipt()
 	if dup {
@@ -410,7 +410,7 @@ func (s *session) handOver(ctx context.Context, in switchboard.Input) (*Receipt,
 	case err := <-j.stored:
 		if err != nil {
 			s.m.cfg.Metrics.WriteFailed()
-			return nil, fmt.Errorf("sessions: accept input: %w", err)
+			return nil, fmt.Errorf("sessions: accept input: %w: %w", ErrNotStored, err)
 		}
 		return j.receipt, nil
 	case <-ctx.Done():

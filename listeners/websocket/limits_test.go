@@ -56,3 +56,26 @@ func TestNewSessionsPerAddressAreBounded(t *testing.T) {
 	}
 	again.ws.Close()
 }
+
+func TestAnInputThatCannotBeStoredIsRefusedClearly(t *testing.T) {
+	g := newGateway(t, websocket.Config{})
+	c, _ := g.hello(map[string]any{"user": map[string]any{"id": "ada"}})
+	if err := g.db.LimitSize(t.Context(), 1); err != nil { // the disk is full
+		t.Fatal(err)
+	}
+	c.send(map[string]any{"type": "input", "id": "1", "text": strings.Repeat("y", 32<<10)})
+	for {
+		ev := c.next()
+		if ev.Type != switchboard.EventError {
+			continue
+		}
+		// The session's own storage notice may come first.
+		e := data[switchboard.ErrorData](t, ev)
+		if e.Code != switchboard.ErrCodeStorage {
+			t.Fatalf("refused input: %+v, want storage_unavailable", e)
+		}
+		if strings.Contains(e.Message, "send it again") {
+			return
+		}
+	}
+}

@@ -426,6 +426,8 @@ func (c *conn) handle(data []byte) {
 		c.errorEvent(switchboard.ErrCodeRestarting, err.Error())
 	case errors.Is(err, sessions.ErrClosed):
 		c.close(gws.CloseGoingAway, "gateway shutting down", reasonShutdown, true)
+	case errors.Is(err, sessions.ErrNotStored):
+		c.errorEvent(switchboard.ErrCodeStorage, sessions.ErrNotStored.Error())
 	case err != nil:
 		c.log.Error("submit failed", "session", sessionID, "err", err)
 		c.errorEvent(switchboard.ErrCodeInternal, "the gateway could not take that input; try again")
