@@ -85,6 +85,14 @@ type ReadyData struct {
 	// User is who the listener attached as, so a client can tell its own
 	// messages (author_id) from others'.
 	User *ReadyUser `json:"user,omitempty"`
+	// Pending are the approval requests open as the listener attaches, so
+	// one that attaches without replay (a terminal after a restart, a
+	// channel joining late) can still show and answer them.
+	Pending []ConfirmationRequestData `json:"pending,omitempty"`
+	// Greeting and Suggestions are the guide's welcome and its suggested
+	// first prompts, for channels that show an empty conversation.
+	Greeting    string   `json:"greeting,omitempty"`
+	Suggestions []string `json:"suggestions,omitempty"`
 }
 
 // ReadyUser identifies the attached user.
@@ -154,6 +162,9 @@ type ConfirmationResolvedData struct {
 	ConfirmationID string `json:"confirmation_id"`
 	Approved       bool   `json:"approved"`
 	By             string `json:"by"`
+	// Scope is ScopeSession when the approver allowed the tool for the
+	// rest of the session ("Always allow"); empty for this call only.
+	Scope string `json:"scope,omitempty"`
 }
 
 // Session states.

@@ -10,6 +10,9 @@ const (
 	InputCancel  InputKind = "cancel"  // stop the running turn
 )
 
+// ScopeSession answers an approval request for the rest of the session.
+const ScopeSession = "session"
+
 // Input is what a listener hands the session manager. ClientID is the
 // client's id for the input; a repeated one is ignored so a client that
 // retries after a reconnect does not send twice.
@@ -22,6 +25,9 @@ type Input struct {
 
 	ConfirmationID string // InputConfirm
 	Approved       bool
+	// Scope ScopeSession with Approved: allow this tool without asking for
+	// the rest of the session (approvers only; /revoke undoes it).
+	Scope string
 
 	ActionID string // InputAction
 	Value    string

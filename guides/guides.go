@@ -96,6 +96,12 @@ type Guide struct {
 	// a running turn with /stop. Denying a tool call waiting for approval
 	// always needs an approver.
 	MembersMayStop bool
+	// Greeting welcomes people to an empty conversation, and Suggestions
+	// are first prompts they can pick; channels show them where they have
+	// such a place (the widget's empty panel, the terminal banner, Slack's
+	// suggested prompts).
+	Greeting    string
+	Suggestions []string
 	// Prompt is the Markdown body, trimmed.
 	Prompt string
 	// File is the path the guide was read from, for error messages.
@@ -109,6 +115,7 @@ func (g Guide) clone() Guide {
 	}
 	g.InitialMemories = slices.Clone(g.InitialMemories)
 	g.Tools = slices.Clone(g.Tools)
+	g.Suggestions = slices.Clone(g.Suggestions)
 	g.Approval.Auto = slices.Clone(g.Approval.Auto)
 	g.Approval.Ask = slices.Clone(g.Approval.Ask)
 	g.Approval.Deny = slices.Clone(g.Approval.Deny)
@@ -223,6 +230,12 @@ func (p parser) frontMatter(g *Guide, src string) error {
 			err = p.intRange(v, key, 1, 0, &g.MaxTokens)
 		case "members_may_stop":
 			err = p.boolean(v, key, &g.MembersMayStop)
+		case "greeting":
+			err = p.str(v, key, &g.Greeting)
+		case "suggestions":
+			if g.Suggestions, err = p.list(v, key); err == nil {
+				err = p.suggestions(v)
+			}
 		default:
 			return p.errorf(k, "unknown key %q", key)
 		}
@@ -314,6 +327,25 @@ func (p parser) list(n *yaml.Node, key string) ([]string, error) {
 		out = append(out, item.Value)
 	}
 	return out, nil
+}
+
+// Limits that keep suggestions usable as buttons in every channel (Slack
+// shows at most four suggested prompts).
+const (
+	MaxSuggestions     = 4
+	MaxSuggestionRunes = 75
+)
+
+func (p parser) suggestions(n *yaml.Node) error {
+	if len(n.Content) > MaxSuggestions {
+		return p.errorf(n, "suggestions: at most %d, not %d", MaxSuggestions, len(n.Content))
+	}
+	for _, item := range n.Content {
+		if r := []rune(item.Value); len(r) > MaxSuggestionRunes || strings.TrimSpace(item.Value) == "" {
+			return p.errorf(item, "suggestions: each must be 1 to %d characters, not %d", MaxSuggestionRunes, len(r))
+		}
+	}
+	return nil
 }
 
 func (p parser) unique(n *yaml.Node, key string) error {

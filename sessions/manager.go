@@ -304,6 +304,12 @@ type AttachOptions struct {
 	// AfterSeq: replay every stored event after it before live ones. A
 	// negative value means "only live events from now on".
 	AfterSeq int64
+	// Recap, with a negative AfterSeq, first replays the stored events of
+	// the last Recap messages (user and assistant) with their own seqs, all
+	// at or below Ready.LastSeq: a short "where we were" for a place that
+	// attaches without the whole history (the terminal at start, a channel
+	// that joins).
+	Recap int
 	// MembersOnly refuses (ErrForbidden) to attach an author to an existing
 	// session they are not yet a member of, unless Role grants them one:
 	// listeners whose users are authenticated use it so that knowing a
