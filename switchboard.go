@@ -91,6 +91,9 @@ type Session struct {
 	Owner     string // Author.Key() of the creator
 	CreatedAt time.Time
 	Usage     Usage
+	// AllowedTools are the tools an approver allowed for the rest of the
+	// session ("Always allow"): asked for no more.
+	AllowedTools []string
 }
 
 // ErrNotFound is returned (wrapped) by stores for a missing record.
@@ -127,6 +130,9 @@ type TurnWrite struct {
 	EndTurn bool
 	// Usage is added to the session's running total.
 	Usage Usage
+	// Allowed, when not nil, replaces the session's always-allowed tools
+	// (Session.AllowedTools); an empty, non-nil slice clears them.
+	Allowed []string
 	// Durable makes the commit wait for the disk (an fsync), for a write
 	// that stores what a user was told was sent: it then survives a power
 	// cut, not only a crash of the process.

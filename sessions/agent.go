@@ -49,7 +49,7 @@ func (s *session) userTurn(ctx context.Context, j job, text string) {
 	in := j.input
 	if s.pending != nil {
 		s.tell(in.Author, switchboard.ErrCodeBusy, fmt.Sprintf(
-			"A tool call is waiting for approval (%s). Approve or deny it first, or send /stop.", s.pending.waitingFor()))
+			"A tool call is waiting for approval (%s). Answer it first (/approve or /deny; /pending shows it), or send /stop.", s.pending.waitingFor()))
 		// Refused, not taken: forget its id so it can be sent again.
 		s.write(ctx, switchboard.TurnWrite{InboxID: j.inboxID, ClientID: dedupeKey(in), Forget: true})
 		return
@@ -248,7 +248,8 @@ func (s *session) triage(ctx context.Context, p *pendingTurn) []int {
 		default:
 			if err := s.m.cfg.Tools.Validate(call.Name, call.Args); err != nil {
 				s.setResult(ctx, p, i, err.Error(), true)
-			} else if policy == guides.Auto {
+			} else if policy == guides.Auto || s.allowed[call.Name] {
+				// Allowed for the session by an approver ("Always allow").
 				run = append(run, i)
 			} else {
 				p.Confirmations = append(p.Confirmations, &confirmation{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -109,25 +110,54 @@ func (p *pendingTurn) cancelUnresolved(now time.Time) {
 func (s *session) suspend(ctx context.Context, p *pendingTurn) {
 	evs := s.collect(func() {
 		for _, c := range p.Confirmations {
-			call := p.Assistant.ToolCalls[c.CallIndex]
-			warning := ""
-			if t, ok := s.m.cfg.Tools.Lookup(call.Name); ok {
-				warning = t.SecurityWarning
-			}
-			s.emit(ctx, switchboard.EventConfirmationRequest, switchboard.ConfirmationRequestData{
-				ConfirmationID: c.ID, ToolCallID: call.ID, ToolName: call.Name, Args: json.RawMessage(argsJSON(call.Args)),
-				SecurityWarning: warning, ExpiresAt: c.ExpiresAt,
-			})
+			s.emit(ctx, switchboard.EventConfirmationRequest, s.request(p, c))
 		}
 		s.emitState(ctx, switchboard.StateAwaitingConfirmation, p.waitingFor())
 	})
-	if !s.savePending(ctx, p, evs) {
+	if !s.savePending(ctx, p, evs, nil) {
 		// The stored turn is still the running one: repair runs it again,
 		// and the model asks again.
 		return
 	}
-	s.pending = p
+	s.setPending(p)
 	s.armTimers()
+}
+
+// request is how a confirmation is shown to listeners.
+func (s *session) request(p *pendingTurn, c *confirmation) switchboard.ConfirmationRequestData {
+	call := p.Assistant.ToolCalls[c.CallIndex]
+	warning := ""
+	if t, ok := s.m.cfg.Tools.Lookup(call.Name); ok {
+		warning = t.SecurityWarning
+	}
+	return switchboard.ConfirmationRequestData{
+		ConfirmationID: c.ID, ToolCallID: call.ID, ToolName: call.Name, Args: json.RawMessage(argsJSON(call.Args)),
+		SecurityWarning: warning, ExpiresAt: c.ExpiresAt,
+	}
+}
+
+// setPending makes p the turn waiting for approval (nil: none), and keeps
+// the list of its open requests that attaching listeners are given.
+func (s *session) setPending(p *pendingTurn) {
+	s.pending = p
+	var open []switchboard.ConfirmationRequestData
+	if p != nil {
+		for _, c := range p.Confirmations {
+			if !c.Resolved {
+				open = append(open, s.request(p, c))
+			}
+		}
+	}
+	s.mu.Lock()
+	s.open = open
+	s.mu.Unlock()
+}
+
+// openRequests are the approval requests open now.
+func (s *session) openRequests() []switchboard.ConfirmationRequestData {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.open)
 }
 
 // confirm handles an answer to a confirmation request.
@@ -146,7 +176,18 @@ func (s *session) confirm(ctx context.Context, in switchboard.Input) {
 			"%s may not approve tools in this session (role: %s). The session's owner or an approver must answer.", in.Author.DisplayName(), role))
 		return
 	}
-	s.resolve(ctx, c, in.Approved, in.Author.DisplayName())
+	switch in.Scope {
+	case "":
+	case switchboard.ScopeSession:
+		if !in.Approved {
+			s.tell(in.Author, switchboard.ErrCodeBadInput, "Only an approval can be for the rest of the session; a denial is for this call.")
+			return
+		}
+	default:
+		s.tell(in.Author, switchboard.ErrCodeBadInput, fmt.Sprintf("Unknown approval scope %s: leave it out (this call) or send \"session\" (the rest of the session).", quoteID(in.Scope)))
+		return
+	}
+	s.resolve(ctx, c, in.Approved, in.Author.DisplayName(), in.Scope)
 }
 
 // expire treats an unanswered request whose time ran out as denied.
@@ -155,19 +196,37 @@ func (s *session) expire(ctx context.Context, id string) {
 		return
 	}
 	if c := s.pending.find(id); c != nil && !c.Resolved {
-		s.resolve(ctx, c, false, "expired")
+		s.resolve(ctx, c, false, "expired", "")
 	}
 }
 
 // resolve records an answer; once every request of the turn is answered,
-// the turn goes on.
-func (s *session) resolve(ctx context.Context, c *confirmation, approved bool, by string) {
+// the turn goes on. An approval for the session (scope) allows the tool
+// from now on, and answers the turn's other open requests for it too: the
+// allowance is stored in the same write as the answers.
+func (s *session) resolve(ctx context.Context, c *confirmation, approved bool, by, scope string) {
 	p := s.pending
-	c.Resolved, c.Approved, c.By = true, approved, by
+	answered := []*confirmation{c}
+	var allowed []string
+	if scope == switchboard.ScopeSession {
+		tool := p.Assistant.ToolCalls[c.CallIndex].Name
+		for _, o := range p.Confirmations {
+			if o != c && !o.Resolved && p.Assistant.ToolCalls[o.CallIndex].Name == tool {
+				answered = append(answered, o)
+			}
+		}
+		allowed = slices.Clone(s.rec.AllowedTools)
+		if !slices.Contains(allowed, tool) {
+			allowed = append(allowed, tool)
+		}
+	}
 	evs := s.collect(func() {
-		s.emit(ctx, switchboard.EventConfirmationResolved, switchboard.ConfirmationResolvedData{
-			ConfirmationID: c.ID, Approved: approved, By: by,
-		})
+		for _, c := range answered {
+			c.Resolved, c.Approved, c.By = true, approved, by
+			s.emit(ctx, switchboard.EventConfirmationResolved, switchboard.ConfirmationResolvedData{
+				ConfirmationID: c.ID, Approved: approved, By: by, Scope: scope,
+			})
+		}
 		if !approved {
 			reason := "the user denied this tool call"
 			switch by {
@@ -185,10 +244,16 @@ func (s *session) resolve(ctx context.Context, c *confirmation, approved bool, b
 	// Every answer is stored, with its event, before the turn goes on: a
 	// crash after the last one runs the approved calls instead of asking
 	// again, and an answer a client saw is never forgotten.
-	if !s.savePending(ctx, p, evs) || !p.allResolved() {
+	if !s.savePending(ctx, p, evs, allowed) {
 		return
 	}
-	s.resumePending(ctx)
+	if allowed != nil {
+		s.allow(allowed)
+	}
+	s.setPending(p)
+	if p.allResolved() {
+		s.resumePending(ctx)
+	}
 }
 
 // resumePending continues a turn whose requests are all answered.
@@ -198,7 +263,7 @@ func (s *session) resumePending(ctx context.Context) {
 		return
 	}
 	s.stopTimers()
-	s.pending = nil
+	s.setPending(nil)
 	t := p.Turn
 	t.started = s.m.cfg.Now()
 	s.agentLoop(ctx, &t, p)
@@ -233,7 +298,7 @@ func (s *session) stop(ctx context.Context, by switchboard.Author, stoppedRunnin
 			}
 		}
 	})
-	if !s.savePending(ctx, p, evs) {
+	if !s.savePending(ctx, p, evs, nil) {
 		return
 	}
 	s.resumePending(ctx)
@@ -241,14 +306,14 @@ func (s *session) stop(ctx context.Context, by switchboard.Author, stoppedRunnin
 
 // savePending stores the waiting turn as it is now, with the events that
 // announce the change (see collect).
-func (s *session) savePending(ctx context.Context, p *pendingTurn, evs []switchboard.Event) bool {
+func (s *session) savePending(ctx context.Context, p *pendingTurn, evs []switchboard.Event, allowed []string) bool {
 	p.Phase = ""
 	data, err := json.Marshal(p)
 	if err != nil {
 		s.writeFailed(fmt.Errorf("encode the waiting turn: %w", err))
 		return false
 	}
-	w := switchboard.TurnWrite{Turn: data}
+	w := switchboard.TurnWrite{Turn: data, Allowed: allowed}
 	if len(evs) > 0 {
 		w.Events, w.Published = evs, s.onCommit
 	}
@@ -275,4 +340,13 @@ func (s *session) stopTimers() {
 		t.Stop()
 	}
 	s.timers = nil
+}
+
+// allow makes tools the session's always-allowed ones, as stored.
+func (s *session) allow(tools []string) {
+	s.rec.AllowedTools = tools
+	s.allowed = make(map[string]bool, len(tools))
+	for _, t := range tools {
+		s.allowed[t] = true
+	}
 }

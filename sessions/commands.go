@@ -1,11 +1,13 @@
 package sessions
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/guides"
@@ -32,13 +34,17 @@ func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
 
 // Help lists the slash commands every channel understands.
 const Help = `Commands:
-  /help                 this list
-  /guide [name]         show or switch the guide (persona)
-  /tools                the tools this guide may use, and their approval policy
-  /usage                tokens used in this session
-  /stop                 stop the running turn
-  /reset                start a new conversation
-  /<tool> <json-args>   run a tool yourself, e.g. /calculator {"expression":"2+2"}`
+  /help                     this list
+  /guide [name]             show the guide, or switch to another
+  /tools                    the guide's tools and their approval policy
+  /pending                  the tool calls waiting for approval
+  /approve [id] [always]    approve a waiting tool call (always: this tool, for the rest of the session)
+  /deny [id]                deny a waiting tool call
+  /revoke <tool>            ask again before <tool> runs (undoes "always")
+  /usage                    tokens used in this session
+  /stop                     stop the running turn
+  /reset                    start a new conversation
+  /<tool> <json-args>       run a tool yourself, e.g. /calculator {"expression":"2+2"}`
 
 // command runs a slash command. Answers go to the whole session as system
 // messages: in a shared session everyone sees what was done.
@@ -59,6 +65,12 @@ func (s *session) command(ctx context.Context, j job, cmd command) {
 		s.switchGuide(ctx, in, cmd.args)
 	case "reset":
 		s.reset(ctx, j)
+	case "pending":
+		s.systemMessage(ctx, s.describePending())
+	case "approve", "deny":
+		s.answerCommand(ctx, in, cmd)
+	case "revoke":
+		s.revoke(ctx, in.Author, cmd.args)
 	default:
 		if _, ok := s.m.cfg.Tools.Lookup(cmd.name); ok {
 			s.runToolDirectly(ctx, in.Author, cmd)
@@ -66,6 +78,86 @@ func (s *session) command(ctx context.Context, j job, cmd command) {
 		}
 		s.tell(in.Author, switchboard.ErrCodeBadInput, fmt.Sprintf("Unknown command %s. Send /help for the list.", quoteID("/"+cmd.name)))
 	}
+}
+
+// describePending lists the open approval requests with their ids.
+func (s *session) describePending() string {
+	if s.pending == nil {
+		return "No tool call is waiting for approval."
+	}
+	var b strings.Builder
+	b.WriteString("Waiting for approval:\n")
+	now := s.m.cfg.Now()
+	for _, c := range s.pending.Confirmations {
+		if c.Resolved {
+			continue
+		}
+		call := s.pending.Assistant.ToolCalls[c.CallIndex]
+		fmt.Fprintf(&b, "  %s  %s %s  (expires in %s)\n", c.ID, call.Name, argsJSON(call.Args), c.ExpiresAt.Sub(now).Round(time.Second))
+	}
+	b.WriteString("Answer with /approve [id] [always] or /deny [id]; without an id, the first one.")
+	return b.String()
+}
+
+// answerCommand is /approve [id] [always] and /deny [id]: the typed form
+// of the Approve / Deny buttons, for channels without them and for people
+// who prefer typing. Without an id it answers the first open request.
+func (s *session) answerCommand(ctx context.Context, in switchboard.Input, cmd command) {
+	approve := cmd.name == "approve"
+	var id, scope string
+	for _, arg := range strings.Fields(cmd.args) {
+		switch {
+		case approve && strings.EqualFold(arg, "always"):
+			scope = switchboard.ScopeSession
+		case id == "":
+			id = arg
+		default:
+			s.tell(in.Author, switchboard.ErrCodeBadInput, fmt.Sprintf("Usage: /%s [id]%s", cmd.name, map[bool]string{true: " [always]"}[approve]))
+			return
+		}
+	}
+	if id == "" {
+		if s.pending == nil || s.pending.allResolved() {
+			s.tell(in.Author, switchboard.ErrCodeNotFound, "No tool call is waiting for approval.")
+			return
+		}
+		for _, c := range s.pending.Confirmations {
+			if !c.Resolved {
+				id = c.ID
+				break
+			}
+		}
+	}
+	s.confirm(ctx, switchboard.Input{
+		Kind: switchboard.InputConfirm, Author: in.Author, ConfirmationID: id, Approved: approve, Scope: scope,
+	})
+}
+
+// revoke undoes "Always allow" for a tool: it asks again from now on.
+func (s *session) revoke(ctx context.Context, by switchboard.Author, tool string) {
+	if tool == "" {
+		s.tell(by, switchboard.ErrCodeBadInput, "Usage: /revoke <tool>. /tools shows which tools are allowed for this session.")
+		return
+	}
+	if !s.role(by).CanApprove() {
+		s.tell(by, switchboard.ErrCodeForbidden, "Only the session's owner or an approver may revoke a tool's approval.")
+		return
+	}
+	if !s.allowed[tool] {
+		s.tell(by, switchboard.ErrCodeNotFound, fmt.Sprintf("The tool %s is not allowed for this session, so there is nothing to revoke. /tools shows the tools.", quoteID(tool)))
+		return
+	}
+	allowed := slices.DeleteFunc(slices.Clone(s.rec.AllowedTools), func(t string) bool { return t == tool })
+	if allowed == nil {
+		allowed = []string{} // clears the stored list
+	}
+	evs := s.collect(func() {
+		s.systemMessage(ctx, fmt.Sprintf("%s revoked the approval of %s: it asks again before running.", by.DisplayName(), tool))
+	})
+	if !s.write(ctx, switchboard.TurnWrite{Allowed: allowed, Events: evs, Published: s.onCommit}) {
+		return
+	}
+	s.allow(allowed)
 }
 
 func (s *session) describeTools() string {
@@ -79,14 +171,44 @@ func (s *session) describeTools() string {
 		if t, ok := s.m.cfg.Tools.Lookup(name); ok {
 			desc = t.Description
 		}
-		fmt.Fprintf(&b, "  %-14s [%s] %s\n", name, s.guide.Approval.For(name), desc)
+		policy := string(s.guide.Approval.For(name))
+		if policy == string(guides.Ask) && s.allowed[name] {
+			policy = "allowed for this session"
+		}
+		fmt.Fprintf(&b, "  %-14s [%s] %s\n", name, policy, desc)
+	}
+	if len(s.allowed) > 0 {
+		b.WriteString("/revoke <tool> asks again before a tool allowed for this session runs.\n")
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
 
+// describeGuide is /guide: what the persona is and does.
+func (s *session) describeGuide() string {
+	g := s.guide
+	var b strings.Builder
+	fmt.Fprintf(&b, "Guide: %s", g.Name)
+	if g.Description != "" {
+		fmt.Fprintf(&b, " — %s", g.Description)
+	}
+	b.WriteString("\n")
+	provider := cmp.Or(g.Provider, s.m.cfg.DefaultProvider)
+	if g.Model != "" {
+		fmt.Fprintf(&b, "  model:   %s (provider %s)\n", g.Model, provider)
+	} else {
+		fmt.Fprintf(&b, "  model:   provider %s's\n", provider)
+	}
+	fmt.Fprintf(&b, "  memory:  the last %d messages\n", g.Memory.Window)
+	if len(g.Tools) > 0 {
+		fmt.Fprintf(&b, "  tools:   %s (/tools for their approval policy)\n", strings.Join(g.Tools, ", "))
+	}
+	fmt.Fprintf(&b, "Available guides: %s. /guide <name> switches (owner or approver).", strings.Join(s.m.cfg.Guides.Names(), ", "))
+	return b.String()
+}
+
 func (s *session) switchGuide(ctx context.Context, in switchboard.Input, name string) {
 	if name == "" {
-		s.systemMessage(ctx, fmt.Sprintf("Guide: %s. Available: %s.", s.guide.Name, strings.Join(s.m.cfg.Guides.Names(), ", ")))
+		s.systemMessage(ctx, s.describeGuide())
 		return
 	}
 	if !s.role(in.Author).CanApprove() {
@@ -119,7 +241,7 @@ func (s *session) switchGuide(ctx context.Context, in switchboard.Input, name st
 	s.guide = g
 	s.rec.Guide = g.Name
 	s.mu.Lock()
-	s.guideLabel, s.membersMayStop = g.Name, g.MembersMayStop
+	s.shownGuide, s.membersMayStop = g, g.MembersMayStop
 	s.mu.Unlock()
 	s.systemMessage(ctx, fmt.Sprintf("Guide switched to %s: %s", g.Name, g.Description))
 }

@@ -30,6 +30,8 @@ initial_memories: ["The shop opens at 9."]
 tools: [current_time, calculator, present, boom]
 approval: { default: ask, auto: [calculator, present, boom] }
 max_iterations: 3
+greeting: Hello from the tester.
+suggestions: ["what time is it?", "2+2"]
 ---
 You are the test assistant.
 `

@@ -43,6 +43,7 @@ type Store interface {
 	AppendEvents(ctx context.Context, published func([]switchboard.Event, error), evs ...switchboard.Event) error
 	Flush(ctx context.Context) error
 	EventsAfter(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]switchboard.Event, error)
+	RecentMessages(ctx context.Context, sessionID string, n int, throughSeq int64) ([]switchboard.Event, error)
 	LastSeq(ctx context.Context, sessionID string) (int64, error)
 	FindUI(ctx context.Context, sessionID, uiID string) (switchboard.UI, error)
 
@@ -335,15 +336,26 @@ func (m *Manager) Attach(ctx context.Context, opts AttachOptions) (*Subscription
 	if err != nil {
 		return nil, err
 	}
+	last := s.publishedSeq()
 	after := opts.AfterSeq
-	if last := s.publishedSeq(); after < 0 || after > last {
+	if after < 0 || after > last {
 		// Past the end (a client whose store was reset): from now on.
 		after = last
 	}
-	sub := s.subscribe(after, opts.Author.Key())
+	var recap []switchboard.Event
+	if opts.Recap > 0 && opts.AfterSeq < 0 && last > 0 {
+		// Published events are committed: the store has them.
+		if recap, err = m.cfg.Store.RecentMessages(ctx, s.id, opts.Recap, last); err != nil {
+			return nil, fmt.Errorf("sessions: attach %s: recap: %w", s.id, err)
+		}
+	}
+	g := s.guideSnapshot()
+	sub := s.subscribe(after, opts.Author.Key(), recap)
 	sub.Ready = switchboard.ReadyData{
-		Session: s.id, Guide: s.guideName(), Role: string(role), LastSeq: s.publishedSeq(),
-		User: &switchboard.ReadyUser{ID: opts.Author.ID, Name: opts.Author.DisplayName()},
+		Session: s.id, Guide: g.Name, Role: string(role), LastSeq: last,
+		User:     &switchboard.ReadyUser{ID: opts.Author.ID, Name: opts.Author.DisplayName()},
+		Pending:  s.openRequests(),
+		Greeting: g.Greeting, Suggestions: g.Suggestions,
 	}
 	return sub, nil
 }
@@ -438,14 +450,41 @@ func (m *Manager) create(ctx context.Context, key, guide string, author switchbo
 	rec := switchboard.Session{
 		ID: newID("s_"), Key: key, Guide: guide, Owner: author.Key(), CreatedAt: m.cfg.Now().UTC(),
 	}
+	if key != "" {
+		// A keyed session is found by its key (the terminal, a thread):
+		// stored at once, so two attaches cannot make two.
+		if err := m.store(ctx, rec); err != nil {
+			return nil, err
+		}
+		return m.load(ctx, rec.ID)
+	}
+	// Without a key only its id finds it: stored with its first input
+	// (persist), so a page view that sends nothing stores nothing.
+	if m.ctx.Err() != nil || m.isDraining() {
+		return nil, ErrClosed
+	}
+	g, _ := m.cfg.Guides.Get(guide)
+	s := m.newSession(rec, g, m.cfg.QueueSize)
+	s.unstored = true
+	s.roles[author.Key()] = collaboration.Owner
+	m.live.Store(rec.ID, s)
+	m.liveCount.Add(1)
+	s.mu.Lock()
+	s.armIdleLocked() // parked from the start: unloaded once idle with nobody attached
+	s.mu.Unlock()
+	return s, nil
+}
+
+// store writes a new session's record and its owner.
+func (m *Manager) store(ctx context.Context, rec switchboard.Session) error {
 	if err := m.cfg.Store.CreateSession(ctx, rec); err != nil {
-		return nil, fmt.Errorf("sessions: create: %w", err)
+		return fmt.Errorf("sessions: create: %w", err)
 	}
-	if err := m.cfg.Store.SetMember(ctx, rec.ID, author.Key(), string(collaboration.Owner)); err != nil {
-		return nil, fmt.Errorf("sessions: create: %w", err)
+	if err := m.cfg.Store.SetMember(ctx, rec.ID, rec.Owner, string(collaboration.Owner)); err != nil {
+		return fmt.Errorf("sessions: create: %w", err)
 	}
-	m.cfg.Logger.Info("session created", "session", rec.ID, "key", key, "guide", guide, "owner", author.Key())
-	return m.load(ctx, rec.ID)
+	m.cfg.Logger.Info("session created", "session", rec.ID, "key", rec.Key, "guide", rec.Guide, "owner", rec.Owner)
+	return nil
 }
 
 // load returns the live session, loading it from the store if needed.

@@ -45,10 +45,10 @@ func (s *session) takeUp(p *pendingTurn, do func(job)) {
 	case p.Phase == phaseRunning:
 		do(job{interrupted: p})
 	case p.allResolved():
-		s.pending = p
+		s.setPending(p)
 		do(job{resume: true})
 	default:
-		s.pending = p
+		s.setPending(p)
 		s.armTimers()
 	}
 }
@@ -137,7 +137,7 @@ func (s *session) repair(failed job) {
 		s.published = seq
 		s.mu.Unlock()
 		s.stopTimers()
-		s.pending = nil
+		s.setPending(nil)
 		s.failing.Store(false)
 		s.log.Info("storage works again: session resumed", "last_seq", seq)
 

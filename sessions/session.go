@@ -68,6 +68,9 @@ type session struct {
 	pending *pendingTurn
 	timers  map[string]*time.Timer // expiry of open confirmation requests
 	seq     int64                  // last seq assigned
+	// allowed are the tools an approver allowed for the rest of the
+	// session (rec.AllowedTools as a set): they are not asked for again.
+	allowed map[string]bool
 
 	// held collects the events emitted inside collect (holding), to be
 	// stored with the write that follows.
@@ -93,10 +96,18 @@ type session struct {
 	running    bool                          // the session's goroutine is up (see run, kick)
 	idle       *time.Timer                   // unloads the session once idle (armIdleLocked)
 	roles      map[string]collaboration.Role // author key → role
-	guideLabel string
+	shownGuide guides.Guide                  // the guide, for other goroutines (guideSnapshot)
 	// membersMayStop is the guide's members_may_stop, for submit.
 	membersMayStop bool
 	cancelTurn     context.CancelCauseFunc
+	// open are the approval requests the session waits for, as listeners
+	// attaching now are told (ReadyData.Pending); kept by setPending.
+	open []switchboard.ConfirmationRequestData
+
+	// unstored: a session opened without a key has no row until its first
+	// input (persist), so a page view that sends nothing stores nothing.
+	persistMu sync.Mutex
+	unstored  bool
 }
 
 // restore loads a session's record, window, roles and any suspended turn.
@@ -136,15 +147,9 @@ func (m *Manager) restore(ctx context.Context, id string) (*session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sessions: load %s: %w", id, err)
 	}
-	s := &session{
-		id: id, m: m, log: m.cfg.Logger.With("session", id),
-		// Room for what was accepted before a restart, and the turn it cut.
-		inbox: make(chan job, max(m.cfg.QueueSize, len(queued)+1)),
-		rec:   rec, guide: g, window: window, seq: seq,
-		published: seq, subs: map[*Subscription]struct{}{}, listeners: map[*Subscription]struct{}{},
-		roles: map[string]collaboration.Role{}, guideLabel: g.Name, membersMayStop: g.MembersMayStop,
-	}
-	s.onCommit = s.committed
+	// Room for what was accepted before a restart, and the turn it cut.
+	s := m.newSession(rec, g, max(m.cfg.QueueSize, len(queued)+1))
+	s.window, s.seq, s.published = window, seq, seq
 	for k, r := range members {
 		s.roles[k] = collaboration.Role(r)
 	}
@@ -158,6 +163,37 @@ func (m *Manager) restore(ctx context.Context, id string) (*session, error) {
 		s.log.Info("session resumed", "open_turn", open != nil, "queued_inputs", len(queued))
 	}
 	return s, nil
+}
+
+// newSession is a session's in-memory state, before anything is loaded.
+func (m *Manager) newSession(rec switchboard.Session, g guides.Guide, queue int) *session {
+	s := &session{
+		id: rec.ID, m: m, log: m.cfg.Logger.With("session", rec.ID),
+		inbox: make(chan job, queue),
+		rec:   rec, guide: g, allowed: map[string]bool{},
+		subs: map[*Subscription]struct{}{}, listeners: map[*Subscription]struct{}{},
+		roles: map[string]collaboration.Role{}, shownGuide: g, membersMayStop: g.MembersMayStop,
+	}
+	for _, t := range rec.AllowedTools {
+		s.allowed[t] = true
+	}
+	s.onCommit = s.committed
+	return s
+}
+
+// persist stores a session created without a row (see unstored): its
+// record and its owner, once, before its first input is stored.
+func (s *session) persist(ctx context.Context) error {
+	s.persistMu.Lock()
+	defer s.persistMu.Unlock()
+	if !s.unstored {
+		return nil
+	}
+	if err := s.m.store(ctx, s.rec); err != nil {
+		return err
+	}
+	s.unstored = false
+	return nil
 }
 
 // run is the session's goroutine while it has work: it takes inputs one
@@ -361,6 +397,16 @@ func (s *session) accept(ctx context.Context, in switchboard.Input) (*Receipt, e
 		s.mu.Unlock()
 		return nil, err
 	}
+	s.mu.Unlock()
+	if err := s.persist(ctx); err != nil {
+		s.m.cfg.Metrics.WriteFailed()
+		return nil, fmt.Errorf("sessions: accept input: %w: %w", ErrNotStored, err)
+	}
+	s.mu.Lock()
+	if err := s.mayQueueLocked(in); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
 	_, command := parseCommand(in.Text)
 	direct := !s.running && len(s.inbox) == 0 && !command // parked: nothing under way
 	s.accepting++                                         // the session stays loaded until the job is queued
@@ -448,6 +494,10 @@ func (s *session) join(ctx context.Context, a switchboard.Author, role collabora
 	if role == "" {
 		role = s.m.cfg.JoinRole
 	}
+	// A second person in a session not stored yet: it is in use.
+	if err := s.persist(ctx); err != nil {
+		return "", fmt.Errorf("sessions: join: %w", err)
+	}
 	if err := s.m.cfg.Store.SetMember(ctx, s.id, a.Key(), string(role)); err != nil {
 		return "", fmt.Errorf("sessions: join: %w", err)
 	}
@@ -483,10 +533,12 @@ func (s *session) memberCount() int {
 	return len(s.roles)
 }
 
-func (s *session) guideName() string {
+// guideSnapshot is the session's guide as listeners see it, safe to call
+// from any goroutine (the session's guide field belongs to run).
+func (s *session) guideSnapshot() guides.Guide {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.guideLabel
+	return s.shownGuide
 }
 
 func (s *session) publishedSeq() int64 {
@@ -681,7 +733,7 @@ func (s *session) noticeToLocked(to, code, msg string) {
 	raw, _ := json.Marshal(switchboard.ErrorData{Code: code, Message: msg})
 	ev := switchboard.Event{
 		Time: s.m.cfg.Now().UTC().Truncate(time.Millisecond), Session: s.id,
-		Agent: s.guideLabel, Type: switchboard.EventError, Data: raw,
+		Agent: s.shownGuide.Name, Type: switchboard.EventError, Data: raw,
 	}
 	for sub := range s.listeners {
 		if to != "" && sub.author != to {
@@ -745,7 +797,9 @@ func (sub *Subscription) drop() {
 	}
 }
 
-func (s *session) subscribe(after int64, author string) *Subscription {
+// subscribe delivers the recap events first, then every event after seq
+// after.
+func (s *session) subscribe(after int64, author string, recap []switchboard.Event) *Subscription {
 	sub := &Subscription{
 		s: s, author: author, out: make(chan switchboard.Event), stop: make(chan struct{}),
 		notices: make(chan switchboard.Event, 16),
@@ -753,13 +807,13 @@ func (s *session) subscribe(after int64, author string) *Subscription {
 	s.mu.Lock()
 	s.listeners[sub] = struct{}{}
 	s.mu.Unlock()
-	go sub.pump(after)
+	go sub.pump(after, recap)
 	return sub
 }
 
 // pump reads stored events until it reaches the live edge, then switches to
 // live delivery; if it falls behind there, it goes back to the store.
-func (sub *Subscription) pump(last int64) {
+func (sub *Subscription) pump(last int64, recap []switchboard.Event) {
 	defer close(sub.out)
 	defer sub.detach()
 	ctx, cancel := context.WithCancel(sub.s.m.ctx)
@@ -771,6 +825,11 @@ func (sub *Subscription) pump(last int64) {
 		case <-ctx.Done():
 		}
 	}()
+	for _, ev := range recap {
+		if !sub.send(ctx, ev) {
+			return
+		}
+	}
 	st := sub.s.m.cfg.Store
 	for {
 		// Catch up from the store until registering live leaves no gap.

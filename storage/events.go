@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/switchboard-gw/switchboard"
 )
@@ -81,6 +82,34 @@ func (db *DB) EventsAfter(ctx context.Context, sessionID string, afterSeq int64,
 	if err != nil {
 		return nil, fmt.Errorf("storage: events after: %w", err)
 	}
+	evs, err := scanEvents(sessionID, rows)
+	if err != nil {
+		return nil, fmt.Errorf("storage: events after: %w", err)
+	}
+	return evs, nil
+}
+
+// RecentMessages returns the message events of the last n user and
+// assistant messages at or below throughSeq, in seq order: a recap of
+// where a conversation was. It reads the events index backwards from
+// throughSeq, so its cost does not grow with the history.
+func (db *DB) RecentMessages(ctx context.Context, sessionID string, n int, throughSeq int64) ([]switchboard.Event, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT seq, time, type, agent, data FROM events
+		WHERE session_id = ? AND seq <= ? AND type = 'message'
+		AND json_extract(data, '$.role') IN ('user', 'assistant')
+		ORDER BY seq DESC LIMIT ?`, sessionID, throughSeq, n)
+	if err != nil {
+		return nil, fmt.Errorf("storage: recent messages: %w", err)
+	}
+	evs, err := scanEvents(sessionID, rows)
+	if err != nil {
+		return nil, fmt.Errorf("storage: recent messages: %w", err)
+	}
+	slices.Reverse(evs)
+	return evs, nil
+}
+
+func scanEvents(sessionID string, rows *sql.Rows) ([]switchboard.Event, error) {
 	defer rows.Close()
 	var evs []switchboard.Event
 	for rows.Next() {
@@ -91,7 +120,7 @@ func (db *DB) EventsAfter(ctx context.Context, sessionID string, afterSeq int64,
 			data string
 		)
 		if err := rows.Scan(&ev.Seq, &ms, &typ, &ev.Agent, &data); err != nil {
-			return nil, fmt.Errorf("storage: events after: %w", err)
+			return nil, err
 		}
 		ev.Time = fromMillis(ms)
 		ev.Type = switchboard.EventType(typ)
@@ -100,10 +129,7 @@ func (db *DB) EventsAfter(ctx context.Context, sessionID string, afterSeq int64,
 		}
 		evs = append(evs, ev)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("storage: events after: %w", err)
-	}
-	return evs, nil
+	return evs, rows.Err()
 }
 
 // LastSeq returns the highest committed seq of a session, 0 if it has none.

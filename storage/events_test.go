@@ -592,3 +592,39 @@ func TestPublishedInSeqOrderAfterCommit(t *testing.T) {
 		}
 	}
 }
+
+// A recap is the last n user and assistant messages up to a seq, in
+// order, leaving out system messages and every other event.
+func TestRecentMessages(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openFile(t)
+	newSession(t, db, "s1", "")
+	evs := []switchboard.Event{
+		ev("s1", 1, switchboard.EventMessage, `{"role":"user","content":"one"}`),
+		ev("s1", 2, switchboard.EventDelta, `{"content":"t"}`),
+		ev("s1", 3, switchboard.EventMessage, `{"role":"assistant","content":"two"}`),
+		ev("s1", 4, switchboard.EventMessage, `{"role":"system","content":"help text"}`),
+		ev("s1", 5, switchboard.EventMessage, `{"role":"user","content":"three"}`),
+		ev("s1", 6, switchboard.EventToolCall, `{"name":"calculator"}`),
+		ev("s1", 7, switchboard.EventMessage, `{"role":"assistant","content":"four"}`),
+		ev("s1", 8, switchboard.EventMessage, `{"role":"user","content":"five"}`),
+	}
+	if err := db.AppendEvents(ctx, nil, evs...); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, db)
+	got, err := db.RecentMessages(ctx, "s1", 3, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	for _, e := range got {
+		seqs = append(seqs, e.Seq)
+	}
+	if fmt.Sprint(seqs) != "[3 5 7]" {
+		t.Fatalf("recap seqs = %v, want [3 5 7]", seqs)
+	}
+	if none, err := db.RecentMessages(ctx, "nobody", 3, 100); err != nil || len(none) != 0 {
+		t.Fatalf("recap of an unknown session = %v, %v", none, err)
+	}
+}

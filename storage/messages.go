@@ -100,6 +100,8 @@ func (db *DB) LoadPending(ctx context.Context, sessionID string) ([]byte, error)
 	return data, nil
 }
 
+const setAllowed = `UPDATE sessions SET allowed_tools = ? WHERE id = ?`
+
 // WriteTurn makes one atomic change to a session (see
 // switchboard.TurnWrite) in the writer's next batch, and returns once it is
 // committed. dup reports a ClientID the session had seen already: nothing
@@ -167,6 +169,11 @@ func (db *DB) WriteTurn(ctx context.Context, sessionID string, w switchboard.Tur
 			}
 		case w.Turn != nil:
 			if _, err := db.execWrite(ctx, tx, savePending, sessionID, w.Turn, time.Now().UnixMilli()); err != nil {
+				return err
+			}
+		}
+		if w.Allowed != nil {
+			if _, err := db.execWrite(ctx, tx, setAllowed, allowedJSON(w.Allowed), sessionID); err != nil {
 				return err
 			}
 		}

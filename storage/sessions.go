@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -14,10 +15,10 @@ import (
 // another session (ErrExists).
 func (db *DB) CreateSession(ctx context.Context, s switchboard.Session) error {
 	_, err := db.write.ExecContext(ctx, `INSERT INTO sessions
-		(id, key, guide, owner, created_at, active_at, prompt_tokens, completion_tokens, total_tokens)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		(id, key, guide, owner, created_at, active_at, prompt_tokens, completion_tokens, total_tokens, allowed_tools)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		s.ID, nullable(s.Key), s.Guide, s.Owner, s.CreatedAt.UnixMilli(), s.CreatedAt.UnixMilli(),
-		s.Usage.PromptTokens, s.Usage.CompletionTokens, s.Usage.TotalTokens)
+		s.Usage.PromptTokens, s.Usage.CompletionTokens, s.Usage.TotalTokens, allowedJSON(s.AllowedTools))
 	if isUnique(err) {
 		return fmt.Errorf("storage: create session %s (key %q): %w", s.ID, s.Key, ErrExists)
 	}
@@ -27,7 +28,16 @@ func (db *DB) CreateSession(ctx context.Context, s switchboard.Session) error {
 	return nil
 }
 
-const sessionColumns = `id, key, guide, owner, created_at, prompt_tokens, completion_tokens, total_tokens`
+const sessionColumns = `id, key, guide, owner, created_at, prompt_tokens, completion_tokens, total_tokens, allowed_tools`
+
+// allowedJSON encodes a session's always-allowed tools, "" for none.
+func allowedJSON(tools []string) string {
+	if len(tools) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(tools) // strings: cannot fail
+	return string(b)
+}
 
 // Session returns the session with the given id.
 func (db *DB) Session(ctx context.Context, id string) (switchboard.Session, error) {
@@ -52,12 +62,13 @@ func (db *DB) SessionByKey(ctx context.Context, key string) (switchboard.Session
 
 func scanSession(row *sql.Row) (switchboard.Session, error) {
 	var (
-		s   switchboard.Session
-		key sql.NullString
-		ms  int64
+		s       switchboard.Session
+		key     sql.NullString
+		ms      int64
+		allowed string
 	)
 	err := row.Scan(&s.ID, &key, &s.Guide, &s.Owner, &ms,
-		&s.Usage.PromptTokens, &s.Usage.CompletionTokens, &s.Usage.TotalTokens)
+		&s.Usage.PromptTokens, &s.Usage.CompletionTokens, &s.Usage.TotalTokens, &allowed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, ErrNotFound
 	}
@@ -66,6 +77,11 @@ func scanSession(row *sql.Row) (switchboard.Session, error) {
 	}
 	s.Key = key.String
 	s.CreatedAt = fromMillis(ms)
+	if allowed != "" {
+		if err := json.Unmarshal([]byte(allowed), &s.AllowedTools); err != nil {
+			return s, fmt.Errorf("allowed tools: %w", err)
+		}
+	}
 	return s, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"reflect"
 	"testing"
 	"time"
 
@@ -19,14 +20,14 @@ func TestSessionRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Session = %+v, want %+v", got, want)
 	}
 	if got.CreatedAt.Location() != time.UTC {
 		t.Errorf("CreatedAt location = %v, want UTC", got.CreatedAt.Location())
 	}
 	byKey, err := db.SessionByKey(ctx, want.Key)
-	if err != nil || byKey != want {
+	if err != nil || !reflect.DeepEqual(byKey, want) {
 		t.Errorf("SessionByKey = %+v, %v; want %+v", byKey, err, want)
 	}
 
@@ -135,5 +136,36 @@ func TestMembers(t *testing.T) {
 	// Foreign keys are on: a member needs a session.
 	if err := db.SetMember(ctx, "ghost", "web:u1", "owner"); err == nil {
 		t.Error("SetMember on an unknown session succeeded")
+	}
+}
+
+// A tool allowed for the session is stored with the turn write that
+// allows it, survives a reload, and an empty list clears it.
+func TestAllowedToolsStoredWithTheTurn(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openFile(t)
+	newSession(t, db, "s1", "")
+	if _, err := db.WriteTurn(ctx, "s1", switchboard.TurnWrite{Allowed: []string{"current_time", "mcp.search"}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Session(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.AllowedTools, []string{"current_time", "mcp.search"}) {
+		t.Fatalf("AllowedTools = %q", got.AllowedTools)
+	}
+	// A write without Allowed leaves it alone.
+	if _, err := db.WriteTurn(ctx, "s1", switchboard.TurnWrite{Usage: switchboard.Usage{TotalTokens: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := db.Session(ctx, "s1"); len(got.AllowedTools) != 2 {
+		t.Fatalf("after an unrelated write: %q", got.AllowedTools)
+	}
+	if _, err := db.WriteTurn(ctx, "s1", switchboard.TurnWrite{Allowed: []string{}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := db.Session(ctx, "s1"); got.AllowedTools != nil {
+		t.Fatalf("after clearing: %q", got.AllowedTools)
 	}
 }
