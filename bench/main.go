@@ -153,7 +153,7 @@ func run(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("--context: %w", err)
 		}
-		rep.context, err = measureContextBuild(ctx, dir, cs, 200)
+		rep.context, err = measureContextBuild(ctx, dir, cs, contextLoads)
 		if err != nil {
 			return fmt.Errorf("context build: %w", err)
 		}
@@ -201,6 +201,14 @@ func runSoakReport(ctx context.Context, bin, dir, llmURL, out string, clients, t
 	}
 	return nil
 }
+
+// How long the idle measurement lets connections settle before reading
+// the gateway's memory, and how many times the context build is timed per
+// size. Fixed for the report; the smoke test shortens them.
+var (
+	idleSettle   = 2 * time.Second
+	contextLoads = 200
+)
 
 func log(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)

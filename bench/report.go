@@ -32,7 +32,7 @@ func measureIdle(ctx context.Context, gw *child, n int) (idleResult, error) {
 		return idleResult{}, err
 	}
 	defer warm.Close()
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(idleSettle / 4)
 	before, err := memKiB(gw.pid(), "VmRSS")
 	if err != nil {
 		return idleResult{}, err
@@ -43,7 +43,7 @@ func measureIdle(ctx context.Context, gw *child, n int) (idleResult, error) {
 	if len(errs) > 0 {
 		firstErr = errs[0]
 	}
-	time.Sleep(2 * time.Second) // let the sessions settle
+	time.Sleep(idleSettle) // let the sessions settle
 	after, err := memKiB(gw.pid(), "VmRSS")
 	if err != nil {
 		return idleResult{}, err
@@ -129,7 +129,7 @@ func (r report) markdown() string {
 	if len(r.context) > 0 {
 		p("## Context build\n\n")
 		p("Loading the sliding window (%d messages) of a session from SQLite, as a session does when it loads; "+
-			"afterwards the window is kept in memory and each turn builds its request from it. Median and p99 of 200 loads.\n\n", windowSize)
+			"afterwards the window is kept in memory and each turn builds its request from it. Median and p99 of %d loads.\n\n", windowSize, contextLoads)
 		p("| stored messages | median | p99 |\n| ---: | ---: | ---: |\n")
 		for _, c := range r.context {
 			p("| %d | %v | %v |\n", c.messages, c.median.Round(time.Microsecond), c.p99.Round(time.Microsecond))
