@@ -18,6 +18,11 @@ import (
 	"github.com/switchboard-gw/switchboard"
 )
 
+// PresentTool is the name of the tool that shows a card; its result is
+// written for the model ("shown to the user …"), so channels show the card,
+// not the result.
+const PresentTool = "present"
+
 // Action kinds, as they appear in action ids.
 const (
 	ActionButton = "button"
@@ -139,7 +144,7 @@ type presentArgs struct {
 
 func present() Tool {
 	return Tool{
-		Name: "present",
+		Name: PresentTool,
 		Description: "Shows the user a card: a title, Markdown text, label/value fields, an image, up to 5 buttons, " +
 			"a select of up to 25 options, or a small form of up to 10 inputs, rendered natively in their chat app. " +
 			"Use it to offer choices or collect details. The user's click or submission arrives as their next message; " +

@@ -109,7 +109,7 @@ func TestPipeToolApprovalAndMemoryAcrossRestart(t *testing.T) {
 	for _, want := range []string{
 		"Let me look.",
 		`→ current_time {"timezone":"Europe/Berlin"}`,
-		"Approve? [y/N]",
+		"Approve? [y/N/a=always]",
 		"approved by tester",
 		"← current_time: ",
 		"It is 20",
@@ -182,12 +182,18 @@ func TestNoCredentialsAnswersWithTheLabelledDemoModel(t *testing.T) {
 
 func TestDemoModelToolApprovalInPipe(t *testing.T) {
 	g := demoGateway(t)
-	out, logs, err := g.run("what time is it?\ny\n")
+	out, logs, err := g.run("what time is it in Berlin?\ny\n")
 	if err != nil {
 		t.Fatalf("%v\n%s\n%s", err, out, logs)
 	}
-	if !strings.Contains(out, "Approve? [y/N]") || !strings.Contains(out, "The tool current_time says:") {
-		t.Fatalf("output:\n%s", out)
+	for _, want := range []string{`→ current_time {"timezone":"Europe/Berlin"}`, "Approve? [y/N/a=always]", "in Berlin (Europe/Berlin)."} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// What the tool tells the model is not shown to people as the answer.
+	if strings.Contains(out, "The tool current_time says:") {
+		t.Errorf("the demo model leaked model-facing text:\n%s", out)
 	}
 }
 
@@ -230,11 +236,11 @@ func TestGuideTypoFailsStartUpWithFileAndLine(t *testing.T) {
 
 func TestPipeCardChoiceByNumber(t *testing.T) {
 	g := demoGateway(t)
-	out, logs, err := g.run("show me a card\n1\n")
+	out, logs, err := g.run("show me some options\n3\n")
 	if err != nil {
 		t.Fatalf("%v\n%s\n%s", err, out, logs)
 	}
-	for _, want := range []string{"┌ Demo card", "[1] Yes", "[2] No", `Clicked \"Yes\"`} {
+	for _, want := range []string{"┌ Try the demo", "[3] What is 2^10?", `→ calculator {"expression":"2^10"}`, "2^10 = 1024"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

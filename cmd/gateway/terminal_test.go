@@ -1,0 +1,466 @@
+package main
+
+// The terminal listener end to end: the real gateway reading a pipe, a
+// file, /dev/null, a closed standard input, and a pseudo-terminal.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
+)
+
+// terminalDeadline only turns a hang into a failure; nothing is timed.
+const terminalDeadline = 90 * time.Second
+
+// scriptedModel answers like a model that follows the words it gets:
+// "time" asks for current_time (an ask tool), "form" shows a form with
+// present; a tool's result is answered with "Done: <result>", and
+// anything else with "You said: <text>".
+func scriptedModel(r openaitest.Request) openaitest.Reply {
+	last := r.Messages[len(r.Messages)-1]
+	text := openaitest.Text(last.Content)
+	id := fmt.Sprintf("call_%d", len(r.Messages))
+	switch {
+	case last.Role == "tool":
+		return openaitest.Reply{Text: []string{"Done: ", text}}
+	case last.Role == "user" && strings.Contains(text, "time"):
+		return openaitest.Reply{Text: []string{"Checking."}, ToolCalls: []openaitest.ToolCall{{ID: id, Name: "current_time", Args: `{"timezone":"Europe/Berlin"}`}}}
+	case last.Role == "user" && strings.Contains(text, "form"):
+		return openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: id, Name: "present", Args: `{"title":"Sign up",
+			"text":"Tell us **who** you are, _please_.",
+			"form":{"submit_label":"Join","inputs":[{"name":"name","label":"Name","required":true},{"name":"city","label":"City"}]}}`}}}
+	}
+	return openaitest.Reply{Text: []string{"You said: ", text}}
+}
+
+func scriptedGateway(t *testing.T) (*gateway, *openaitest.Server) {
+	llm := openaitest.New()
+	t.Cleanup(llm.Close)
+	llm.Respond(scriptedModel)
+	return newGateway(t, openAIProvider(llm), ""), llm
+}
+
+// runPipe runs the gateway with input piped in and returns once it exits.
+func (g *gateway) runPipe(input string, env ...string) (stdout, stderr string) {
+	g.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), terminalDeadline)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "--config", g.config)
+	cmd.Env = append(hermeticEnv(), "GATEWAY_TEST_RUN_MAIN=1", "USER=tester", "TEST_OPENAI_KEY=sk-test")
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stdin = strings.NewReader(input)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		g.t.Fatalf("gateway with input %q: %v (a hang ends at the deadline)\nstdout:\n%s\nstderr:\n%s", input, err, out.String(), errOut.String())
+	}
+	return out.String(), errOut.String()
+}
+
+// inOrder fails unless every want is in out, each after the one before.
+func inOrder(t *testing.T, out string, wants ...string) {
+	t.Helper()
+	rest := out
+	for _, want := range wants {
+		i := strings.Index(rest, want)
+		if i < 0 {
+			t.Fatalf("output lacks %q (in this order: %q):\n%s", want, wants, out)
+		}
+		rest = rest[i+len(want):]
+	}
+}
+
+// Lines after /reset go to the new conversation: none is lost with the
+// session the listener leaves.
+func TestPipeLinesAfterResetAreAnswered(t *testing.T) {
+	g, _ := scriptedGateway(t)
+	out, _ := g.runPipe("hello before\n/reset\nhello after reset\nand one more\n")
+	inOrder(t, out, "You said: hello before", "started a new conversation", "You said: hello after reset", "You said: and one more")
+}
+
+// A form's field answers are the lines that follow the choice in the
+// pipe, even when they were read while the turn that showed it ran.
+func TestPipeFormAnswersFollowInThePipe(t *testing.T) {
+	g, _ := scriptedGateway(t)
+	out, _ := g.runPipe("show me the form\n1\nAda\nLondon\nthanks\n")
+	inOrder(t, out,
+		"┌ Sign up", "│ Tell us who you are, please.", "[1] Join (Name, City)",
+		"Name (required): \n", "City: \n",
+		`You said: Submitted "Sign up": {"city":"London","name":"Ada"}`,
+		"You said: thanks")
+	if strings.Contains(out, "│ Tell us **who**") {
+		t.Errorf("Markdown markers are shown in a pipe:\n%s", out)
+	}
+}
+
+// "a" answers "always": the tool is approved for the rest of the session
+// and not asked about again.
+func TestPipeAlwaysAllow(t *testing.T) {
+	g, _ := scriptedGateway(t)
+	out, _ := g.runPipe("what time is it?\na\nand the time now?\n")
+	inOrder(t, out, "Approve? [y/N/a=always] ", "approved by tester (for this session)", "← current_time: ", "Done: ",
+		"← current_time: ", "Done: ")
+	if n := strings.Count(out, "Approve?"); n != 1 {
+		t.Fatalf("asked %d times after always:\n%s", n, out)
+	}
+}
+
+// An approval request left open by the last run is shown when the
+// terminal comes back, and the first line answers it; a command typed
+// meanwhile goes to the session.
+func TestPipeApprovalOpenAcrossRestart(t *testing.T) {
+	g, _ := scriptedGateway(t)
+	out, _ := g.runPipe("what time is it?\n")
+	inOrder(t, out, "Checking.", `Run current_time {"timezone":"Europe/Berlin"}? Approve? [y/N/a=always] `)
+
+	out, _ = g.runPipe("/pending\ny\n")
+	inOrder(t, out, "Waiting for approval:", `Run current_time {"timezone":"Europe/Berlin"}? Approve? [y/N/a=always] `,
+		"approved by tester", "← current_time: ", "Done: ")
+	if strings.Contains(out, "Checking.") {
+		t.Errorf("a pipe replayed the conversation:\n%s", out)
+	}
+}
+
+// listeners.stdin.enabled auto answers a pipe and a redirected file.
+func TestAutoStdinAnswersAPipeAndAFile(t *testing.T) {
+	g, _ := scriptedGateway(t)
+	auto := "SWITCHBOARD_LISTENERS__STDIN__ENABLED=auto"
+	out, _ := g.runPipe("hello from a pipe\n", auto)
+	inOrder(t, out, "You said: hello from a pipe")
+
+	file := g.dir + "/questions.txt"
+	if err := os.WriteFile(file, []byte("hello from a file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p := g.start(t, f, auto)
+	p.waitExit(t)
+	inOrder(t, p.stdout.String(), "You said: hello from a file")
+}
+
+// Standard input with nothing to say keeps the gateway serving HTTP:
+// /dev/null and a closed stdin (a service) under auto, and an empty pipe
+// under auto or true.
+func TestStdinWithoutInputKeepsServing(t *testing.T) {
+	for _, tc := range []struct {
+		name, mode, stdin, log string
+	}{
+		{"dev null auto", "auto", "devnull", "no terminal chat: standard input is not a terminal, a pipe or a file"},
+		{"closed auto", "auto", "closed", "no terminal chat: standard input is not a terminal, a pipe or a file"},
+		{"empty pipe auto", "auto", "empty", "standard input ended before its first line"},
+		{"empty pipe true", "true", "empty", "standard input ended before its first line"},
+		{"dev null true", "true", "devnull", "standard input ended before its first line"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, _ := scriptedGateway(t)
+			var p *proc
+			env := "SWITCHBOARD_LISTENERS__STDIN__ENABLED=" + tc.mode
+			switch tc.stdin {
+			case "devnull":
+				p = g.start(t, nil, env) // exec gives /dev/null
+			case "empty":
+				p = g.start(t, strings.NewReader(""), env)
+			case "closed":
+				p = g.start(t, nil, env, "closed")
+			}
+			p.stderr.waitFor(t, tc.log, p)
+			addr := p.stderr.match(t, listenRE)
+			resp, err := http.Get("http://" + addr + "/healthz")
+			if err != nil {
+				t.Fatalf("/healthz after stdin: %v\n%s", err, p.stderr.String())
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("/healthz: %s", resp.Status)
+			}
+			if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.waitExit(t); err != nil {
+				t.Fatalf("exit after SIGTERM: %v\n%s", err, p.stderr.String())
+			}
+		})
+	}
+}
+
+// The terminal in a real pseudo-terminal: the banner, an approval asked
+// with its question as the prompt, the gateway killed while it waits;
+// after the restart the last messages, the open request again, "y"
+// approves it, and /quit leaves.
+func TestTerminalApprovalAcrossRestartInPty(t *testing.T) {
+	bin := gatewayBinary(t)
+	g := newGateway(t, "  - name: main\n    kind: demo", "metrics:\n  addr: \"\"\n")
+	env := []string{"USER=tester", "TERM=xterm", "SWITCHBOARD_LISTENERS__STDIN__ENABLED=auto"}
+
+	first := startPty(t, bin, g.config, env)
+	first.expect(t, "Switchboard · session ")
+	first.expect(t, "Hi! Ask me anything")
+	first.expect(t, "Try: What time is it in Tokyo?")
+	first.expect(t, "/quit or Ctrl-D to leave.")
+	first.expect(t, "> ")
+	first.send(t, "what time is it in Berlin?\r")
+	first.expect(t, "Let me check the clock.")
+	first.expect(t, `Run current_time {"timezone":"Europe/Berlin"}? Approve? [y/N/a=always] `)
+	// A command while the request is open goes to the session, and the
+	// question comes back as the prompt.
+	first.send(t, "/pending\r")
+	first.expect(t, "Waiting for approval:")
+	first.expect(t, "Approve? [y/N/a=always] ")
+	first.kill(t)
+	notGlued(t, first.out.String())
+
+	second := startPty(t, bin, g.config, env)
+	second.expect(t, "Switchboard · session ")
+	// The recap: the last messages, dimmed, one's own as typed.
+	second.expect(t, "── earlier in this conversation ──")
+	second.expect(t, "\x1b[2m> what time is it in Berlin?")
+	if !strings.Contains(second.out.String(), "Let me check the clock.") {
+		second.expect(t, "Let me check the clock.")
+	}
+	if strings.Contains(second.out.String(), "Hi! Ask me anything") {
+		t.Errorf("a remembered conversation was greeted as a new one:\n%q", second.out.String())
+	}
+	// The request open before the restart, answered with y.
+	second.expectAnywhere(t, `Run current_time {"timezone":"Europe/Berlin"}? Approve? [y/N/a=always] `)
+	second.send(t, "y\r")
+	second.expect(t, "approved by tester")
+	second.expect(t, "← current_time: ")
+	second.expect(t, "Europe/Berlin")
+	second.expect(t, "> ")
+	second.send(t, "/quit\r")
+	if err := second.waitExit(t); err != nil {
+		t.Fatalf("/quit: %v\n%q", err, second.out.String())
+	}
+	notGlued(t, second.out.String())
+}
+
+// notGlued: the prompt "> " never follows the approval question.
+func notGlued(t *testing.T, out string) {
+	t.Helper()
+	if regexp.MustCompile(`\[y/N[^\]]*\] *> `).MatchString(out) {
+		t.Errorf("the prompt is glued to the approval question:\n%q", out)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Helpers.
+
+var listenRE = regexp.MustCompile(`msg="http listening" addr=(\S+)`)
+
+// stream is output that a test waits on.
+type stream struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	changed chan struct{}
+	mark    int // expect's position
+}
+
+func newStream() *stream { return &stream{changed: make(chan struct{})} }
+
+func (s *stream) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf.Write(p)
+	close(s.changed)
+	s.changed = make(chan struct{})
+	return len(p), nil
+}
+
+func (s *stream) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// text is the output with a terminal's \r\n as \n.
+func (s *stream) text() string { return strings.ReplaceAll(s.String(), "\r\n", "\n") }
+
+// find waits until f finds something in the text, the process exits, or
+// the deadline passes.
+func (s *stream) find(t *testing.T, what string, f func(string) bool, exited <-chan struct{}) {
+	t.Helper()
+	deadline := time.After(terminalDeadline)
+	for {
+		s.mu.Lock()
+		changed := s.changed
+		s.mu.Unlock()
+		if f(s.text()) {
+			return
+		}
+		select {
+		case <-changed:
+		case <-exited:
+			if f(s.text()) {
+				return
+			}
+			t.Fatalf("the gateway exited without printing %q:\n%q", what, s.text())
+		case <-deadline:
+			t.Fatalf("no %q within %s:\n%q", what, terminalDeadline, s.text())
+		}
+	}
+}
+
+// waitFor waits until the output contains want.
+func (s *stream) waitFor(t *testing.T, want string, p *proc) {
+	t.Helper()
+	s.find(t, want, func(text string) bool { return strings.Contains(text, want) }, p.done)
+}
+
+// match returns the first submatch of re in the output.
+func (s *stream) match(t *testing.T, re *regexp.Regexp) string {
+	t.Helper()
+	m := re.FindStringSubmatch(s.text())
+	if m == nil {
+		t.Fatalf("no %s in:\n%s", re, s.text())
+	}
+	return m[1]
+}
+
+// proc is one run of the gateway.
+type proc struct {
+	cmd            *exec.Cmd
+	stdout, stderr *stream
+	done           chan struct{}
+	err            error
+	out            *stream // the terminal, for startPty
+	pty            *os.File
+}
+
+// start runs the gateway (this test binary) with stdin as given: nil is
+// /dev/null; "closed" as the last extra runs it with standard input closed.
+func (g *gateway) start(t *testing.T, stdin any, env string, extra ...string) *proc {
+	t.Helper()
+	args := []string{"--config", g.config}
+	name := os.Args[0]
+	if len(extra) > 0 && extra[0] == "closed" {
+		args = append([]string{"-c", `exec "$0" "$@" <&-`, name}, args...)
+		name = "/bin/sh"
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(hermeticEnv(), "GATEWAY_TEST_RUN_MAIN=1", "USER=tester", "TEST_OPENAI_KEY=sk-test", env)
+	switch in := stdin.(type) {
+	case *os.File:
+		cmd.Stdin = in
+	case *strings.Reader:
+		cmd.Stdin = in
+	}
+	p := &proc{cmd: cmd, stdout: newStream(), stderr: newStream(), done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.watch(t)
+	return p
+}
+
+func (p *proc) watch(t *testing.T) {
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("gateway stderr:\n%s", p.stderr.String())
+		}
+	})
+}
+
+// waitExit waits for the process to end and returns its exit status.
+func (p *proc) waitExit(t *testing.T) error {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(terminalDeadline):
+		t.Fatalf("the gateway did not exit within %s", terminalDeadline)
+		return nil
+	}
+}
+
+// startPty runs the gateway binary with its standard input and output on
+// a pseudo-terminal (logs apart).
+func startPty(t *testing.T, bin, config string, env []string) *proc {
+	t.Helper()
+	cmd := exec.Command(bin, "--config", config)
+	for _, kv := range hermeticEnv() {
+		if k, _, _ := strings.Cut(kv, "="); k != "NO_COLOR" && k != "TERM" {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
+	p := &proc{cmd: cmd, out: newStream(), stderr: newStream(), done: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.pty = f
+	t.Cleanup(func() { f.Close() })
+	go func() { _, _ = io.Copy(p.out, f) }() // until the terminal closes
+	p.watch(t)
+	return p
+}
+
+// expect waits for want after what the last expect matched.
+func (p *proc) expect(t *testing.T, want string) {
+	t.Helper()
+	p.out.find(t, want, func(text string) bool {
+		i := strings.Index(text[min(p.out.mark, len(text)):], want)
+		if i < 0 {
+			return false
+		}
+		p.out.mark += i + len(want)
+		return true
+	}, p.done)
+}
+
+// expectAnywhere waits for want anywhere in the output, and moves on
+// from its last occurrence.
+func (p *proc) expectAnywhere(t *testing.T, want string) {
+	t.Helper()
+	p.out.find(t, want, func(text string) bool {
+		i := strings.LastIndex(text, want)
+		if i < 0 {
+			return false
+		}
+		p.out.mark = max(p.out.mark, i+len(want))
+		return true
+	}, p.done)
+}
+
+func (p *proc) send(t *testing.T, s string) {
+	t.Helper()
+	if _, err := p.pty.Write([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (p *proc) kill(t *testing.T) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}

@@ -1,0 +1,154 @@
+package stdin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/switchboard-gw/switchboard"
+)
+
+func event(t *testing.T, seq int64, typ switchboard.EventType, data any) switchboard.Event {
+	t.Helper()
+	raw, err := json.Marshal(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return switchboard.Event{Seq: seq, Type: typ, Data: raw}
+}
+
+var ann = switchboard.Author{Channel: "stdin", ID: "ann", Name: "ann"}
+
+func newTestView(interactive, styled bool) (*view, *bytes.Buffer) {
+	var out bytes.Buffer
+	return &view{out: &out, self: ann, interactive: interactive, styled: styled, changed: make(chan struct{})}, &out
+}
+
+// A request open before the terminal started is the first prompt, with
+// its warning; its question is never followed by "> ".
+func TestViewPendingRequestIsThePrompt(t *testing.T) {
+	v, out := newTestView(true, false)
+	v.start(switchboard.ReadyData{LastSeq: 4, Pending: []switchboard.ConfirmationRequestData{{
+		ConfirmationID: "c1", ToolName: "current_time", Args: json.RawMessage(`{"timezone": "Europe/Berlin"}`),
+		SecurityWarning: "it reads the clock",
+	}}}, false)
+	v.prompt()
+	want := "  ⚠ it reads the clock\n  Run current_time {\"timezone\":\"Europe/Berlin\"}? Approve? [y/N/a=always] "
+	if got := out.String(); got != want {
+		t.Fatalf("start:\n got %q\nwant %q", got, want)
+	}
+	v.prompt() // shown already: not again
+	if got := out.String(); got != want {
+		t.Fatalf("a second prompt() printed again: %q", got)
+	}
+	c, ok := v.openConfirmation()
+	if !ok || c.ConfirmationID != "c1" {
+		t.Fatalf("open confirmation = %+v, %v", c, ok)
+	}
+
+	// The answer was typed (and echoed); the resolution arrives.
+	v.consumed(true)
+	out.Reset()
+	v.render(event(t, 5, switchboard.EventConfirmationResolved, switchboard.ConfirmationResolvedData{
+		ConfirmationID: "c1", Approved: true, By: "ann", Scope: switchboard.ScopeSession,
+	}))
+	v.prompt()
+	if got, want := out.String(), "  approved by ann (for this session)\n> "; got != want {
+		t.Fatalf("after the answer:\n got %q\nwant %q", got, want)
+	}
+	if _, ok := v.openConfirmation(); ok {
+		t.Fatal("a resolved request is still open")
+	}
+}
+
+// Output that arrives while the prompt waits goes on a line of its own
+// and the prompt comes back after it; a terminal erases the prompt first.
+func TestViewRedrawsAnInterruptedPrompt(t *testing.T) {
+	for _, tc := range []struct {
+		styled bool
+		want   string
+	}{
+		{false, "> \n[bob] hi\n> "},
+		{true, "> \r\x1b[K[bob] hi\n> "},
+	} {
+		v, out := newTestView(true, tc.styled)
+		v.start(switchboard.ReadyData{}, false)
+		v.prompt()
+		v.render(event(t, 1, switchboard.EventMessage, switchboard.MessageData{
+			ID: "m1", Role: switchboard.RoleUser, Content: "hi", Author: "bob", AuthorID: "bob", Channel: "websocket",
+		}))
+		if got := out.String(); got != tc.want {
+			t.Errorf("styled %v:\n got %q\nwant %q", tc.styled, got, tc.want)
+		}
+	}
+}
+
+// In a pipe the question is printed as the request arrives and the line
+// that answers it is not echoed, so what follows starts a new line.
+func TestViewPipeQuestion(t *testing.T) {
+	v, out := newTestView(false, false)
+	v.start(switchboard.ReadyData{}, false)
+	v.render(event(t, 1, switchboard.EventDelta, switchboard.DeltaData{MessageID: "a1", Content: "Checking."}))
+	v.render(event(t, 2, switchboard.EventConfirmationRequest, switchboard.ConfirmationRequestData{
+		ConfirmationID: "c1", ToolName: "current_time", Args: json.RawMessage(`{}`),
+	}))
+	v.render(event(t, 3, switchboard.EventConfirmationRequest, switchboard.ConfirmationRequestData{
+		ConfirmationID: "c2", ToolName: "calculator", Args: json.RawMessage(`{"expression":"1+1"}`),
+	}))
+	v.prompt()
+	v.consumed(true)
+	v.render(event(t, 4, switchboard.EventConfirmationResolved, switchboard.ConfirmationResolvedData{ConfirmationID: "c1", Approved: false, By: "ann"}))
+	v.prompt()
+	want := "Checking.\n" +
+		"  Run current_time {}? Approve? [y/N/a=always] \n" +
+		"  (next) calculator {\"expression\":\"1+1\"} also waits for approval\n" +
+		"  Run current_time {}? Approve? [y/N/a=always] \n" +
+		"  denied by ann\n" +
+		"  Run calculator {\"expression\":\"1+1\"}? Approve? [y/N/a=always] "
+	if got := out.String(); got != want {
+		t.Fatalf("\n got %q\nwant %q", got, want)
+	}
+	v.waitPrinted(context.Background(), 4)
+}
+
+// The recap: stored messages from before the start, under a heading,
+// dimmed in a terminal, one's own as typed.
+func TestViewRecap(t *testing.T) {
+	v, out := newTestView(true, true)
+	v.start(switchboard.ReadyData{LastSeq: 10}, true)
+	v.render(event(t, 3, switchboard.EventMessage, switchboard.MessageData{ID: "m1", Role: switchboard.RoleUser, Content: "what time is it?", AuthorID: "ann", Channel: "stdin"}))
+	v.render(event(t, 5, switchboard.EventMessage, switchboard.MessageData{ID: "m2", Role: switchboard.RoleAssistant, Content: "It is **late**."}))
+	v.render(event(t, 11, switchboard.EventMessage, switchboard.MessageData{ID: "m3", Role: switchboard.RoleAssistant, Content: "Live _now_."}))
+	got := ansiNames.Replace(strings.ReplaceAll(out.String(), "\x1b[0m", "[0]"))
+	want := "[d]── earlier in this conversation ──\n[d]> what time is it?[0]\n" +
+		"[d]It is [b]late[/b][d].[0]\n" +
+		"Live [i]now[/i].\n"
+	if got != want {
+		t.Fatalf("\n got %q\nwant %q", got, want)
+	}
+}
+
+// Cards: Markdown in the text, fields and labels; numbered choices.
+func TestViewCardMarkdown(t *testing.T) {
+	ui := switchboard.UI{ID: "u1", Title: "Order **42**", Text: "Ships _today_.", Fields: []switchboard.UIField{{Label: "Total", Value: "**9.99 €**"}},
+		Buttons: []switchboard.UIButton{{ActionID: "u1:button:0", Label: "`Pay`"}}}
+	for _, tc := range []struct {
+		styled bool
+		want   string
+	}{
+		{false, "┌ Order 42\n│ Ships today.\n│ Total: 9.99 €\n│ [1] Pay\n└ type a number to choose\n"},
+		{true, "┌ [b]Order [b]42[/b][b][/b]\n│ Ships [i]today[/i].\n│ Total: [b]9.99 €[/b]\n│ [1] Pay\n└ type a number to choose\n"},
+	} {
+		v, out := newTestView(false, tc.styled)
+		v.start(switchboard.ReadyData{}, false)
+		v.render(event(t, 1, switchboard.EventUI, ui))
+		if got := ansiNames.Replace(out.String()); got != tc.want {
+			t.Errorf("styled %v:\n got %q\nwant %q", tc.styled, got, tc.want)
+		}
+		if c, ok := v.choice(1); !ok || c.actionID != "u1:button:0" {
+			t.Errorf("choice 1 = %+v, %v", c, ok)
+		}
+	}
+}
