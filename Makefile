@@ -2,11 +2,28 @@
 GO      ?= go
 CONFIG  ?= config.yaml
 BIN     := bin/gateway
+# VERSION is stamped into the binary (gateway version): the git tag or
+# commit by default; make build VERSION=v0.1.0 to choose.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+LDFLAGS := -X main.version=$(VERSION)
+IMAGE   ?= switchboard
 
-.PHONY: run build test vet fmt bench soak clean
+.PHONY: run build test vet fmt bench soak clean static docker version
 
 build:
-	$(GO) build -o $(BIN) ./cmd/gateway
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/gateway
+
+## version: the version make would stamp into the binary
+version:
+	@echo $(VERSION)
+
+## static: the binary the Dockerfile builds (no cgo: modernc.org/sqlite is pure Go), in bin/gateway-static
+static:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o bin/gateway-static ./cmd/gateway
+
+## docker: the container image, $(IMAGE):$(VERSION) and $(IMAGE):latest (docs/operating.md)
+docker:
+	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE):$(VERSION) -t $(IMAGE):latest .
 
 ## run: start the gateway with config.yaml (stdin REPL when a terminal, HTTP on 127.0.0.1:8080)
 run: build

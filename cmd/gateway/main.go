@@ -72,6 +72,16 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 // run is main with its dependencies passed in, so tests drive the real
 // wiring with pipes.
 func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer, environ []string) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "doctor": // doctor.go
+			return runDoctor(ctx, args[1:], out, errOut, environ)
+		case "healthcheck":
+			return runHealthcheck(ctx, args[1:], out, errOut, environ)
+		case "version": // version.go
+			return runVersion(args[1:], out, errOut)
+		}
+	}
 	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	configFile := fs.String("config", "config.yaml", "configuration file (YAML)")
@@ -206,18 +216,31 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 
 	if useStdin(cfg.Listeners.Stdin.Enabled, in) {
 		interactive := isTerminal(in)
+		// Styles (bold, italics, dim; no colours) and redrawing the
+		// prompt only for a person's terminal that shows them.
+		termName, _ := lookupEnv(environ, "TERM")
 		l := &stdin.Listener{
 			In: in, Out: out, Interactive: interactive, Author: localUser(environ),
-			Guide: cfg.Guides.Default, Sessions: manager, Logger: log,
+			Styled: interactive && isTerminal(out) && termName != "dumb",
+			Guide:  cfg.Guides.Default, Sessions: manager, Logger: log,
 		}
 		running++
 		go func() {
 			err := l.Run(listenCtx)
+			if errors.Is(err, stdin.ErrNoInput) {
+				// An empty pipe or file (a service's standard input):
+				// nothing to answer, so the gateway goes on serving.
+				log.Info("standard input ended before its first line: no terminal chat, serving HTTP")
+				errc <- nil
+				return
+			}
 			// Input is over: in a pipe that is the end of the run; in a
-			// terminal it is Ctrl-D. Either way, stop the gateway.
+			// terminal it is Ctrl-D or /quit. Either way, stop the gateway.
 			cancel()
 			errc <- err
 		}()
+	} else if cfg.Listeners.Stdin.Enabled == config.StdinAuto {
+		log.Info("no terminal chat: standard input is not a terminal, a pipe or a file")
 	}
 
 	var firstErr error
@@ -409,6 +432,11 @@ func lookupEnv(environ []string, name string) (string, bool) {
 	return "", false
 }
 
+// useStdin decides whether the terminal listener runs. auto means what a
+// person running the gateway means: a terminal, a pipe or a file they
+// redirected are input to answer; /dev/null, a closed standard input (Go
+// opens /dev/null in its place) or another device is what a service gets
+// from systemd or docker, and is not.
 func useStdin(mode string, in io.Reader) bool {
 	switch mode {
 	case "true":
@@ -416,11 +444,28 @@ func useStdin(mode string, in io.Reader) bool {
 	case "false":
 		return false
 	}
-	return isTerminal(in)
+	if in == nil {
+		return false
+	}
+	f, ok := in.(*os.File)
+	if !ok {
+		return true // a reader handed in: lines to answer
+	}
+	if isTerminal(f) {
+		return true
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return false // closed or invalid
+	}
+	m := st.Mode()
+	// A socket is a pipe too for some parents (Node's child_process, ssh).
+	return m.IsRegular() || m&os.ModeNamedPipe != 0 || m&os.ModeSocket != 0
 }
 
-func isTerminal(in io.Reader) bool {
-	f, ok := in.(*os.File)
+// isTerminal reports whether a standard stream (an *os.File) is a terminal.
+func isTerminal(stream any) bool {
+	f, ok := stream.(interface{ Fd() uintptr })
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
