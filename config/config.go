@@ -227,8 +227,8 @@ func lookup(environ []string, name string) string {
 
 // Stdin modes.
 const (
-	StdinAuto  = "auto"  // only when stdin is a terminal
-	StdinTrue  = "true"  // also when it is a pipe
+	StdinAuto  = "auto"  // a terminal, a pipe or a file; not /dev/null or a closed stdin
+	StdinTrue  = "true"  // any standard input
 	StdinFalse = "false" // never
 )
 

@@ -38,10 +38,10 @@ func findChromium(t *testing.T) string {
 			return p
 		}
 	}
-	if os.Getenv("SWITCHBOARD_SKIP_BROWSER") == "1" {
-		t.Skip("no chromium; SWITCHBOARD_SKIP_BROWSER=1")
+	if os.Getenv("SKIP_BROWSER_TESTS") == "1" {
+		t.Skip("no chromium; SKIP_BROWSER_TESTS=1")
 	}
-	t.Fatal("the widget's browser tests need Chromium: apt-get install -y chromium (or set CHROMIUM=/path/to/chrome, or SWITCHBOARD_SKIP_BROWSER=1 to skip them)")
+	t.Fatal("the widget's browser tests need Chromium: apt-get install -y chromium (or set CHROMIUM=/path/to/chrome, or SKIP_BROWSER_TESTS=1 to skip them)")
 	return ""
 }
 

@@ -135,6 +135,9 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 	if err := checkWebSocket(cfg, environ); err != nil {
 		return err
 	}
+	if err := checkUnbuiltListeners(cfg); err != nil {
+		return err
+	}
 	mets := metrics.New()
 	// One breaker per provider, shared by every copy a guide's fallback
 	// makes of it (sessions.provider), so failures count across turns.
@@ -307,6 +310,19 @@ func checkWebSocket(cfg config.Config, environ []string) error {
 	return fmt.Errorf("http.addr %s is not a loopback address and listeners.websocket.auth.mode is none: "+
 		"anyone who reaches it could use your model. Set auth.mode to token or jwt (see docs/websocket.md), "+
 		"or set listeners.websocket.auth.allow_unauthenticated: true if a proxy in front authenticates", cfg.HTTP.Addr)
+}
+
+// checkUnbuiltListeners refuses a listener that is configured but not
+// built yet, rather than start without it and leave the operator waiting
+// for messages that never come. Delete a case when its listener lands.
+func checkUnbuiltListeners(cfg config.Config) error {
+	switch {
+	case cfg.Listeners.Slack.Enabled:
+		return errors.New("listeners.slack.enabled: the Slack listener is not built yet (it is coming); set it to false")
+	case cfg.Listeners.Discord.Enabled:
+		return errors.New("listeners.discord.enabled: the Discord listener is not built yet (it is coming); set it to false")
+	}
+	return nil
 }
 
 // websocketAuth resolves the configured secrets.

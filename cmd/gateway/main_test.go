@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -243,6 +244,26 @@ func TestPipeCardChoiceByNumber(t *testing.T) {
 	for _, want := range []string{"┌ Try the demo", "[3] What is 2^10?", `→ calculator {"expression":"2^10"}`, "2^10 = 1024"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// A listener that is configured but not built yet stops start-up naming
+// the key, instead of starting without it.
+func TestUnbuiltListenerIsRefused(t *testing.T) {
+	for key, tokens := range map[string][]string{
+		"listeners.slack":   {"listeners.slack.bot_token=x", "listeners.slack.app_token=x"},
+		"listeners.discord": {"listeners.discord.token=x"},
+	} {
+		g := demoGateway(t)
+		var out, errOut strings.Builder
+		args := []string{"--config", g.config, "--set", key + ".enabled=true"}
+		for _, kv := range tokens {
+			args = append(args, "--set", kv)
+		}
+		err := run(context.Background(), args, strings.NewReader(""), &out, &errOut, hermeticEnv())
+		if err == nil || !strings.Contains(err.Error(), key+".enabled") || !strings.Contains(err.Error(), "not built yet") {
+			t.Errorf("%s.enabled=true: err = %v", key, err)
 		}
 	}
 }
