@@ -275,6 +275,39 @@ func TestWidgetInBrowser(t *testing.T) {
 		p.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=assistant]')].some(m => m.textContent.includes('teatime'))`)
 	})
 
+	t.Run("always allow answers for the session and /help keeps its lines", func(t *testing.T) {
+		g := newGateway(t)
+		g.llm.Push(
+			openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "current_time", Args: `{"timezone":"UTC"}`}}},
+			openaitest.Reply{Text: []string{"First answer."}},
+			openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "call_2", Name: "current_time", Args: `{"timezone":"UTC"}`}}},
+			openaitest.Reply{Text: []string{"Second answer."}},
+		)
+		p := openPage(t, browser, g.url+"/")
+		p.say("time?")
+		p.waitFor(root + `.querySelector('.confirm button[data-always]') !== null`)
+		p.click(root + `.querySelector('.confirm button[data-always]')`)
+		p.waitFor(root + `.querySelector('.confirm .resolution')?.textContent.endsWith('· for this session')`)
+		p.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=assistant]')].some(m => m.textContent.includes('First answer.'))`)
+		p.say("again?")
+		p.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=assistant]')].some(m => m.textContent.includes('Second answer.'))`)
+		if n := eval[int](p, root+`.querySelectorAll('.confirm').length`); n != 1 {
+			t.Fatalf("%d approval prompts; the tool allowed for the session was asked about again", n)
+		}
+		p.say("/help")
+		p.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=system]')].some(m => m.textContent.includes('/revoke'))`)
+		// Each command starts its own line, at the same indentation: in a
+		// run-on paragraph /guide and /tools would start at different x.
+		xs := eval[[]float64](p, `(() => {
+			const b = [...`+root+`.querySelectorAll('.msg[data-role=system] .body')].pop();
+			const t = b.firstChild, at = (s) => { const r = document.createRange(); const i = t.data.indexOf(s);
+				r.setStart(t, i); r.setEnd(t, i + 1); return r.getBoundingClientRect(); };
+			return ["/help", "/guide", "/tools", "/revoke"].map(s => [at(s).left, at(s).top]).flat(); })()`)
+		if len(xs) != 8 || xs[0] != xs[2] || xs[0] != xs[4] || xs[0] != xs[6] || !(xs[1] < xs[3] && xs[3] < xs[5] && xs[5] < xs[7]) {
+			t.Fatalf("/help commands are not one per line (left, top of /help /guide /tools /revoke): %v", xs)
+		}
+	})
+
 	t.Run("a card button click reaches the session", func(t *testing.T) {
 		g := newGateway(t)
 		g.llm.Push(

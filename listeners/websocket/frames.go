@@ -43,6 +43,8 @@ type clientFrame struct {
 	// confirm
 	ConfirmationID string `json:"confirmation_id"`
 	Approved       *bool  `json:"approved"`
+	// Scope "session": approve this tool for the rest of the session.
+	Scope string `json:"scope"`
 
 	// action
 	ActionID string          `json:"action_id"`
@@ -96,6 +98,18 @@ func decodeFrame(data []byte) (clientFrame, error) {
 		}
 		if f.Approved == nil {
 			return bad("approved (true or false) is missing")
+		}
+		switch f.Scope {
+		case "":
+		case switchboard.ScopeSession:
+			if !*f.Approved {
+				return bad(`scope "session" goes with approved: true (a denial is for this call)`)
+			}
+		default:
+			if len(f.Scope) > 20 {
+				f.Scope = f.Scope[:20] + "…"
+			}
+			return bad(`scope must be "session" or left out, not %q`, f.Scope)
 		}
 	case frameAction:
 		if f.ActionID == "" {

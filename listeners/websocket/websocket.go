@@ -409,7 +409,7 @@ func (c *conn) handle(data []byte) {
 	case frameInput:
 		in.Kind, in.ClientID, in.Text = switchboard.InputText, f.ID, f.Text
 	case frameConfirm:
-		in.Kind, in.ConfirmationID, in.Approved = switchboard.InputConfirm, f.ConfirmationID, *f.Approved
+		in.Kind, in.ConfirmationID, in.Approved, in.Scope = switchboard.InputConfirm, f.ConfirmationID, *f.Approved, f.Scope
 	case frameAction:
 		in.Kind, in.ActionID, in.Value = switchboard.InputAction, f.ActionID, actionValue(f.Value)
 	case frameCancel:

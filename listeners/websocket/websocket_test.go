@@ -116,6 +116,34 @@ func TestConfirmApproves(t *testing.T) {
 	}
 }
 
+// confirm with scope "session" approves the tool for the rest of the
+// session: the answer says so, and the next call is not asked about.
+func TestConfirmForTheSession(t *testing.T) {
+	g := newGateway(t, websocket.Config{})
+	g.llm.Push(
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "current_time", Args: `{"timezone":"UTC"}`}}},
+		openaitest.Reply{Text: []string{"It is late."}},
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "call_2", Name: "current_time", Args: `{"timezone":"UTC"}`}}},
+		openaitest.Reply{Text: []string{"Still late."}},
+	)
+	c, _ := g.hello(map[string]any{"user": map[string]string{"id": "u1", "name": "Ann"}})
+	c.send(map[string]any{"type": "input", "id": "c1", "text": "time?"})
+	evs := c.until(func(ev wireEvent) bool { return ev.Type == switchboard.EventConfirmationRequest })
+	req := data[switchboard.ConfirmationRequestData](t, evs[len(evs)-1])
+	c.send(map[string]any{"type": "confirm", "confirmation_id": req.ConfirmationID, "approved": true, "scope": "session"})
+	evs = c.until(func(ev wireEvent) bool { return ev.Type == switchboard.EventConfirmationResolved })
+	if r := data[switchboard.ConfirmationResolvedData](t, evs[len(evs)-1]); !r.Approved || r.Scope != "session" {
+		t.Fatalf("resolved = %+v, want approved for the session", r)
+	}
+	c.untilAssistant()
+	c.send(map[string]any{"type": "input", "id": "c2", "text": "and now?"})
+	for _, ev := range c.untilAssistant() {
+		if ev.Type == switchboard.EventConfirmationRequest {
+			t.Fatalf("asked again for a tool allowed for the session: %v", ev)
+		}
+	}
+}
+
 func TestActionReachesSession(t *testing.T) {
 	g := newGateway(t, websocket.Config{})
 	g.llm.Push(
@@ -205,6 +233,8 @@ func TestBadFramesGetErrorsAndConnectionStaysUsable(t *testing.T) {
 	}
 	expectError(`{"type":"input","id":"x","text":"  "}`, "bad_frame", "text is empty")
 	expectError(`{"type":"confirm","confirmation_id":"k"}`, "bad_frame", "approved")
+	expectError(`{"type":"confirm","confirmation_id":"k","approved":true,"scope":"forever"}`, "bad_frame", "scope")
+	expectError(`{"type":"confirm","confirmation_id":"k","approved":false,"scope":"session"}`, "bad_frame", "scope")
 	expectError(`{"type":"action"}`, "bad_frame", "action_id")
 	expectError(`{"type":"hello"}`, "bad_frame", "already attached")
 

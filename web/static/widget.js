@@ -55,6 +55,7 @@ header h2 { flex: 1; margin: 0; font-size: 16px; font-weight: 600; }
 .msg .author, .msg .model, .msg .cut { display: block; font-size: 12px; color: var(--sb-muted); }
 .msg .body { white-space: normal; }
 .msg[data-role="user"] .body, .msg.streaming .body { white-space: pre-wrap; }
+.msg[data-role="system"] .body { white-space: pre-wrap; text-align: left; font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; }
 .msg .body > :first-child { margin-top: 0; } .msg .body > :last-child { margin-bottom: 0; }
 .msg pre { overflow-x: auto; background: rgba(0,0,0,.06); padding: 8px; border-radius: 6px; }
 .msg code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 13px; }
@@ -449,16 +450,19 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       const canApprove = this.myRole === "owner" || this.myRole === "approver";
       const approve = el("button", { type: "button", "data-approve": true, text: "Approve", onclick: () => this.answer(d.confirmation_id, true, box) });
       const deny = el("button", { type: "button", "data-deny": true, text: "Deny", onclick: () => this.answer(d.confirmation_id, false, box) });
+      const always = el("button", { type: "button", "data-always": true, title: "Run " + d.tool_name + " without asking for the rest of this conversation", text: "Always allow", onclick: () => this.answer(d.confirmation_id, true, box, "session") });
       const box = el("div", { class: "confirm", role: "group", "aria-label": "Approval for " + d.tool_name, "data-confirmation": d.confirmation_id },
         el("p", { text: "Allow " + d.tool_name + "?" }),
         el("pre", { text: pretty(d.args) }),
         d.security_warning ? el("p", { class: "warning", text: "⚠ " + d.security_warning }) : null,
-        canApprove ? el("div", { class: "actions" }, approve, deny) : el("p", { class: "resolution", text: "Waiting for an approver…" }));
+        canApprove ? el("div", { class: "actions" }, approve, always, deny) : el("p", { class: "resolution", text: "Waiting for an approver…" }));
       this.show(box);
     }
 
-    answer(id, approved, box) {
-      if (this.send({ type: "confirm", confirmation_id: id, approved })) {
+    answer(id, approved, box, scope) {
+      const frame = { type: "confirm", confirmation_id: id, approved };
+      if (scope) frame.scope = scope;
+      if (this.send(frame)) {
         box.querySelectorAll("button").forEach((b) => { b.disabled = true; });
       } else {
         this.notice("Not connected; try again in a moment.");
@@ -470,13 +474,14 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       if (!box) return;
       box.querySelectorAll("button").forEach((b) => {
         b.disabled = true;
-        if (b.hasAttribute(d.approved ? "data-approve" : "data-deny")) b.classList.add("chosen");
+        const chosen = !d.approved ? "data-deny" : d.scope === "session" ? "data-always" : "data-approve";
+        if (b.hasAttribute(chosen)) b.classList.add("chosen");
       });
       box.querySelectorAll(".resolution").forEach((r) => r.remove());
       let text;
       if (d.by === "expired") text = "Expired: not run";
       else if (d.by === "cancelled") text = "Cancelled";
-      else text = (d.approved ? "Approved by " : "Denied by ") + d.by;
+      else text = (d.approved ? "Approved by " : "Denied by ") + d.by + (d.scope === "session" ? " · for this session" : "");
       box.append(el("p", { class: "resolution", role: "status", text }));
     }
 
