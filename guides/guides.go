@@ -452,6 +452,27 @@ func (p parser) approval(n *yaml.Node, a *Approval) error {
 	})
 }
 
+// editDistance is the Levenshtein distance of two short names.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
 // approvalTools runs once tools is known (the keys may come in any order): a
 // tool in an approval list must be one of the guide's tools, and in one list
 // only — otherwise the policy would be a guess.
@@ -463,7 +484,13 @@ func (p parser) approvalTools(n *yaml.Node, tools []string) error {
 		}
 		for _, item := range v.Content {
 			if !slices.Contains(tools, item.Value) {
-				return p.errorf(item, "approval.%s: tool %q is not in tools", key, item.Value)
+				// Most often the name is misspelt in tools, not here: say which.
+				for _, t := range tools {
+					if d := editDistance(t, item.Value); d <= 2 && d <= len(item.Value)/4 {
+						return p.errorf(item, "approval.%s: tool %q is not in tools, which has %q: is one of them misspelt?", key, item.Value, t)
+					}
+				}
+				return p.errorf(item, "approval.%s: tool %q is not in tools (%s)", key, item.Value, strings.Join(tools, ", "))
 			}
 			if prev, ok := listed[item.Value]; ok {
 				return p.errorf(item, "approval.%s: tool %q is already listed in approval.%s", key, item.Value, prev)
