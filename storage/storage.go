@@ -169,6 +169,9 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 
 	if err := migrate(ctx, write); err != nil {
 		write.Close()
+		if !memory {
+			return nil, explainOpen(dsn, err)
+		}
 		return nil, err
 	}
 	stmts, err := prepareWrites(ctx, write)
@@ -213,6 +216,25 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 
 // dsns builds the driver DSNs for the writer and the readers. Pragmas go in
 // the DSN so that every connection the pools open gets them.
+// explainOpen turns SQLite's "unable to open database file (14)" into
+// what the operator can act on: the path and the system's reason. SQLite
+// needs to write the file and to create its -wal and -shm files beside it.
+func explainOpen(dsn string, err error) error {
+	f, ferr := os.OpenFile(dsn, os.O_RDWR|os.O_CREATE, 0o644)
+	if ferr != nil {
+		return fmt.Errorf("storage: cannot open the database %s: %w (check storage.dsn and the file's owner and permissions)", dsn, errors.Unwrap(ferr))
+	}
+	f.Close()
+	dir := filepath.Dir(dsn)
+	probe, derr := os.CreateTemp(dir, ".switchboard-probe-*")
+	if derr != nil {
+		return fmt.Errorf("storage: cannot write in %s, where the database keeps its -wal and -shm files: %w (check the directory's owner and permissions)", dir, errors.Unwrap(derr))
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return err
+}
+
 func dsns(dsn string) (write, read string, memory bool, err error) {
 	// temp_store(MEMORY): statement journals and temporary tables stay in
 	// memory instead of temporary files.
