@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"net"
@@ -457,6 +458,9 @@ func (c *conn) hello(f clientFrame) {
 	if id.userID == "" {
 		id.userID = "guest-" + randomID()
 	}
+	if id.name == "" {
+		id.name = guestName(id.userID)
+	}
 	opts := sessions.AttachOptions{
 		SessionID: f.Session, Guide: f.Guide, AfterSeq: -1,
 		Author: switchboard.Author{Channel: Channel, ID: id.userID, Name: id.name},
@@ -755,4 +759,13 @@ func isReset(text string) bool {
 	}
 	name, _, _ := strings.Cut(text[1:], " ")
 	return strings.EqualFold(name, "reset")
+}
+
+// guestName is what others see of someone who gave no name ("Approved by
+// Guest 4821", not a raw client id): derived from the id, so the same
+// browser keeps its name across reconnects.
+func guestName(userID string) string {
+	h := fnv.New32a()
+	h.Write([]byte(userID))
+	return fmt.Sprintf("Guest %04d", h.Sum32()%10000)
 }

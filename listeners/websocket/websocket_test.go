@@ -144,6 +144,22 @@ func TestConfirmForTheSession(t *testing.T) {
 	}
 }
 
+// Someone who gives an id but no name is shown by a friendly name derived
+// from the id, the same on every connection, never the raw id.
+func TestGuestsGetAFriendlyName(t *testing.T) {
+	g := newGateway(t, websocket.Config{})
+	_, first := g.hello(map[string]any{"user": map[string]string{"id": "web-1a6d6e81-5943-4f1c"}})
+	_, again := g.hello(map[string]any{"user": map[string]string{"id": "web-1a6d6e81-5943-4f1c"}})
+	_, other := g.hello(map[string]any{"user": map[string]string{"id": "web-77aa0000-0000-0000"}})
+	name := first.User.Name
+	if !strings.HasPrefix(name, "Guest ") || strings.Contains(name, "web-") {
+		t.Fatalf("a nameless user is called %q", name)
+	}
+	if again.User.Name != name || other.User.Name == name {
+		t.Fatalf("names: %q, again %q, another user %q", name, again.User.Name, other.User.Name)
+	}
+}
+
 func TestActionReachesSession(t *testing.T) {
 	g := newGateway(t, websocket.Config{})
 	g.llm.Push(
