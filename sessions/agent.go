@@ -248,7 +248,7 @@ func (s *session) triage(ctx context.Context, p *pendingTurn) []int {
 		default:
 			if err := s.m.cfg.Tools.Validate(call.Name, call.Args); err != nil {
 				s.setResult(ctx, p, i, err.Error(), true)
-			} else if policy == guides.Auto || s.allowed[call.Name] {
+			} else if policy == guides.Auto || s.allowedForSession(call.Name) {
 				// Allowed for the session by an approver ("Always allow").
 				run = append(run, i)
 			} else {

@@ -248,7 +248,7 @@ func (s *session) resolve(ctx context.Context, c *confirmation, approved bool, b
 		return
 	}
 	if allowed != nil {
-		s.allow(allowed)
+		s.rec.AllowedTools = allowed
 	}
 	s.setPending(p)
 	if p.allResolved() {
@@ -342,11 +342,8 @@ func (s *session) stopTimers() {
 	s.timers = nil
 }
 
-// allow makes tools the session's always-allowed ones, as stored.
-func (s *session) allow(tools []string) {
-	s.rec.AllowedTools = tools
-	s.allowed = make(map[string]bool, len(tools))
-	for _, t := range tools {
-		s.allowed[t] = true
-	}
+// allowedForSession reports whether an approver allowed the tool for the
+// rest of the session ("Always allow").
+func (s *session) allowedForSession(tool string) bool {
+	return slices.Contains(s.rec.AllowedTools, tool)
 }

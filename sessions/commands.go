@@ -112,7 +112,11 @@ func (s *session) answerCommand(ctx context.Context, in switchboard.Input, cmd c
 		case id == "":
 			id = arg
 		default:
-			s.tell(in.Author, switchboard.ErrCodeBadInput, fmt.Sprintf("Usage: /%s [id]%s", cmd.name, map[bool]string{true: " [always]"}[approve]))
+			usage := "Usage: /deny [id]"
+			if approve {
+				usage = "Usage: /approve [id] [always]"
+			}
+			s.tell(in.Author, switchboard.ErrCodeBadInput, usage)
 			return
 		}
 	}
@@ -143,21 +147,20 @@ func (s *session) revoke(ctx context.Context, by switchboard.Author, tool string
 		s.tell(by, switchboard.ErrCodeForbidden, "Only the session's owner or an approver may revoke a tool's approval.")
 		return
 	}
-	if !s.allowed[tool] {
+	if !s.allowedForSession(tool) {
 		s.tell(by, switchboard.ErrCodeNotFound, fmt.Sprintf("The tool %s is not allowed for this session, so there is nothing to revoke. /tools shows the tools.", quoteID(tool)))
 		return
 	}
+	// Not nil even when empty (the clone of a list holding tool): an empty
+	// Allowed clears the stored list.
 	allowed := slices.DeleteFunc(slices.Clone(s.rec.AllowedTools), func(t string) bool { return t == tool })
-	if allowed == nil {
-		allowed = []string{} // clears the stored list
-	}
 	evs := s.collect(func() {
 		s.systemMessage(ctx, fmt.Sprintf("%s revoked the approval of %s: it asks again before running.", by.DisplayName(), tool))
 	})
 	if !s.write(ctx, switchboard.TurnWrite{Allowed: allowed, Events: evs, Published: s.onCommit}) {
 		return
 	}
-	s.allow(allowed)
+	s.rec.AllowedTools = allowed
 }
 
 func (s *session) describeTools() string {
@@ -172,12 +175,12 @@ func (s *session) describeTools() string {
 			desc = t.Description
 		}
 		policy := string(s.guide.Approval.For(name))
-		if policy == string(guides.Ask) && s.allowed[name] {
+		if policy == string(guides.Ask) && s.allowedForSession(name) {
 			policy = "allowed for this session"
 		}
 		fmt.Fprintf(&b, "  %-14s [%s] %s\n", name, policy, desc)
 	}
-	if len(s.allowed) > 0 {
+	if len(s.rec.AllowedTools) > 0 {
 		b.WriteString("/revoke <tool> asks again before a tool allowed for this session runs.\n")
 	}
 	return strings.TrimRight(b.String(), "\n")

@@ -465,7 +465,7 @@ func (m *Manager) create(ctx context.Context, key, guide string, author switchbo
 	}
 	g, _ := m.cfg.Guides.Get(guide)
 	s := m.newSession(rec, g, m.cfg.QueueSize)
-	s.unstored = true
+	s.unstored.Store(true)
 	s.roles[author.Key()] = collaboration.Owner
 	m.live.Store(rec.ID, s)
 	m.liveCount.Add(1)

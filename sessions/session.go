@@ -68,9 +68,6 @@ type session struct {
 	pending *pendingTurn
 	timers  map[string]*time.Timer // expiry of open confirmation requests
 	seq     int64                  // last seq assigned
-	// allowed are the tools an approver allowed for the rest of the
-	// session (rec.AllowedTools as a set): they are not asked for again.
-	allowed map[string]bool
 
 	// held collects the events emitted inside collect (holding), to be
 	// stored with the write that follows.
@@ -107,7 +104,7 @@ type session struct {
 	// unstored: a session opened without a key has no row until its first
 	// input (persist), so a page view that sends nothing stores nothing.
 	persistMu sync.Mutex
-	unstored  bool
+	unstored  atomic.Bool
 }
 
 // restore loads a session's record, window, roles and any suspended turn.
@@ -170,12 +167,9 @@ func (m *Manager) newSession(rec switchboard.Session, g guides.Guide, queue int)
 	s := &session{
 		id: rec.ID, m: m, log: m.cfg.Logger.With("session", rec.ID),
 		inbox: make(chan job, queue),
-		rec:   rec, guide: g, allowed: map[string]bool{},
+		rec:   rec, guide: g,
 		subs: map[*Subscription]struct{}{}, listeners: map[*Subscription]struct{}{},
 		roles: map[string]collaboration.Role{}, shownGuide: g, membersMayStop: g.MembersMayStop,
-	}
-	for _, t := range rec.AllowedTools {
-		s.allowed[t] = true
 	}
 	s.onCommit = s.committed
 	return s
@@ -184,15 +178,18 @@ func (m *Manager) newSession(rec switchboard.Session, g guides.Guide, queue int)
 // persist stores a session created without a row (see unstored): its
 // record and its owner, once, before its first input is stored.
 func (s *session) persist(ctx context.Context) error {
+	if !s.unstored.Load() {
+		return nil // every input of a stored session passes here: no lock
+	}
 	s.persistMu.Lock()
 	defer s.persistMu.Unlock()
-	if !s.unstored {
+	if !s.unstored.Load() {
 		return nil
 	}
 	if err := s.m.store(ctx, s.rec); err != nil {
 		return err
 	}
-	s.unstored = false
+	s.unstored.Store(false)
 	return nil
 }
 
@@ -392,12 +389,8 @@ func (s *session) mayQueueLocked(in switchboard.Input) error {
 func (s *session) accept(ctx context.Context, in switchboard.Input) (*Receipt, error) {
 	s.acceptMu.Lock()
 	defer s.acceptMu.Unlock()
-	s.mu.Lock()
-	if err := s.mayQueueLocked(in); err != nil {
-		s.mu.Unlock()
-		return nil, err
-	}
-	s.mu.Unlock()
+	// Only its owner can write to a session not stored yet (another
+	// member's join stores it), so storing it comes before the checks.
 	if err := s.persist(ctx); err != nil {
 		s.m.cfg.Metrics.WriteFailed()
 		return nil, fmt.Errorf("sessions: accept input: %w: %w", ErrNotStored, err)

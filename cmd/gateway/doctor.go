@@ -921,9 +921,9 @@ func (d *doctor) checkListeners() []checkResult {
 	stdin := checkResult{Name: "listener stdin", Sev: sevInfo}
 	switch d.cfg.Listeners.Stdin.Enabled {
 	case config.StdinAuto:
-		stdin.Detail = "auto: the terminal chat runs when standard input is a terminal"
+		stdin.Detail = "auto: the terminal chat runs when standard input is a terminal, a pipe or a file (not /dev/null or a closed stdin)"
 	case config.StdinTrue:
-		stdin.Detail = "enabled: reads standard input, a pipe too, and stops at its end"
+		stdin.Detail = "enabled: reads standard input, a pipe too, and stops at its end (input that ends before its first line leaves HTTP serving)"
 	default:
 		stdin.Detail = "not enabled"
 	}
@@ -934,9 +934,9 @@ func (d *doctor) checkListeners() []checkResult {
 		enabled     bool
 	}{{"slack", "Slack", d.cfg.Listeners.Slack.Enabled}, {"discord", "Discord", d.cfg.Listeners.Discord.Enabled}} {
 		r := checkResult{Name: "listener " + l.name, Sev: sevInfo, Detail: "not enabled"}
-		if l.enabled {
-			r.Sev = sevWarn
-			r.Detail = fmt.Sprintf("listeners.%s.enabled is true, but this gateway has no %s listener yet: the setting is ignored", l.name, l.title)
+		if l.enabled { // checkUnbuiltListeners: the gateway refuses to start
+			r.Sev = sevProblem
+			r.Detail = fmt.Sprintf("listeners.%s.enabled is true, but this gateway has no %s listener yet: it refuses to start", l.name, l.title)
 			r.Fix = fmt.Sprintf("set listeners.%s.enabled: false until a gateway with the %s listener is installed", l.name, l.title)
 		}
 		out = append(out, r)

@@ -212,22 +212,31 @@ func TestDoctorDownProviderIsUnreachable(t *testing.T) {
 }
 
 // No key set: a WARN naming the variable, saying the demo model answers
-// meanwhile; that alone does not fail the run. Listeners that are not
-// built yet say so.
+// meanwhile; that alone does not fail the run.
 func TestDoctorNoKeyWarnsAndPasses(t *testing.T) {
-	s := newDoctorSetup(t, "  - name: main\n    kind: openai\n    api_key_env: TEST_UNSET_OPENAI_KEY\n    model: gpt-4o-mini",
-		"listeners:\n  slack: { enabled: true, bot_token_env: TEST_SLACK_BOT, app_token_env: TEST_SLACK_APP }\n")
+	s := newDoctorSetup(t, "  - name: main\n    kind: openai\n    api_key_env: TEST_UNSET_OPENAI_KEY\n    model: gpt-4o-mini", "")
 	out, err := s.doctor(t, nil)
 	if err != nil {
 		t.Fatalf("doctor failed: %v\n%s", err, out)
 	}
 	wantRow(t, out, "provider main", "WARN", "TEST_UNSET_OPENAI_KEY is not set", "demo model answers meanwhile")
 	wantRow(t, out, "listener discord", "INFO", "not enabled")
-	wantRow(t, out, "listener slack", "WARN", "no Slack listener yet")
 	wantRow(t, out, "listener websocket", "OK", "on loopback only")
-	if !strings.Contains(out, "No problems found; 2 warnings") {
+	if !strings.Contains(out, "No problems found; 1 warning") {
 		t.Errorf("summary:\n%s", out)
 	}
+}
+
+// A listener that is enabled but not built yet is a problem: the gateway
+// refuses to start with it (checkUnbuiltListeners).
+func TestDoctorUnbuiltListenerIsAProblem(t *testing.T) {
+	s := newDoctorSetup(t, "  - name: main\n    kind: demo",
+		"listeners:\n  slack: { enabled: true, bot_token_env: TEST_SLACK_BOT, app_token_env: TEST_SLACK_APP }\n")
+	out, err := s.doctor(t, nil)
+	if err == nil {
+		t.Fatalf("doctor passed a config the gateway refuses:\n%s", out)
+	}
+	wantRow(t, out, "listener slack", "PROBLEM", "no Slack listener yet", "refuses to start")
 }
 
 // Anthropic's and Gemini's wire, through their SDK adapters: a good key is

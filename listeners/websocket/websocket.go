@@ -458,7 +458,9 @@ func (c *conn) hello(f clientFrame) {
 	if id.userID == "" {
 		id.userID = "guest-" + randomID()
 	}
-	if id.name == "" {
+	if id.name == "" && (h.cfg.Auth.Mode == AuthNone || h.cfg.Auth.Mode == "") {
+		// An anonymous visitor's id is a browser's random key: no name
+		// for people. An authenticated id is the site's, and says who.
 		id.name = guestName(id.userID)
 	}
 	opts := sessions.AttachOptions{
