@@ -452,25 +452,50 @@ func (p parser) approval(n *yaml.Node, a *Approval) error {
 	})
 }
 
-// editDistance is the Levenshtein distance of two short names.
+// unknownHint is what follows "unknown X": what there is, and the closest
+// name when it looks like a slip of the keyboard.
+func unknownHint(name string, have []string) string {
+	if len(have) == 0 {
+		return " (have: none)"
+	}
+	hint := " (have: " + strings.Join(have, ", ") + ")"
+	best, bestD := "", 3
+	for _, h := range have {
+		if d := editDistance(h, name); d < bestD && d <= max(1, len(name)/4) {
+			best, bestD = h, d
+		}
+	}
+	if best != "" {
+		hint += fmt.Sprintf(": did you mean %q?", best)
+	}
+	return hint
+}
+
+// editDistance counts the edits between two short names: insertions,
+// deletions, substitutions and swaps of neighbours ("mian" is one slip from
+// "main"), the optimal string alignment distance.
 func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
 	}
 	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
 		for j := 1; j <= len(b); j++ {
 			cost := 1
 			if a[i-1] == b[j-1] {
 				cost = 0
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
 		}
-		prev = cur
 	}
-	return prev[len(b)]
+	return d[len(a)][len(b)]
 }
 
 // approvalTools runs once tools is known (the keys may come in any order): a
@@ -558,22 +583,23 @@ func (c *Catalog) Get(name string) (Guide, bool) {
 func (c *Catalog) Names() []string { return slices.Clone(c.names) }
 
 // Check reports every guide that names a provider, fallback provider or
-// tool the gateway does not have. It is separate from parsing because the
-// providers and tools are only known once the configuration is loaded.
-func (c *Catalog) Check(hasProvider func(string) bool, hasTool func(string) bool) error {
+// tool the gateway does not have, listing what it has and the likely
+// misspelling. It is separate from parsing because the providers and tools
+// are only known once the configuration is loaded.
+func (c *Catalog) Check(providers, tools []string) error {
 	var errs []error
 	for _, name := range c.names {
 		g := c.guides[name]
 		where := fmt.Sprintf("guide %q (%s)", g.Name, g.File)
-		if g.Provider != "" && !hasProvider(g.Provider) {
-			errs = append(errs, fmt.Errorf("%s: provider %q is not configured", where, g.Provider))
+		if g.Provider != "" && !slices.Contains(providers, g.Provider) {
+			errs = append(errs, fmt.Errorf("%s: provider %q is not configured%s", where, g.Provider, unknownHint(g.Provider, providers)))
 		}
-		if g.Fallback != "" && !hasProvider(g.Fallback) {
-			errs = append(errs, fmt.Errorf("%s: fallback provider %q is not configured", where, g.Fallback))
+		if g.Fallback != "" && !slices.Contains(providers, g.Fallback) {
+			errs = append(errs, fmt.Errorf("%s: fallback provider %q is not configured%s", where, g.Fallback, unknownHint(g.Fallback, providers)))
 		}
 		for _, t := range g.Tools {
-			if !hasTool(t) {
-				errs = append(errs, fmt.Errorf("%s: tool %q does not exist", where, t))
+			if !slices.Contains(tools, t) {
+				errs = append(errs, fmt.Errorf("%s: unknown tool %q%s", where, t, unknownHint(t, tools)))
 			}
 		}
 	}

@@ -17,7 +17,7 @@ func TestShippedGuides(t *testing.T) {
 		t.Fatalf("Names() = %v", got)
 	}
 	builtins := []string{"current_time", "calculator", "present"}
-	err = c.Check(func(string) bool { return false }, func(n string) bool { return slices.Contains(builtins, n) })
+	err = c.Check(nil, builtins)
 	if err != nil {
 		t.Fatalf("shipped guides must not name a provider and only use built-in tools: %v", err)
 	}
@@ -280,33 +280,33 @@ func TestCatalogGetIsACopy(t *testing.T) {
 
 func TestCheck(t *testing.T) {
 	dir := writeGuides(t, map[string]string{
-		"support.md": "---\nprovider: mian\nfallback: backup\ntools: [calculator, weather]\n---\nHi.\n",
-		"ok.md":      "---\nprovider: main\ntools: [calculator]\n---\nHi.\n",
+		"support.md":  "---\nprovider: mian\nfallback: backup\ntools: [calculator, weather]\n---\nHi.\n",
+		"ok.md":       "---\nprovider: main\ntools: [calculator]\n---\nHi.\n",
+		"misspelt.md": "---\ntools: [calculater]\n---\nHi.\n",
 	})
 	c, err := LoadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hasProvider := func(n string) bool { return n == "main" }
-	hasTool := func(n string) bool { return n == "calculator" }
-	err = c.Check(hasProvider, hasTool)
+	err = c.Check([]string{"main"}, []string{"calculator", "current_time"})
 	if err == nil {
 		t.Fatal("no error")
 	}
 	file := filepath.Join(dir, "support.md")
 	for _, want := range []string{
-		`guide "support" (` + file + `): provider "mian" is not configured`,
-		`guide "support" (` + file + `): fallback provider "backup" is not configured`,
-		`guide "support" (` + file + `): tool "weather" does not exist`,
+		`guide "support" (` + file + `): provider "mian" is not configured (have: main): did you mean "main"?`,
+		`guide "support" (` + file + `): fallback provider "backup" is not configured (have: main)` + "\n",
+		`guide "support" (` + file + `): unknown tool "weather" (have: calculator, current_time)`,
+		`guide "misspelt" (` + filepath.Join(dir, "misspelt.md") + `): unknown tool "calculater" (have: calculator, current_time): did you mean "calculator"?`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
 	}
-	if strings.Contains(err.Error(), `"ok"`) || strings.Contains(err.Error(), `"calculator"`) {
+	if strings.Contains(err.Error(), `guide "ok"`) || strings.Contains(err.Error(), `tool "calculator"`) {
 		t.Errorf("error blames what exists:\n%v", err)
 	}
-	if err := c.Check(func(string) bool { return true }, func(string) bool { return true }); err != nil {
+	if err := c.Check([]string{"main", "mian", "backup"}, []string{"calculator", "weather", "calculater"}); err != nil {
 		t.Errorf("everything exists: %v", err)
 	}
 }

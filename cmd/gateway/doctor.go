@@ -17,6 +17,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -284,13 +285,14 @@ func (d *doctor) checkGuides(provs map[string]*providers.Resilient, buildErr err
 		res.Sev, res.Detail = sevProblem, err.Error()
 		return catalog, res
 	}
-	hasProvider := func(n string) bool { _, ok := provs[n]; return ok }
+	providers := slices.Sorted(maps.Keys(provs))
 	if buildErr != nil { // the names are still known
-		hasProvider = func(n string) bool {
-			return slices.ContainsFunc(d.cfg.Providers, func(p config.Provider) bool { return p.Name == n })
+		providers = providers[:0]
+		for _, p := range d.cfg.Providers {
+			providers = append(providers, p.Name)
 		}
 	}
-	if err := catalog.Check(hasProvider, func(n string) bool { _, ok := registry.Lookup(n); return ok }); err != nil {
+	if err := catalog.Check(providers, registry.Names()); err != nil {
 		res.Sev, res.Detail = sevProblem, err.Error()
 		res.Fix = "name a provider from the config's providers list and tools the gateway has (" + strings.Join(registry.Names(), ", ") + ")"
 		return catalog, res

@@ -9,12 +9,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"os/user"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -41,7 +43,11 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Environ()); err != nil {
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Environ())
+	if errors.Is(err, flag.ErrHelp) { // usage printed; asking for it is no failure
+		return
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "gateway:", err)
 		os.Exit(1)
 	}
@@ -88,8 +94,22 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 	var sets stringList
 	fs.Var(&sets, "set", "override a config key, e.g. --set http.addr=127.0.0.1:9000 (repeatable)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this file until the gateway stops (for go tool pprof)")
+	fs.Usage = func() {
+		fmt.Fprint(errOut, `Usage:
+  gateway [flags]               run the gateway
+  gateway doctor [flags]        check the config, guides, providers, database and listeners
+  gateway healthcheck [flags]   exit 0 when a running gateway answers /healthz (for containers)
+  gateway version               print the version and build
+
+Run "gateway doctor -h" for a command's flags. Flags:
+`)
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unknown command %q (have: doctor, healthcheck, version; see gateway -h)", fs.Arg(0))
 	}
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
@@ -125,7 +145,7 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 	if err != nil {
 		return err
 	}
-	if err := catalog.Check(func(n string) bool { _, ok := provs[n]; return ok }, func(n string) bool { _, ok := registry.Lookup(n); return ok }); err != nil {
+	if err := catalog.Check(slices.Sorted(maps.Keys(provs)), registry.Names()); err != nil {
 		return err
 	}
 	if _, ok := catalog.Get(cfg.Guides.Default); !ok {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -157,4 +159,23 @@ func buildGateway(t *testing.T, b *onceBuild, name string, env []string, flags .
 		t.Fatal(b.err)
 	}
 	return b.path
+}
+
+// -h lists the subcommands, not only the flags; a word that is no command
+// is refused naming the ones there are (it was silently ignored before).
+func TestHelpListsCommands(t *testing.T) {
+	var errOut bytes.Buffer
+	err := run(context.Background(), []string{"-h"}, strings.NewReader(""), &bytes.Buffer{}, &errOut, nil)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("gateway -h: %v, want flag.ErrHelp (main exits 0 on it)", err)
+	}
+	for _, want := range []string{"gateway doctor", "gateway healthcheck", "gateway version", "-config", "-set"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("usage lacks %q:\n%s", want, errOut.String())
+		}
+	}
+	err = run(context.Background(), []string{"--config", "nowhere.yaml", "doctr"}, strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}, nil)
+	if err == nil || !strings.Contains(err.Error(), `unknown command "doctr"`) || !strings.Contains(err.Error(), "doctor") {
+		t.Errorf("gateway doctr: %v", err)
+	}
 }
