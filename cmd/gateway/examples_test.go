@@ -1,0 +1,447 @@
+package main
+
+// Every example in README.md and docs/*.md is run or parsed as written, so
+// the documentation cannot drift from the gateway: a newcomer copies these
+// first. Shell blocks must each be claimed by a rule below, which runs them
+// or says why it cannot (and what checks them instead); a new shell block
+// no rule claims fails, and so does a rule that no longer claims a block.
+// YAML blocks load as configuration, Markdown blocks that start with front
+// matter load as guides, JSON blocks parse, and the systemd unit's settings
+// load as configuration.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	gws "github.com/gorilla/websocket"
+
+	"github.com/switchboard-gw/switchboard/config"
+	"github.com/switchboard-gw/switchboard/guides"
+	"github.com/switchboard-gw/switchboard/tools"
+)
+
+// docBlock is one fenced block of a document.
+type docBlock struct {
+	file string // relative to the module root
+	line int    // of the opening fence
+	lang string
+	text string
+}
+
+func (b docBlock) String() string { return fmt.Sprintf("%s:%d (```%s)", b.file, b.line, b.lang) }
+
+// docBlocks reads the fenced blocks of README.md and docs/*.md.
+func docBlocks(t *testing.T) []docBlock {
+	t.Helper()
+	files, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append([]string{"../../README.md"}, files...)
+	var blocks []docBlock
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel := strings.TrimPrefix(f, "../../")
+		var cur *docBlock
+		var body []string
+		for i, line := range strings.Split(string(data), "\n") {
+			fence, isFence := strings.CutPrefix(strings.TrimRight(line, " "), "```")
+			switch {
+			case isFence && cur == nil:
+				cur = &docBlock{file: rel, line: i + 1, lang: fence}
+				body = body[:0]
+			case isFence:
+				cur.text = strings.Join(body, "\n") + "\n"
+				blocks = append(blocks, *cur)
+				cur = nil
+			case cur != nil:
+				body = append(body, line)
+			}
+		}
+		if cur != nil {
+			t.Fatalf("%s: unclosed fence", cur)
+		}
+	}
+	if len(blocks) < 10 {
+		t.Fatalf("found only %d blocks: is the reader broken?", len(blocks))
+	}
+	return blocks
+}
+
+// shellCommands splits a shell block into commands as a shell would read
+// them: continuation lines joined, comments dropped, a here-document kept
+// with its command.
+func shellCommands(text string) []string {
+	var cmds []string
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	for i := 0; i < len(lines); i++ {
+		cmd := stripComment(lines[i])
+		for strings.HasSuffix(cmd, `\`) && i+1 < len(lines) {
+			i++
+			cmd = strings.TrimSuffix(cmd, `\`) + " " + strings.TrimSpace(stripComment(lines[i]))
+		}
+		if _, word, ok := strings.Cut(cmd, "<<"); ok {
+			word = strings.Trim(strings.Fields(word)[0], `'"`)
+			for i+1 < len(lines) {
+				i++
+				cmd += "\n" + lines[i]
+				if lines[i] == word {
+					break
+				}
+			}
+		}
+		if cmd = strings.TrimSpace(cmd); cmd != "" {
+			cmds = append(cmds, cmd)
+		}
+	}
+	return cmds
+}
+
+// stripComment drops a # comment that is outside quotes and starts a word.
+func stripComment(line string) string {
+	var quote rune
+	for i, r := range line {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '\'' || r == '"':
+			quote = r
+		case r == '#' && (i == 0 || line[i-1] == ' ' || line[i-1] == '\t'):
+			return strings.TrimRight(line[:i], " \t")
+		}
+	}
+	return line
+}
+
+// shellRule claims the shell blocks whose first command matches.
+type shellRule struct {
+	first *regexp.Regexp
+	// run executes the block's commands; nil when it cannot run here.
+	run func(t *testing.T, cmds []string)
+	// notRun says why not, and what checks the example instead.
+	notRun string
+}
+
+var shellRules = []shellRule{
+	{first: regexp.MustCompile(`^make run$`),
+		notRun: "the Makefile's targets: make test is the run this test belongs to, make run serves until stopped (the printf examples run the same binary and config), make bench runs for minutes"},
+	{first: regexp.MustCompile(`^export OPENAI_API_KEY=sk-\.\.\.$`),
+		notRun: "needs a real OpenAI key; the openai provider is tested against its wire fake (providers/openai) and the doctor's key check in TestDoctorGoodKeyIsOK and TestDoctorBadKeyIsAProblem"},
+	{first: regexp.MustCompile(`^printf '[^']*' \| \./bin/gateway --config config\.yaml$`), run: runPipeExamples},
+	{first: regexp.MustCompile(`^go install \S+@latest$`), run: runGoInstallExample},
+	{first: regexp.MustCompile(`^make docker\b`),
+		notRun: "needs a Docker engine, which CI lacks; the image's config passes the doctor in TestDoctorContainerConfig and its static build is TestVersionStaticBuild"},
+	{first: regexp.MustCompile(`^cat > \.env\.gateway <<EOF`),
+		notRun: "docker compose needs a Docker engine, which CI lacks; compose.yaml's config is deploy/container.yaml, checked by TestDoctorContainerConfig"},
+	{first: regexp.MustCompile(`^sudo useradd `),
+		notRun: "installs a system user and files under /etc and /usr/local; the unit that uses them is checked by the ini example"},
+	{first: regexp.MustCompile(`^sudo systemctl daemon-reload$`),
+		notRun: "needs systemd as PID 1, which the test machine lacks; the unit's settings are checked by the ini example"},
+	{first: regexp.MustCompile(`^sudo systemd-run `),
+		notRun: "needs systemd as PID 1; the doctor it runs is TestDoctor*, on deploy/container.yaml in TestDoctorContainerConfig"},
+	{first: regexp.MustCompile(`^websocat ws://127\.0\.0\.1:8080/ws$`), run: runWebsocatExample},
+}
+
+func TestDocumentationExamples(t *testing.T) {
+	blocks := docBlocks(t)
+	for _, r := range shellRules {
+		if !slices.ContainsFunc(blocks, func(b docBlock) bool {
+			cmds := shellCommands(b.text)
+			return b.lang == "sh" && len(cmds) > 0 && r.first.MatchString(cmds[0])
+		}) {
+			t.Errorf("shell rule %q claims no block any more: remove it", r.first)
+		}
+	}
+	for _, b := range blocks {
+		t.Run(fmt.Sprintf("%s:%d", b.file, b.line), func(t *testing.T) {
+			switch b.lang {
+			case "sh":
+				cmds := shellCommands(b.text)
+				if len(cmds) == 0 {
+					t.Fatalf("%s: an empty shell block", b)
+				}
+				i := slices.IndexFunc(shellRules, func(r shellRule) bool { return r.first.MatchString(cmds[0]) })
+				if i < 0 {
+					t.Fatalf("%s: no rule runs this example (add one to shellRules, or say there why it cannot run):\n%s", b, b.text)
+				}
+				if shellRules[i].run == nil {
+					t.Skipf("not run: %s", shellRules[i].notRun)
+				}
+				shellRules[i].run(t, cmds)
+			case "yaml":
+				loadExampleConfig(t, b)
+			case "markdown":
+				loadExampleGuide(t, b)
+			case "json":
+				var v any
+				if err := json.Unmarshal([]byte(b.text), &v); err != nil {
+					t.Errorf("%s: not JSON: %v\n%s", b, err, b.text)
+				}
+			case "ini":
+				loadExampleUnit(t, b)
+			default:
+				// html, css, js, go, python: embedding snippets for other
+				// programs, exercised by the browser tests and the
+				// protocol's wire tests; untagged blocks are transcripts.
+				t.Skipf("%q blocks are not run", b.lang)
+			}
+		})
+	}
+}
+
+// exampleEnv is the environment an example runs in: nothing of the
+// caller's configuration or keys, and ports the machine has free (the
+// command is unchanged; SWITCHBOARD_* variables are config keys).
+func exampleEnv() []string {
+	return append(hermeticEnv(), "SWITCHBOARD_HTTP__ADDR=127.0.0.1:0", "SWITCHBOARD_METRICS__ADDR=", "USER=ann")
+}
+
+// exampleCheckout is a directory laid out like the repository after
+// make build: bin/gateway, config.yaml and guides/.
+func exampleCheckout(t *testing.T) string {
+	t.Helper()
+	bin := gatewayBinary(t)
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(bin, filepath.Join(dir, "bin", "gateway")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(filepath.Join(dir, "guides"), os.DirFS("../../guides")); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := os.ReadFile("../../config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// pipeAnswers is what the gateway with the offline demo model shows after
+// each line the README pipes in, as the README shows it.
+var pipeAnswers = map[string][]string{
+	"what is 2*(3+4)?":           {"2*(3+4) = 14"},
+	"what time is it in Berlin?": {`Run current_time {"timezone":"Europe/Berlin"}? Approve?`},
+	"y":                          {"approved by ann", "in Berlin (Europe/Berlin)."},
+	"/reset":                     {"started a new conversation"},
+	"what is 6*7?":               {"6*7 = 42"},
+}
+
+var printfRE = regexp.MustCompile(`^printf '([^']*)' \|`)
+
+// runPipeExamples runs each printf line with sh in a copy of the
+// repository, one after the other (the second continues the first's
+// stored conversation, as it would for a reader), and checks that every
+// line piped in was answered, in order, and the gateway exited.
+func runPipeExamples(t *testing.T, cmds []string) {
+	dir := exampleCheckout(t)
+	for _, cmd := range cmds {
+		m := printfRE.FindStringSubmatch(cmd)
+		if m == nil {
+			t.Fatalf("not a printf example: %s", cmd)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), terminalDeadline)
+		c := exec.CommandContext(ctx, "sh", "-c", cmd)
+		c.Dir, c.Env = dir, exampleEnv()
+		var out, errOut strings.Builder
+		c.Stdout, c.Stderr = &out, &errOut
+		err := c.Run()
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: %v (a hang ends at the deadline)\nstdout:\n%s\nstderr:\n%s", cmd, err, out.String(), errOut.String())
+		}
+		var wants []string
+		for _, line := range strings.Split(strings.TrimSuffix(m[1], `\n`), `\n`) {
+			want, ok := pipeAnswers[line]
+			if !ok {
+				t.Fatalf("%s: the test does not know what %q should answer (add it to pipeAnswers)", cmd, line)
+			}
+			wants = append(wants, want...)
+		}
+		inOrder(t, out.String(), wants...)
+	}
+}
+
+// runGoInstallExample checks what go install needs of the path (the
+// module proxy is not reached from a test): it is this module's
+// cmd/gateway, a main package, and the binary it names answers version.
+func runGoInstallExample(t *testing.T, cmds []string) {
+	path := strings.TrimSuffix(strings.Fields(cmds[0])[2], "@latest")
+	mod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	module := strings.TrimPrefix(strings.SplitN(string(mod), "\n", 2)[0], "module ")
+	if path != module+"/cmd/gateway" {
+		t.Errorf("go install %s: the module is %s, its command %s/cmd/gateway", path, module, module)
+	}
+	src, err := os.ReadFile("main.go")
+	if err != nil || !strings.Contains(string(src), "\npackage main\n") {
+		t.Errorf("cmd/gateway is not a main package: %v", err)
+	}
+	for _, cmd := range cmds[1:] {
+		if cmd != "gateway version" {
+			t.Fatalf("unexpected command after go install: %s", cmd)
+		}
+		out, err := exec.Command(gatewayBinary(t), "version").Output()
+		if err != nil || !strings.HasPrefix(string(out), "Switchboard gateway ") {
+			t.Errorf("gateway version: %q, %v", out, err)
+		}
+	}
+}
+
+// runWebsocatExample starts the README's gateway and types the block's
+// frames into /ws as websocat would: hello is answered with ready, the
+// input with the model's reply.
+func runWebsocatExample(t *testing.T, cmds []string) {
+	dir := exampleCheckout(t)
+	log := &procLog{}
+	log.dumpOnFailure(t)
+	c := exec.Command(filepath.Join(dir, "bin", "gateway"), "--config", "config.yaml")
+	c.Dir, c.Env = dir, exampleEnv()
+	stderr, err := c.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			fmt.Fprintln(log, sc.Text())
+			if m := listeningRE.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+	}()
+	var a string
+	select {
+	case a = <-addr:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the gateway did not listen")
+	}
+	// websocat sends the Origin of the URL it dials, as the check expects.
+	url := strings.Replace(strings.Fields(cmds[0])[1], "127.0.0.1:8080", a, 1)
+	conn, _, err := gws.DefaultDialer.Dial(url, nil)
+	if err != nil {
+		t.Fatalf("dial %s: %v", url, err)
+	}
+	defer conn.Close()
+	for _, f := range cmds[1:] {
+		var typed struct{ Type string }
+		if err := json.Unmarshal([]byte(f), &typed); err != nil {
+			t.Fatalf("the example's frame %s is not JSON: %v", f, err)
+		}
+		if err := conn.WriteMessage(gws.TextMessage, []byte(f)); err != nil {
+			t.Fatal(err)
+		}
+		switch typed.Type {
+		case "hello":
+			readUntil(t, conn, func(f frame) bool { return f.Type == "ready" })
+		case "input":
+			readUntil(t, conn, func(f frame) bool {
+				return f.Type == "message" && strings.Contains(string(f.Data), `"role":"assistant"`)
+			})
+		default:
+			t.Fatalf("the test does not know what a %q frame should get back", typed.Type)
+		}
+	}
+}
+
+// envRefRE finds the variables a config example names for its secrets.
+var envRefRE = regexp.MustCompile(`\w+_env:\s*(\w+)`)
+
+// loadExampleConfig loads a YAML block as a config file on its own (the
+// defaults fill the rest) with every variable it names set, as a reader
+// following the doc would have them.
+func loadExampleConfig(t *testing.T, b docBlock) {
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(file, []byte(b.text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"HOME=/nonexistent"}
+	for _, m := range envRefRE.FindAllStringSubmatch(b.text, -1) {
+		env = append(env, m[1]+"=example-secret-of-at-least-thirty-two-bytes-000")
+	}
+	if _, err := config.Load(file, nil, env); err != nil {
+		t.Errorf("%s does not load as a config file: %v\n%s", b, err, b.text)
+	}
+}
+
+// loadExampleGuide loads a Markdown block with front matter as a guide
+// file, and checks it against the built-in tools and the providers the
+// README's config example names (main, and backup as the fallback).
+func loadExampleGuide(t *testing.T, b docBlock) {
+	if !strings.HasPrefix(b.text, "---\n") {
+		t.Skip("Markdown without front matter is prose, not a guide")
+	}
+	name := "example" // a guide's name is its file's
+	if m := regexp.MustCompile(`(?m)^name:\s*(\S+)`).FindStringSubmatch(b.text); m != nil {
+		name = m[1]
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, name+".md"), []byte(b.text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := guides.LoadDir(dir)
+	if err != nil {
+		t.Fatalf("%s does not load as a guide: %v", b, err)
+	}
+	var names []string
+	for _, tool := range tools.Builtins(time.Now) {
+		names = append(names, tool.Name)
+	}
+	if err := c.Check([]string{"main", "backup"}, names); err != nil {
+		t.Errorf("%s: %v", b, err)
+	}
+}
+
+// loadExampleUnit checks the systemd unit: its Environment= settings are
+// config keys that load over the configuration it installs
+// (deploy/container.yaml, copied to /etc/switchboard/config.yaml).
+func loadExampleUnit(t *testing.T, b docBlock) {
+	if !strings.Contains(b.text, "[Service]") {
+		t.Fatalf("%s: only systemd units are known as ini blocks", b)
+	}
+	env := []string{"GATEWAY_TOKEN=example-token"}
+	for _, line := range strings.Split(b.text, "\n") {
+		if v, ok := strings.CutPrefix(line, "Environment="); ok {
+			env = append(env, v)
+		}
+		if v, ok := strings.CutPrefix(line, "ExecStart="); ok && !strings.Contains(v, "--config /etc/switchboard/config.yaml") {
+			t.Errorf("%s: ExecStart %q does not use the config the doc installs", b, v)
+		}
+	}
+	if len(env) < 2 {
+		t.Fatalf("%s: no Environment= settings found", b)
+	}
+	cfg, err := config.Load("../../deploy/container.yaml", nil, env)
+	if err != nil {
+		t.Fatalf("%s: its settings do not load: %v", b, err)
+	}
+	if cfg.Storage.DSN != "/var/lib/switchboard/switchboard.db" {
+		t.Errorf("%s: storage.dsn is %q, not the StateDirectory", b, cfg.Storage.DSN)
+	}
+}
