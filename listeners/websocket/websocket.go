@@ -668,6 +668,12 @@ func (c *conn) enqueue(b []byte) bool {
 				return true
 			}
 		case <-t.C:
+			// Counted and logged now, not when the socket ends: a writer
+			// blocked on a client that reads nothing ends only when it
+			// reads or the write times out.
+			c.h.cfg.Metrics.Refused("send_buffer")
+			c.log.Info("websocket client too slow: disconnecting (it resumes with resume_after)",
+				"session", c.attached(), "queued_events", len(c.send), "queued_bytes", c.queued.Load())
 			c.close(gws.CloseTryAgainLater, fmt.Sprintf("too slow: %d events (%d bytes) waited %s; reconnect with resume_after",
 				len(c.send), c.queued.Load(), c.h.cfg.SendTimeout), reasonTooSlow, false)
 			return false

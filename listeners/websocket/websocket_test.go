@@ -2,7 +2,9 @@ package websocket_test
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -513,10 +515,41 @@ func TestRepeatedInputIDIsIgnored(t *testing.T) {
 	}
 }
 
+// smallBuffers is a listener whose connections have the smallest socket
+// send buffer the kernel allows, so a client that does not read blocks the
+// server's writes after a few frames whatever the machine's defaults.
+type smallBuffers struct {
+	net.Listener
+	accepted chan *net.TCPConn
+}
+
+func (l smallBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(1)
+		l.accepted <- tc
+	}
+	return c, err
+}
+
+// A client that stops reading is dropped with 1013 "too slow" once its
+// queue has been full for SendTimeout, the session carries on without it,
+// and it resumes where it was cut. The slowness is driven, not raced: the
+// client reads nothing until the turn is over, the server's send buffer is
+// the kernel's smallest and the client's receive buffer fixed (so the
+// server's writer blocks after a few frames on any machine), it reads once the gateway counted the drop, and the write
+// timeout outlasts all that (so the blocked writer sends the close frame
+// once the client reads, however loaded the machine).
 func TestSlowClientIsDroppedAndResumes(t *testing.T) {
-	g := newGateway(t, websocket.Config{SendBuffer: 4, SendTimeout: 200 * time.Millisecond})
+	g := newGatewayWith(t, websocket.Config{SendBuffer: 4, SendTimeout: 200 * time.Millisecond, WriteTimeout: 5 * time.Minute, PingInterval: 5 * time.Minute}, nil)
+	slowSrv := httptest.NewUnstartedServer(g.srv.Config.Handler)
+	accepted := make(chan *net.TCPConn, 1)
+	slowSrv.Listener = smallBuffers{slowSrv.Listener, accepted}
+	slowSrv.Start()
+	t.Cleanup(slowSrv.Close)
+
 	chunk := strings.Repeat("z", 32<<10)
-	text := make([]string, 400) // ~13 MB: more than the socket buffers hold
+	text := make([]string, 64) // 2 MiB: far more than the buffers hold
 	for i := range text {
 		text[i] = chunk
 	}
@@ -531,8 +564,16 @@ func TestSlowClientIsDroppedAndResumes(t *testing.T) {
 	defer sub.Close()
 	ready := sub.Ready
 
-	// The slow client does not read until the turn is over.
-	slowWS, _, err := gws.DefaultDialer.Dial(g.wsURL, nil)
+	dialer := gws.Dialer{NetDial: func(network, addr string) (net.Conn, error) {
+		c, err := net.Dial(network, addr)
+		if tc, ok := c.(*net.TCPConn); ok {
+			// Fixed, so it does not grow, and well above the
+			// loopback MSS, so the window reopens when it reads.
+			_ = tc.SetReadBuffer(256 << 10)
+		}
+		return c, err
+	}}
+	slowWS, _, err := dialer.Dial("ws"+strings.TrimPrefix(slowSrv.URL, "http")+"/ws", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -546,7 +587,6 @@ func TestSlowClientIsDroppedAndResumes(t *testing.T) {
 	if _, err := g.mgr.Submit(t.Context(), ready.Session, switchboard.Input{Kind: switchboard.InputText, Author: owner, Text: "write a lot"}); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
 	// The session is not held back: it runs the turn to the end.
 	var all []switchboard.Event
 	for ev := range sub.Events() {
@@ -556,16 +596,22 @@ func TestSlowClientIsDroppedAndResumes(t *testing.T) {
 		}
 	}
 
-	t.Logf("turn took %s, %d events", time.Since(start), len(all))
-	// The slow one was cut off with a reason, after some events.
+	// The gateway gives up on the slow one while it still reads nothing
+	// (its writer is blocked, so the close frame waits behind the queued
+	// frames); only then does it read, and the server's buffer is made
+	// normal again: a tiny one would crawl on delayed ACKs.
+	eventually(t, "the slow client is dropped", func() bool {
+		return g.metric(`switchboard_limit_refusals_total{limit="send_buffer"}`) == 1
+	})
+	_ = (<-accepted).SetWriteBuffer(4 << 20)
 	var got []wireEvent
 	var ce *gws.CloseError
 	for ce == nil {
-		ev, err := slow.read(10 * time.Second)
+		ev, err := slow.read(time.Minute)
 		if err != nil {
 			var ok bool
 			if ce, ok = err.(*gws.CloseError); !ok {
-				t.Fatalf("slow client: %v, want a close frame", err)
+				t.Fatalf("slow client after %d events: %v, want a close frame", len(got), err)
 			}
 			break
 		}
@@ -577,6 +623,7 @@ func TestSlowClientIsDroppedAndResumes(t *testing.T) {
 	if len(got) >= len(all) {
 		t.Fatalf("the slow client got all %d events; the test did not make it slow", len(got))
 	}
+	t.Logf("the slow client got %d of %d events before 1013", len(got), len(all))
 	contiguous(t, seqs(got), 1)
 
 	// It resumes where it was cut and gets the rest, no gap, no double.
