@@ -87,8 +87,15 @@ func newGateway(t *testing.T) *gateway {
 
 func newGatewayWith(t *testing.T, cfg websocket.Config, opts web.Options) *gateway {
 	t.Helper()
+	return newGatewayGuides(t, "../guides", cfg, opts)
+}
+
+// newGatewayGuides is a gateway with the guides in dir ("assistant" is the
+// default).
+func newGatewayGuides(t *testing.T, dir string, cfg websocket.Config, opts web.Options) *gateway {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	sg := sessionstest.New(t, "../guides", log)
+	sg := sessionstest.New(t, dir, log)
 	ctx, cancel := context.WithCancel(context.Background())
 	mux := http.NewServeMux()
 	mux.Handle("GET /ws", websocket.New(ctx, cfg, sg.Manager, log))
@@ -165,6 +172,10 @@ func (p *page) transcript() string {
 	}
 	return s
 }
+
+// noEmoji is a JavaScript regular expression matching emoji and the
+// symbols that are drawn from an emoji font (💬 🔧 ⚠ ✓ …).
+const noEmoji = `/[\u{1F300}-\u{1FAFF}\u{2600}-\u{27BF}]/u`
 
 // say types a message and presses Enter, as a person would.
 func (p *page) say(text string) {
@@ -486,6 +497,10 @@ func TestWidgetInBrowser(t *testing.T) {
 		if len(got.MsgLinks) != 1 || !strings.HasPrefix(got.MsgLinks[0], imgs.URL+"/log") || len(got.CardLinks) != 1 || !strings.HasPrefix(got.CardLinks[0], imgs.URL+"/card") {
 			t.Errorf("want each external image as a link to it: %+v", got)
 		}
+		if link := eval[string](p, `(() => { const a = `+root+`.querySelector('.card a');
+			return (a.querySelector('svg[aria-hidden=true]') ? 'svg' : 'no svg') + '|' + a.textContent.trim() + '|' + `+noEmoji+`.test(a.textContent); })()`); link != "svg|the cat|false" {
+			t.Errorf("the card's image link shows (icon|text|emoji) %q, want an svg icon and its alt text", link)
+		}
 		// A last round trip, so anything the page would load has been asked for.
 		p.say("/help")
 		p.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=system]')].some(m => m.textContent.includes('Commands'))`)
@@ -493,6 +508,151 @@ func TestWidgetInBrowser(t *testing.T) {
 		defer mu.Unlock()
 		if len(fetched) != 0 {
 			t.Errorf("the page fetched %v from the image server", fetched)
+		}
+	})
+
+	t.Run("icons are inline SVG, not emoji", func(t *testing.T) {
+		g := newGateway(t)
+		g.llm.Push(
+			openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "current_time", Args: `{"timezone":"UTC"}`}}},
+			openaitest.Reply{Text: []string{"Done."}},
+		)
+		p := openPage(t, browser, g.url+"/")
+		type launcher struct {
+			Label    string  `json:"label"`
+			SVGs     int     `json:"svgs"`
+			Hidden   string  `json:"hidden"`
+			Stroke   string  `json:"stroke"`
+			Width    float64 `json:"width"`
+			Text     string  `json:"text"`
+			HasEmoji bool    `json:"hasEmoji"`
+		}
+		l := eval[launcher](p, `(() => { const b = `+root+`.querySelector('.launcher'), s = b.querySelector('svg'); return {
+			label: b.getAttribute('aria-label'), svgs: b.querySelectorAll('svg').length,
+			hidden: s && s.getAttribute('aria-hidden'), stroke: s && s.getAttribute('stroke'),
+			width: s ? s.getBoundingClientRect().width : 0,
+			text: b.textContent, hasEmoji: `+noEmoji+`.test(b.textContent) }; })()`)
+		if l.Label != "Open chat: Switchboard demo" || l.SVGs != 1 || l.Hidden != "true" || l.Stroke != "currentColor" || l.Width < 16 || l.Width > 40 || strings.TrimSpace(l.Text) != "" || l.HasEmoji {
+			t.Errorf("launcher: %+v; want its label, one decorative currentColor svg of about 1em, no text", l)
+		}
+
+		p.say("time?")
+		// While the call waits for approval its line shows the tool icon.
+		p.waitFor(root + `.querySelector('.confirm button[data-approve]') !== null`)
+		if got := eval[string](p, `(() => { const s = `+root+`.querySelector('.tool[data-call=call_1] summary');
+			return s ? s.querySelectorAll('svg[aria-hidden=true]').length + '|' + s.textContent.trim() : 'no tool line'; })()`); got != "1|current_time" {
+			t.Errorf("tool line before its result (svgs|text): %q, want 1|current_time", got)
+		}
+		p.click(root + `.querySelector('.confirm button[data-approve]')`)
+		p.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=assistant]')].some(m => m.textContent.includes('Done.'))`)
+		// Answered: the tool icon, the name, and a check mark read as "done".
+		if got := eval[string](p, `(() => { const s = `+root+`.querySelector('.tool[data-call=call_1] summary');
+			return s.querySelectorAll('svg[aria-hidden=true]').length + '|' + s.textContent.trim(); })()`); got != "2|current_time done" {
+			t.Errorf("answered tool line (svgs|text): %q, want 2|current_time done", got)
+		}
+
+		// No built-in tool carries a security warning: hand the widget a
+		// request with one, as the gateway would send it.
+		p.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('switchboard-chat').handle({type: 'confirmation_request',
+			data: {confirmation_id: 'c-warn', tool_call_id: 'call_w', tool_name: 'shell', args: {}, security_warning: 'it runs commands'}})`))
+		if got := eval[string](p, `(() => { const w = `+root+`.querySelector('.confirm[data-confirmation=c-warn] .warning');
+			return w ? w.querySelectorAll('svg[aria-hidden=true]').length + '|' + w.textContent.trim() : 'no warning'; })()`); got != "1|it runs commands" {
+			t.Errorf("security warning (svgs|text): %q, want 1|it runs commands", got)
+		}
+
+		// Nothing the widget shows is drawn from an emoji font.
+		type shown struct {
+			Text  string `json:"text"`
+			Emoji bool   `json:"emoji"`
+		}
+		all := eval[shown](p, `(() => { const text = [...`+root+`.children].filter(n => n.tagName !== 'STYLE').map(n => n.textContent).join('\n');
+			return { text, emoji: `+noEmoji+`.test(text) }; })()`)
+		if all.Emoji {
+			t.Errorf("the widget shows emoji:\n%s", all.Text)
+		}
+	})
+
+	t.Run("the guide's greeting and suggestions welcome an empty conversation", func(t *testing.T) {
+		dir := t.TempDir()
+		const greeting = "Welcome to the <b>test</b> desk!"
+		guide := "---\nname: assistant\ngreeting: \"" + greeting + "\"\nsuggestions: [\"What can you do?\", \"Tell me a joke\"]\n---\nYou are a test.\n"
+		if err := os.WriteFile(dir+"/assistant.md", []byte(guide), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		g := newGatewayGuides(t, dir, websocket.Config{}, web.Options{})
+		g.llm.Push(openaitest.Reply{Text: []string{"Many things."}})
+		p := openPage(t, browser, g.url+"/")
+		type welcome struct {
+			Greeting string   `json:"greeting"`
+			Markup   int      `json:"markup"`
+			Chips    []string `json:"chips"`
+		}
+		const readWelcome = `(() => { const log = ` + root + `.querySelector('.log'), w = log.querySelector('.welcome'); return {
+			greeting: w?.querySelector('.greeting')?.textContent ?? '',
+			markup: w ? w.querySelectorAll('b').length : 0,
+			chips: [...log.querySelectorAll('[role=group][aria-label=Suggestions] button[type=button]')].map(b => b.textContent) }; })()`
+		p.waitFor(root + `.querySelector('.log .welcome') !== null`)
+		w := eval[welcome](p, readWelcome)
+		if w.Greeting != greeting || w.Markup != 0 || strings.Join(w.Chips, "|") != "What can you do?|Tell me a joke" {
+			t.Fatalf("welcome: %+v; want the greeting as text and a chip per suggestion", w)
+		}
+
+		p.click(root + `.querySelector('[aria-label=Suggestions] button')`)
+		p.waitFor(root + `.querySelector('.msg[data-role=user][data-mine=true] .body')?.textContent === 'What can you do?'`)
+		p.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=assistant]:not(.streaming)')].some(m => m.textContent.includes('Many things.'))`)
+		reqs := g.llm.Requests()
+		last := reqs[len(reqs)-1].Messages
+		if got := openaitest.Text(last[len(last)-1].Content); got != "What can you do?" {
+			t.Errorf("the model was told %q, want the suggestion as typed", got)
+		}
+		if w := eval[welcome](p, readWelcome); w.Greeting != "" || len(w.Chips) != 0 {
+			t.Errorf("after the first message the welcome is still shown: %+v", w)
+		}
+		if !eval[bool](p, root+`.activeElement === `+root+`.querySelector('textarea')`) {
+			t.Error("after a suggestion is clicked the focus is not in the message box")
+		}
+
+		// A reload resumes the conversation, which is not empty: no welcome.
+		p.do(chromedp.Reload())
+		p.waitFor(`document.querySelector('switchboard-chat')?.dataset.connected === 'true'`)
+		p.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=assistant]')].some(m => m.textContent.includes('Many things.'))`)
+		if w := eval[welcome](p, readWelcome); w.Greeting != "" || len(w.Chips) != 0 || eval[bool](p, root+`.querySelector('.log').textContent.includes('Welcome to the')`) {
+			t.Errorf("a resumed conversation shows the welcome: %+v\n%s", w, p.transcript())
+		}
+		// Nor for a moment before the replay: load the widget into a fresh
+		// page of the same origin (so it resumes the same session), watching
+		// everything added to its shadow root.
+		p.do(chromedp.Navigate(g.url + "/nope"))
+		p.do(chromedp.Evaluate[chromedp.Void](`(() => {
+			window.__welcomed = false;
+			const attach = Element.prototype.attachShadow;
+			Element.prototype.attachShadow = function (init) {
+				const r = attach.call(this, init);
+				new MutationObserver((records) => { for (const m of records) for (const n of m.addedNodes)
+					if (n.nodeType === 1 && (n.matches('.welcome') || n.querySelector('.welcome'))) window.__welcomed = true; })
+					.observe(r, { childList: true, subtree: true });
+				return r;
+			};
+			const s = document.createElement('script');
+			s.src = '/widget.js';
+			s.dataset.open = '';
+			document.head.append(s);
+		})()`))
+		p.waitFor(`document.querySelector('switchboard-chat')?.dataset.connected === 'true'`)
+		p.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=assistant]')].some(m => m.textContent.includes('Many things.'))`)
+		if eval[bool](p, `window.__welcomed`) {
+			t.Error("resuming a conversation showed the welcome before the replay")
+		}
+
+		// A typed first message ends the welcome as well.
+		g2 := newGatewayGuides(t, dir, websocket.Config{}, web.Options{})
+		g2.llm.Push(openaitest.Reply{Text: []string{"Hello."}})
+		p2 := openPage(t, browser, g2.url+"/")
+		p2.waitFor(root + `.querySelector('.log .welcome .greeting')?.textContent === ` + fmt.Sprintf("%q", greeting))
+		p2.say("hi")
+		p2.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=assistant]:not(.streaming)')].some(m => m.textContent.includes('Hello.'))`)
+		if w := eval[welcome](p2, readWelcome); w.Greeting != "" || len(w.Chips) != 0 {
+			t.Errorf("after a typed message the welcome is still shown: %+v", w)
 		}
 	})
 

@@ -31,9 +31,11 @@ button, select, input, textarea { font: inherit; color: inherit; }
 .launcher {
   position: fixed; right: 20px; bottom: 20px; z-index: var(--sb-z);
   width: 56px; height: 56px; border-radius: 50%; border: 0; cursor: pointer;
-  background: var(--sb-accent); color: var(--sb-accent-fg); font-size: 26px; line-height: 56px;
+  background: var(--sb-accent); color: var(--sb-accent-fg); font-size: 26px; line-height: 1;
+  display: flex; align-items: center; justify-content: center; padding: 0;
   box-shadow: 0 4px 14px rgba(0,0,0,.25);
 }
+.icon { width: 1em; height: 1em; vertical-align: -0.15em; flex: none; }
 .panel {
   position: fixed; right: 20px; bottom: 88px; z-index: var(--sb-z);
   width: var(--sb-width); height: var(--sb-height); max-height: calc(100vh - 108px);
@@ -65,6 +67,13 @@ header h2 { flex: 1; margin: 0; font-size: 16px; font-weight: 600; }
 .tool summary { cursor: pointer; }
 .tool pre, .confirm pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: 4px 0; font-size: 12px; }
 .tool.error { border-left-color: var(--sb-danger); }
+.welcome { display: flex; flex-direction: column; gap: 8px; }
+.welcome .greeting { align-self: flex-start; max-width: 88%; margin: 0; padding: 8px 11px; border-radius: var(--sb-radius); background: var(--sb-bubble); white-space: pre-wrap; overflow-wrap: anywhere; }
+.suggestions { display: flex; flex-wrap: wrap; gap: 6px; }
+.suggestions button {
+  border: 1px solid var(--sb-accent); color: var(--sb-accent); background: var(--sb-bg); border-radius: 999px;
+  padding: 4px 12px; cursor: pointer; font-size: 14px; text-align: left; overflow-wrap: anywhere;
+}
 .confirm, .card { border: 1px solid var(--sb-border); border-radius: var(--sb-radius); padding: 10px; }
 .confirm .warning { color: var(--sb-danger); }
 .actions { display: flex; flex-wrap: wrap; gap: 6px; margin-top: 6px; }
@@ -107,6 +116,33 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
     return e;
   }
 
+  // Icons are inline SVG drawn with the text colour (stroke="currentColor"),
+  // not emoji: a system without an emoji font would show empty boxes.
+  const SVG_NS = "http://www.w3.org/2000/svg"; // a name; nothing is fetched
+  const ICONS = {
+    chat: ["M5 4h14a2 2 0 0 1 2 2v9a2 2 0 0 1-2 2H10l-5 4v-4a2 2 0 0 1-2-2V6a2 2 0 0 1 2-2z"],
+    tool: ["M17.2 3.8L15.8 7.2L16.8 8.2L20.2 6.8A5 5 0 1 1 17.2 3.8z", "M12 12L4.5 19.5"],
+    check: ["M5 12.5l4.5 4.5L19 7"],
+    warning: ["M12 3L22 20H2z", "M12 9v5", "M12 17.2v.01"],
+    image: ["M4 5h16v14H4z", "M4 17l5-5 4 4 3-3 4 4", "M14.5 9a1.5 1.5 0 1 0 3 0a1.5 1.5 0 1 0-3 0"],
+  };
+
+  // icon is a decorative SVG (hidden from screen readers), 1em square.
+  function icon(name) {
+    const svg = document.createElementNS(SVG_NS, "svg");
+    const attrs = {
+      class: "icon icon-" + name, viewBox: "0 0 24 24", fill: "none", stroke: "currentColor", "stroke-width": "2",
+      "stroke-linecap": "round", "stroke-linejoin": "round", "aria-hidden": "true", focusable: "false",
+    };
+    for (const [k, v] of Object.entries(attrs)) svg.setAttribute(k, v);
+    for (const d of ICONS[name]) {
+      const path = document.createElementNS(SVG_NS, "path");
+      path.setAttribute("d", d);
+      svg.append(path);
+    }
+    return svg;
+  }
+
   function newID() {
     if (crypto.randomUUID) return crypto.randomUUID();
     const b = crypto.getRandomValues(new Uint8Array(16));
@@ -139,7 +175,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       return el("img", { src: u.href, alt, loading: "lazy", referrerpolicy: "no-referrer" });
     }
     return el("p", { class: "image-link" },
-      el("a", { href: u.href, target: "_blank", rel: "noopener noreferrer nofollow", text: "🖼 " + (alt || u.host) }));
+      el("a", { href: u.href, target: "_blank", rel: "noopener noreferrer nofollow" }, icon("image"), " " + (alt || u.host)));
   }
 
   const STATE_TEXT = {
@@ -163,6 +199,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       this.timer = 0;
       this.stopped = false;   // refused (1008): wait for the user
       this.built = false;
+      this.welcome = null;    // the greeting and suggestions, while the conversation is empty
     }
 
     get server() { return this.getAttribute("server") || defaultServer.href; }
@@ -216,8 +253,8 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       const panelID = "sb-panel";
       this.launcher = el("button", {
         class: "launcher", type: "button", "aria-controls": panelID, "aria-expanded": "false",
-        "aria-label": "Open chat: " + title, text: "💬", onclick: () => this.setOpen(!this.isOpen, true),
-      });
+        "aria-label": "Open chat: " + title, onclick: () => this.setOpen(!this.isOpen, true),
+      }, icon("chat"));
       this.log = el("div", { class: "log", role: "log", "aria-live": "polite", "aria-label": "Conversation" });
       this.stateLine = el("div", { class: "state", role: "status", "aria-live": "polite" });
       this.input = el("textarea", {
@@ -323,6 +360,8 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
         if (ev.seq <= this.lastSeq) return; // replayed and already shown
         this.lastSeq = ev.seq;
       }
+      // Anything in the conversation (a replayed or new event) ends the welcome.
+      if (ev.seq > 0) this.clearWelcome();
       const d = ev.data || {};
       switch (ev.type) {
         case "ready": return this.onReady(d);
@@ -359,6 +398,36 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       this.input.placeholder = viewer ? "You can watch this conversation but not write." : "Type a message…";
       // Resend what may not have arrived; the gateway drops repeated ids.
       for (const p of this.pending) this.send({ type: "input", id: p.id, text: p.text });
+      this.showWelcome(d);
+    }
+
+    // showWelcome shows the guide's greeting (as text) and suggested first
+    // prompts (as buttons) in an empty conversation only: not when the
+    // session has events (they are being replayed) or a message is on its
+    // way. The conversation's first event, or sending, removes them.
+    showWelcome(d) {
+      this.clearWelcome();
+      if (d.last_seq > 0 || this.pending.length || this.log.querySelector(".msg, .tool, .confirm, .card")) return;
+      const suggestions = this.input.disabled ? [] : (d.suggestions || []).filter((s) => typeof s === "string" && s.trim());
+      if (!d.greeting && !suggestions.length) return;
+      const chips = suggestions.length ? el("div", { class: "suggestions", role: "group", "aria-label": "Suggestions" },
+        ...suggestions.map((s) => el("button", {
+          type: "button", text: s,
+          onclick: () => {
+            if (this.input.disabled) return;
+            this.sendText(s.trim());
+            this.input.focus(); // the button is gone
+          },
+        }))) : null;
+      this.welcome = el("div", { class: "welcome" },
+        d.greeting ? el("p", { class: "greeting", text: d.greeting }) : null, chips);
+      this.log.prepend(this.welcome);
+    }
+
+    clearWelcome() {
+      if (!this.welcome) return;
+      this.welcome.remove();
+      this.welcome = null;
     }
 
     onError(ev, d) {
@@ -428,9 +497,18 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       this.pending.splice(i >= 0 ? i : 0, 1);
     }
 
+    // toolSummary is a tool call's one line: the tool icon, its name, and
+    // once answered " failed" or a check mark ("done" to screen readers).
+    toolSummary(name, outcome) {
+      const s = el("summary", {}, icon("tool"), " " + (name || ""));
+      if (outcome === "failed") s.append(" failed");
+      else if (outcome === "done") s.append(" ", icon("check"), el("span", { class: "sr-only", text: "done" }));
+      return s;
+    }
+
     onToolCall(d) {
       const box = el("details", { class: "tool", "data-call": d.id },
-        el("summary", { text: "🔧 " + d.name }),
+        this.toolSummary(d.name),
         el("pre", { class: "args", text: pretty(d.args) }));
       this.show(box);
     }
@@ -438,12 +516,12 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
     onToolResponse(d) {
       let box = this.log.querySelector(`.tool[data-call="${CSS.escape(d.tool_call_id || "")}"]`);
       if (!box) {
-        box = el("details", { class: "tool", "data-call": d.tool_call_id }, el("summary", { text: "🔧 " + d.name }));
+        box = el("details", { class: "tool", "data-call": d.tool_call_id }, this.toolSummary(d.name));
         this.show(box);
       }
       box.append(el("pre", { class: "result", text: (d.is_error ? "error: " : "→ ") + (d.content_preview || "") }));
       if (d.is_error) box.classList.add("error");
-      box.querySelector("summary").textContent = "🔧 " + d.name + (d.is_error ? " failed" : " ✓");
+      box.querySelector("summary").replaceWith(this.toolSummary(d.name, d.is_error ? "failed" : "done"));
     }
 
     onConfirmationRequest(d) {
@@ -454,7 +532,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       const box = el("div", { class: "confirm", role: "group", "aria-label": "Approval for " + d.tool_name, "data-confirmation": d.confirmation_id },
         el("p", { text: "Allow " + d.tool_name + "?" }),
         el("pre", { text: pretty(d.args) }),
-        d.security_warning ? el("p", { class: "warning", text: "⚠ " + d.security_warning }) : null,
+        d.security_warning ? el("p", { class: "warning" }, icon("warning"), " " + d.security_warning) : null,
         canApprove ? el("div", { class: "actions" }, approve, always, deny) : el("p", { class: "resolution", text: "Waiting for an approver…" }));
       this.show(box);
     }
@@ -563,9 +641,16 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
     sendInput() {
       const text = this.input.value.trim();
       if (!text || this.input.disabled) return;
+      this.input.value = "";
+      this.sendText(text);
+    }
+
+    // sendText sends text as the user's message (typed, or a suggestion
+    // clicked); until the session echoes it, it is pending.
+    sendText(text) {
+      this.clearWelcome();
       const p = { id: newID(), text };
       this.pending.push(p);
-      this.input.value = "";
       if (!this.attached || !this.send({ type: "input", id: p.id, text })) {
         this.setStatus("not connected: your message will be sent when the connection is back");
         if (!this.ws && !this.stopped) this.connect();
