@@ -194,6 +194,11 @@ type UsageData struct {
 type ErrorData struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// For is the Author.Key() of the one person a notice is for (a
+	// command's answer, their mistake); empty when it is for everyone.
+	// A channel that renders for many people (a Slack thread) shows it to
+	// that person alone.
+	For string `json:"for,omitempty"`
 }
 
 // Error codes.

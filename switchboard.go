@@ -96,6 +96,20 @@ type Session struct {
 	AllowedTools []string
 }
 
+// Binding ties a place in a channel to the session shown there: a Slack
+// thread or DM, a Discord thread. The channel's listener renders every
+// event of the session into the place, whoever caused it, and records how
+// far it got (RenderedSeq), so that after a restart it goes on from there.
+type Binding struct {
+	Channel string // the listener: "slack", "discord"
+	// Address is the place, in the listener's own terms
+	// ("T1/C1/1700000000.000100").
+	Address     string
+	SessionID   string
+	RenderedSeq int64
+	CreatedAt   time.Time
+}
+
 // ErrNotFound is returned (wrapped) by stores for a missing record.
 var ErrNotFound = errors.New("not found")
 

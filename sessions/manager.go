@@ -61,6 +61,14 @@ type Store interface {
 
 	SeenInput(ctx context.Context, sessionID, clientID string) (bool, error)
 
+	// Bindings: the places in channels that show a session (bindings.go).
+	Bind(ctx context.Context, b switchboard.Binding) error
+	Unbind(ctx context.Context, channel, address string) error
+	Binding(ctx context.Context, channel, address string) (switchboard.Binding, error)
+	SessionBindings(ctx context.Context, sessionID string) ([]switchboard.Binding, error)
+	BindingsBehind(ctx context.Context, channel string) ([]switchboard.Binding, error)
+	SetRendered(ctx context.Context, channel, address, sessionID string, seq int64) error
+
 	// Expired and DeleteSessions serve retention.
 	Expired(ctx context.Context, before time.Time, limit int) ([]string, error)
 	DeleteSessions(ctx context.Context, ids []string) error
@@ -183,6 +191,10 @@ type Manager struct {
 
 	// creators limits new sessions per author; guarded by loadMu.
 	creators map[string]*rate.Limiter
+
+	// followers render bound sessions, by channel (bindings.go).
+	followMu  sync.RWMutex
+	followers map[string]Follower
 }
 
 // NewManager starts a manager; its sessions stop when ctx ends, and Wait
@@ -191,6 +203,7 @@ func NewManager(ctx context.Context, cfg Config) *Manager {
 	m := &Manager{cfg: cfg.withDefaults(), ctx: ctx, draining: make(chan struct{})}
 	m.turns, m.stopTurns = context.WithCancelCause(ctx)
 	m.creators = map[string]*rate.Limiter{}
+	m.followers = map[string]Follower{}
 	if m.cfg.Retention > 0 {
 		m.bg.Go(m.retain)
 	}
@@ -311,6 +324,12 @@ type AttachOptions struct {
 	// attaches without the whole history (the terminal at start, a channel
 	// that joins).
 	Recap int
+	// Follow attaches a channel's renderer to a session bound to one of its
+	// places (bindings.go): it makes no one a member, does not keep the
+	// session loaded (it ends when the session unloads; the follower is
+	// told again when it loads), and receives the notices meant for that
+	// channel's people. The value is the channel ("slack").
+	Follow string
 	// MembersOnly refuses (ErrForbidden) to attach an author to an existing
 	// session they are not yet a member of, unless Role grants them one:
 	// listeners whose users are authenticated use it so that knowing a
@@ -321,6 +340,9 @@ type AttachOptions struct {
 // Attach opens or finds a session, makes the author a member and returns a
 // subscription to its events.
 func (m *Manager) Attach(ctx context.Context, opts AttachOptions) (*Subscription, error) {
+	if opts.Follow != "" {
+		return m.follow(ctx, opts)
+	}
 	s, created, err := m.open(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -350,7 +372,7 @@ func (m *Manager) Attach(ctx context.Context, opts AttachOptions) (*Subscription
 		}
 	}
 	g := s.guideSnapshot()
-	sub := s.subscribe(after, opts.Author.Key(), recap)
+	sub := s.subscribe(after, opts.Author.Key(), "", recap)
 	sub.Ready = switchboard.ReadyData{
 		Session: s.id, Guide: g.Name, Role: string(role), LastSeq: last,
 		User:     &switchboard.ReadyUser{ID: opts.Author.ID, Name: opts.Author.DisplayName()},
@@ -487,8 +509,15 @@ func (m *Manager) store(ctx context.Context, rec switchboard.Session) error {
 	return nil
 }
 
-// load returns the live session, loading it from the store if needed.
+// load returns the live session, loading it from the store if needed;
+// the places it is bound to are told it is live (announce).
 func (m *Manager) load(ctx context.Context, id string) (*session, error) {
+	return m.loadAs(ctx, id, false)
+}
+
+// loadAs is load; quiet does not announce, for a follower's own attach
+// (which would otherwise tell itself again each time it loads a session).
+func (m *Manager) loadAs(ctx context.Context, id string, quiet bool) (*session, error) {
 	if v, ok := m.live.Load(id); ok {
 		return v.(*session), nil
 	}
@@ -513,6 +542,9 @@ func (m *Manager) load(ctx context.Context, id string) (*session, error) {
 	m.live.Store(id, s)
 	m.liveCount.Add(1)
 	s.kick() // takes up what the restart left queued, or parks
+	if !quiet {
+		m.announce(ctx, id)
+	}
 	return s, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,6 +90,7 @@ type session struct {
 	published  int64                         // last seq stored and handed to subscribers
 	subs       map[*Subscription]struct{}    // live: registered for committed events
 	listeners  map[*Subscription]struct{}    // every open subscription, live or catching up
+	following  int                           // of listeners, those that follow (AttachOptions.Follow)
 	accepting  int                           // inputs being accepted: not yet queued
 	running    bool                          // the session's goroutine is up (see run, kick)
 	idle       *time.Timer                   // unloads the session once idle (armIdleLocked)
@@ -276,10 +278,15 @@ func (s *session) armIdleLocked() {
 func (s *session) idleExpired() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.running || s.closed || len(s.listeners) > 0 || s.accepting > 0 || len(s.inbox) > 0 || s.pending != nil {
+	if s.running || s.closed || len(s.listeners) > s.following || s.accepting > 0 || len(s.inbox) > 0 || s.pending != nil {
 		return
 	}
 	s.closed = true
+	// Followers render while the session is in use; they end with it and
+	// are told again when it loads.
+	for sub := range s.subs {
+		sub.drop()
+	}
 	s.m.unload(s)
 	s.log.Debug("session unloaded after idling")
 }
@@ -723,13 +730,13 @@ func (s *session) tell(to switchboard.Author, code, msg string) {
 // noticeToLocked sends a notice to the listeners of author key to, or to
 // all of them when to is empty.
 func (s *session) noticeToLocked(to, code, msg string) {
-	raw, _ := json.Marshal(switchboard.ErrorData{Code: code, Message: msg})
+	raw, _ := json.Marshal(switchboard.ErrorData{Code: code, Message: msg, For: to})
 	ev := switchboard.Event{
 		Time: s.m.cfg.Now().UTC().Truncate(time.Millisecond), Session: s.id,
 		Agent: s.shownGuide.Name, Type: switchboard.EventError, Data: raw,
 	}
 	for sub := range s.listeners {
-		if to != "" && sub.author != to {
+		if to != "" && sub.author != to && !(sub.follow != "" && strings.HasPrefix(to, sub.follow+":")) {
 			continue
 		}
 		select {
@@ -767,6 +774,10 @@ type Subscription struct {
 	notices chan switchboard.Event
 	stop    chan struct{}
 	once    sync.Once
+	// follow is the channel of a follower (AttachOptions.Follow): it does
+	// not keep the session loaded, and gets the notices for that channel's
+	// people.
+	follow string
 	// dropped is closed by drop so pump learns it must catch up; both
 	// fields are guarded by the session's mu.
 	dropped   chan struct{}
@@ -792,13 +803,16 @@ func (sub *Subscription) drop() {
 
 // subscribe delivers the recap events first, then every event after seq
 // after.
-func (s *session) subscribe(after int64, author string, recap []switchboard.Event) *Subscription {
+func (s *session) subscribe(after int64, author, follow string, recap []switchboard.Event) *Subscription {
 	sub := &Subscription{
-		s: s, author: author, out: make(chan switchboard.Event), stop: make(chan struct{}),
+		s: s, author: author, follow: follow, out: make(chan switchboard.Event), stop: make(chan struct{}),
 		notices: make(chan switchboard.Event, 16),
 	}
 	s.mu.Lock()
 	s.listeners[sub] = struct{}{}
+	if follow != "" {
+		s.following++
+	}
 	s.mu.Unlock()
 	go sub.pump(after, recap)
 	return sub
@@ -921,8 +935,11 @@ func (sub *Subscription) detach() {
 	s := sub.s
 	s.mu.Lock()
 	delete(s.subs, sub)
+	if _, ok := s.listeners[sub]; ok && sub.follow != "" {
+		s.following--
+	}
 	delete(s.listeners, sub)
-	if len(s.listeners) == 0 && !s.running {
+	if len(s.listeners) == s.following && !s.running {
 		s.armIdleLocked() // the idle time counts from the last listener's leaving
 	}
 	s.mu.Unlock()

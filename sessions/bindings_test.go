@@ -1,0 +1,122 @@
+package sessions_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
+	"github.com/switchboard-gw/switchboard/sessions"
+)
+
+// follower records what the manager tells it.
+type follower chan switchboard.Binding
+
+func (f follower) Follow(b switchboard.Binding) { f <- b }
+
+func (f follower) next(t *testing.T) switchboard.Binding {
+	t.Helper()
+	select {
+	case b := <-f:
+		return b
+	case <-time.After(10 * time.Second):
+		t.Fatal("the follower was not told")
+		return switchboard.Binding{}
+	}
+}
+
+func (f follower) none(t *testing.T) {
+	t.Helper()
+	select {
+	case b := <-f:
+		t.Fatalf("the follower was told again: %+v", b)
+	default:
+	}
+}
+
+// A session bound to a Slack thread is rendered there whoever writes: the
+// channel's follower is told when the thread is bound and whenever the
+// session loads, follows without keeping it loaded, gets the notices meant
+// for its channel's people, and catches up on start from how far it got.
+func TestBoundSessionIsFollowed(t *testing.T) {
+	h := newHarness(t, func(c *sessions.Config) { c.IdleTimeout = 50 * time.Millisecond })
+	f := make(follower, 16)
+	h.m.SetFollower("slack", f)
+	ctx := context.Background()
+
+	web := h.newSession(alice)
+	h.llm.Push(openaitest.Reply{Text: []string{"hi from the model"}})
+	web.say("first") // stored, so it can be bound
+	web.idle()
+	b, err := h.m.Bind(ctx, "slack", "T1/C1/1.1", web.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.next(t); got.SessionID != web.id || got.Address != "T1/C1/1.1" || got.RenderedSeq != b.RenderedSeq || b.RenderedSeq == 0 {
+		t.Fatalf("told %+v after binding %+v: want the binding, from the session's end", got, b)
+	}
+
+	// The follower attaches; what the web user writes reaches it.
+	sub, err := h.m.Attach(ctx, sessions.AttachOptions{SessionID: b.SessionID, Follow: "slack", AfterSeq: b.RenderedSeq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := &client{t: t, h: h, sub: sub, id: b.SessionID}
+	h.llm.Push(openaitest.Reply{Text: []string{"second answer"}})
+	web.say("second")
+	if got := fc.reply(); got.Content != "second answer" {
+		t.Fatalf("the follower saw %q", got.Content)
+	}
+	if sub.Ready.Role != "" {
+		t.Fatalf("a follower got a role: %q", sub.Ready.Role)
+	}
+	members, err := h.db.Members(ctx, b.SessionID)
+	if err != nil || len(members) != 1 {
+		t.Fatalf("members = %v, %v: the follower must not become one", members, err)
+	}
+
+	// A Slack person's notice (a command's answer) goes to the follower,
+	// marked for them; a web person's does not.
+	web.send(switchboard.Input{Kind: switchboard.InputText, Author: bob, Text: "/nosuchcommand"})
+	if e := fc.errorEvent(); e.For != bob.Key() {
+		t.Fatalf("notice for %q, want %q", e.For, bob.Key())
+	}
+
+	// The follower does not keep the session loaded: once the web user
+	// leaves, it unloads and the follower's stream ends.
+	web.sub.Close()
+	deadline := time.After(10 * time.Second)
+	for open := true; open; {
+		select {
+		case _, open = <-sub.Events():
+		case <-deadline:
+			t.Fatal("the follower kept the session loaded")
+		}
+	}
+	f.none(t) // its own attach did not tell it again
+
+	// Loading it again (a message from the web) tells the follower.
+	h.llm.Push(openaitest.Reply{Text: []string{"third answer"}})
+	web2 := h.attach(sessions.AttachOptions{SessionID: b.SessionID, Author: alice})
+	if got := f.next(t); got.SessionID != b.SessionID {
+		t.Fatalf("told %+v on load", got)
+	}
+	web2.say("third")
+	web2.idle()
+
+	// How far it rendered is kept; a restart catches up what it missed.
+	if err := h.m.Rendered(ctx, b, b.RenderedSeq+1); err != nil {
+		t.Fatal(err)
+	}
+	web2.sub.Close()
+	h.restart()
+	f2 := make(follower, 16)
+	h.m.SetFollower("slack", f2)
+	if err := h.m.CatchUp(ctx, "slack"); err != nil {
+		t.Fatal(err)
+	}
+	if got := f2.next(t); got.RenderedSeq != b.RenderedSeq+1 {
+		t.Fatalf("caught up from %d, want %d", got.RenderedSeq, b.RenderedSeq+1)
+	}
+}
