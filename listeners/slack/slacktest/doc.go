@@ -1,0 +1,26 @@
+// Package slacktest is a fake Slack for tests: an httptest server on
+// 127.0.0.1 that the real github.com/slack-go/slack client talks to through
+// slack.OptionAPIURL(srv.APIURL()).
+//
+// It models the parts of Slack a chat gateway touches, and answers the way
+// Slack documents them, so that a test passing against it says something about
+// production:
+//
+//   - the Web API under /api/<method> (form or JSON bodies, bearer or form
+//     token), with a workspace model that stores every message by channel and
+//     ts together with its edit history, and with Slack's validation (text and
+//     markdown_text lengths, no_text, Block Kit limits via ValidateBlocks,
+//     modal limits via ValidateView, trigger_id lifetimes);
+//   - Socket Mode: apps.connections.open hands out single-use ws:// URLs, the
+//     WebSocket sends hello, pings, envelopes (events_api, interactive,
+//     slash_commands) and disconnect requests, and records every ack with its
+//     latency;
+//   - the Events API over HTTP: SignedRequest signs bodies the way Slack does,
+//     and the payload builders produce the JSON Slack would send.
+//
+// Faults are injected per method with FailNext, FailNextStatus and RateLimit,
+// and connections are cut with Disconnect and DropConnections.
+//
+// Everything lives on a Server value; the package has no mutable globals, so
+// tests may run in parallel with one Server each.
+package slacktest
