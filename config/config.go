@@ -262,6 +262,25 @@ type Slack struct {
 	SigningSecret    string `koanf:"signing_secret"`
 	SigningSecretEnv string `koanf:"signing_secret_env"`
 	APIURL           string `koanf:"api_url"`
+	// AllowedChannels and AllowedUsers limit who may talk to the bot
+	// (channel and user ids; empty: everyone in the workspace). Approvers
+	// (user ids) may approve tool calls in every thread, besides each
+	// thread's owner.
+	AllowedChannels []string `koanf:"allowed_channels"`
+	AllowedUsers    []string `koanf:"allowed_users"`
+	Approvers       []string `koanf:"approvers"`
+}
+
+// Secrets returns the bot token, app token and signing secret, each
+// from its field or the variable its *_env field names.
+func (s Slack) Secrets(environ []string) (bot, app, signing string) {
+	pick := func(v, env string) string {
+		if v != "" {
+			return v
+		}
+		return lookup(environ, env)
+	}
+	return pick(s.BotToken, s.BotTokenEnv), pick(s.AppToken, s.AppTokenEnv), pick(s.SigningSecret, s.SigningSecretEnv)
 }
 
 // Discord is the Discord listener.
@@ -342,6 +361,9 @@ func defaults() map[string]any {
 		"listeners.stdin.enabled":                 StdinAuto,
 		"listeners.slack.enabled":                 false,
 		"listeners.slack.mode":                    SlackSocket,
+		"listeners.slack.allowed_channels":        []string{},
+		"listeners.slack.allowed_users":           []string{},
+		"listeners.slack.approvers":               []string{},
 		"listeners.discord.enabled":               false,
 		"sessions.queue_size":                     64,
 		"sessions.idle_timeout":                   Duration(15 * time.Second),

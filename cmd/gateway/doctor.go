@@ -31,6 +31,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	slackapi "github.com/slack-go/slack"
+
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/config"
 	"github.com/switchboard-gw/switchboard/guides"
@@ -186,7 +188,7 @@ func (d *doctor) run(ctx context.Context, sets []string) []checkResult {
 	} else {
 		metricsRes = d.checkPort(ctx, "metrics.addr", d.cfg.Metrics.Addr, "/metrics")
 	}
-	listeners := d.checkListeners()
+	listeners := d.checkListeners(ctx)
 	bwrap := d.checkBubblewrap(ctx)
 	wg.Wait()
 
@@ -893,7 +895,7 @@ func (d *doctor) askGateway(ctx context.Context, addr, path string) bool {
 // ---------------------------------------------------------------------------
 // listeners
 
-func (d *doctor) checkListeners() []checkResult {
+func (d *doctor) checkListeners(ctx context.Context) []checkResult {
 	var out []checkResult
 	ws := d.cfg.Listeners.WebSocket
 	res := checkResult{Name: "listener websocket"}
@@ -931,19 +933,72 @@ func (d *doctor) checkListeners() []checkResult {
 	}
 	out = append(out, stdin)
 
-	for _, l := range []struct {
-		name, title string
-		enabled     bool
-	}{{"slack", "Slack", d.cfg.Listeners.Slack.Enabled}, {"discord", "Discord", d.cfg.Listeners.Discord.Enabled}} {
-		r := checkResult{Name: "listener " + l.name, Sev: sevInfo, Detail: "not enabled"}
-		if l.enabled { // checkUnbuiltListeners: the gateway refuses to start
-			r.Sev = sevProblem
-			r.Detail = fmt.Sprintf("listeners.%s.enabled is true, but this gateway has no %s listener yet: it refuses to start", l.name, l.title)
-			r.Fix = fmt.Sprintf("set listeners.%s.enabled: false until a gateway with the %s listener is installed", l.name, l.title)
-		}
-		out = append(out, r)
+	out = append(out, d.checkSlack(ctx))
+	r := checkResult{Name: "listener discord", Sev: sevInfo, Detail: "not enabled"}
+	if d.cfg.Listeners.Discord.Enabled { // checkUnbuiltListeners: the gateway refuses to start
+		r.Sev = sevProblem
+		r.Detail = "listeners.discord.enabled is true, but this gateway has no Discord listener yet: it refuses to start"
+		r.Fix = "set listeners.discord.enabled: false until a gateway with the Discord listener is installed"
 	}
-	return out
+	return append(out, r)
+}
+
+// checkSlack asks Slack who the bot token is (auth.test) and, in socket
+// mode, whether the app token may open a connection
+// (apps.connections.open: a URL is issued, nothing connects).
+func (d *doctor) checkSlack(ctx context.Context) checkResult {
+	sc := d.cfg.Listeners.Slack
+	r := checkResult{Name: "listener slack", Sev: sevInfo, Detail: "not enabled"}
+	if !sc.Enabled {
+		return r
+	}
+	if err := checkUnbuiltListeners(d.cfg); err != nil {
+		r.Sev, r.Detail, r.Fix = sevProblem, err.Error(), "set listeners.slack.mode: socket"
+		return r
+	}
+	bot, app, _ := sc.Secrets(d.environ)
+	switch {
+	case bot == "":
+		r.Sev, r.Detail = sevProblem, fmt.Sprintf("the bot token variable %s is not set", sc.BotTokenEnv)
+		r.Fix = "export " + sc.BotTokenEnv + "=xoxb-… (OAuth & Permissions → Bot User OAuth Token; docs/slack.md)"
+		return r
+	case sc.Mode == config.SlackSocket && app == "":
+		r.Sev, r.Detail = sevProblem, fmt.Sprintf("the app token variable %s is not set", sc.AppTokenEnv)
+		r.Fix = "export " + sc.AppTokenEnv + "=xapp-… (Basic Information → App-Level Tokens, scope connections:write; docs/slack.md)"
+		return r
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	api := slackapi.New(bot, slackapi.OptionAPIURL(sc.APIURL), slackapi.OptionAppLevelToken(app))
+	auth, err := api.AuthTestContext(ctx)
+	if err != nil {
+		r.Sev = sevProblem
+		r.Detail, r.Fix = slackProblem("the bot token", sc.BotTokenEnv, sc.APIURL, err)
+		return r
+	}
+	if sc.Mode == config.SlackSocket {
+		if _, _, err := api.StartSocketModeContext(ctx); err != nil {
+			r.Sev = sevProblem
+			r.Detail, r.Fix = slackProblem("the app token", sc.AppTokenEnv, sc.APIURL, err)
+			return r
+		}
+	}
+	r.Sev = sevOK
+	r.Detail = fmt.Sprintf("bot @%s in workspace %s, %s mode", auth.User, auth.Team, sc.Mode)
+	return r
+}
+
+// slackProblem explains a refused Slack call.
+func slackProblem(what, env, apiURL string, err error) (detail, fix string) {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "invalid_auth"), strings.Contains(msg, "not_authed"), strings.Contains(msg, "token_revoked"), strings.Contains(msg, "account_inactive"):
+		return fmt.Sprintf("Slack refused %s in %s (%s)", what, env, msg),
+			"copy the token again from the app's settings at api.slack.com/apps (docs/slack.md); reinstall the app if it was revoked"
+	case strings.Contains(msg, "missing_scope"):
+		return fmt.Sprintf("%s in %s lacks a scope (%s)", what, env, msg), "add the scopes of listeners/slack/manifest.yaml and reinstall the app"
+	}
+	return fmt.Sprintf("Slack at %s did not answer: %v", apiURL, err), "check the network (or listeners.slack.api_url)"
 }
 
 // firstEnvName finds "the environment variable NAME" in a message.

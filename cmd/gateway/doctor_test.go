@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/switchboard-gw/switchboard/listeners/slack/slacktest"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
 	"github.com/switchboard-gw/switchboard/storage"
 )
@@ -227,16 +228,41 @@ func TestDoctorNoKeyWarnsAndPasses(t *testing.T) {
 	}
 }
 
-// A listener that is enabled but not built yet is a problem: the gateway
-// refuses to start with it (checkUnbuiltListeners).
-func TestDoctorUnbuiltListenerIsAProblem(t *testing.T) {
-	s := newDoctorSetup(t, "  - name: main\n    kind: demo",
-		"listeners:\n  slack: { enabled: true, bot_token_env: TEST_SLACK_BOT, app_token_env: TEST_SLACK_APP }\n")
-	out, err := s.doctor(t, nil)
-	if err == nil {
-		t.Fatalf("doctor passed a config the gateway refuses:\n%s", out)
+// The Slack listener's tokens, asked of a fake Slack through slack-go:
+// good tokens are OK and name the bot and workspace; a refused bot token,
+// an unset variable and http mode (not built yet) are problems that say
+// what to do.
+func TestDoctorSlack(t *testing.T) {
+	fake := slacktest.New(t)
+	slackYAML := func(extra string) string {
+		return fmt.Sprintf("listeners:\n  slack: { enabled: true, bot_token_env: TEST_SLACK_BOT, app_token_env: TEST_SLACK_APP, api_url: %q%s }\n", fake.APIURL(), extra)
 	}
-	wantRow(t, out, "listener slack", "PROBLEM", "no Slack listener yet", "refuses to start")
+	s := newDoctorSetup(t, "  - name: main\n    kind: demo", slackYAML(""))
+	good := []string{"TEST_SLACK_BOT=" + fake.BotToken(), "TEST_SLACK_APP=" + fake.AppToken()}
+	out, err := s.doctor(t, good)
+	if err != nil {
+		t.Fatalf("good tokens: %v\n%s", err, out)
+	}
+	wantRow(t, out, "listener slack", "OK", "bot @", "socket mode")
+	if strings.Contains(out, fake.BotToken()) || strings.Contains(out, fake.AppToken()) {
+		t.Errorf("a token was printed:\n%s", out)
+	}
+
+	out, err = s.doctor(t, []string{"TEST_SLACK_BOT=xoxb-wrong", "TEST_SLACK_APP=" + fake.AppToken()})
+	if err == nil {
+		t.Fatalf("a refused bot token passed:\n%s", out)
+	}
+	wantRow(t, out, "listener slack", "PROBLEM", "refused the bot token in TEST_SLACK_BOT", "invalid_auth")
+	if strings.Contains(out, "xoxb-wrong") {
+		t.Errorf("the token was printed:\n%s", out)
+	}
+
+	out, _ = s.doctor(t, []string{"TEST_SLACK_BOT=" + fake.BotToken()})
+	wantRow(t, out, "listener slack", "PROBLEM", "TEST_SLACK_APP is not set")
+
+	h := newDoctorSetup(t, "  - name: main\n    kind: demo", slackYAML(", mode: http, signing_secret: s3cret"))
+	out, _ = h.doctor(t, good)
+	wantRow(t, out, "listener slack", "PROBLEM", "http is not built yet")
 }
 
 // Anthropic's and Gemini's wire, through their SDK adapters: a good key is

@@ -26,6 +26,7 @@ import (
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/config"
 	"github.com/switchboard-gw/switchboard/guides"
+	"github.com/switchboard-gw/switchboard/listeners/slack"
 	"github.com/switchboard-gw/switchboard/listeners/stdin"
 	"github.com/switchboard-gw/switchboard/listeners/websocket"
 	"github.com/switchboard-gw/switchboard/metrics"
@@ -182,6 +183,13 @@ Run "gateway doctor -h" for a command's flags. Flags:
 		stopSessions()
 		manager.Wait()
 	}()
+	// Listeners that render bound sessions register with the manager
+	// before Recover, so the turns it resumes reach their threads.
+	slackListener, err := newSlack(cfg, environ, manager, log)
+	if err != nil {
+		return err
+	}
+
 	// What a crash or the last shutdown left under way goes on now.
 	if err := manager.Recover(ctx); err != nil {
 		log.Error("some sessions could not be resumed", "err", err)
@@ -191,7 +199,7 @@ Run "gateway doctor -h" for a command's flags. Flags:
 	// turns under way finish (Drain), then stop.
 	listenCtx, stopListeners := context.WithCancel(context.Background())
 	defer stopListeners()
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	running := 0
 
 	// Metrics have a listener of their own: whoever may chat from beyond
@@ -236,6 +244,11 @@ Run "gateway doctor -h" for a command's flags. Flags:
 	}
 	running++
 	go func() { errc <- serveHTTP(listenCtx, srv, log) }()
+
+	if slackListener != nil {
+		running++
+		go func() { errc <- slackListener.Run(listenCtx) }()
+	}
 
 	if useStdin(cfg.Listeners.Stdin.Enabled, in) {
 		interactive := isTerminal(in)
@@ -332,13 +345,35 @@ func checkWebSocket(cfg config.Config, environ []string) error {
 		"or set listeners.websocket.auth.allow_unauthenticated: true if a proxy in front authenticates", cfg.HTTP.Addr)
 }
 
+// newSlack builds the Slack listener when it is enabled (nil otherwise),
+// refusing a token variable that is not set.
+func newSlack(cfg config.Config, environ []string, mgr *sessions.Manager, log *slog.Logger) (*slack.Listener, error) {
+	sc := cfg.Listeners.Slack
+	if !sc.Enabled {
+		return nil, nil
+	}
+	bot, app, signing := sc.Secrets(environ)
+	switch {
+	case bot == "":
+		return nil, fmt.Errorf("listeners.slack.bot_token_env: the environment variable %s is not set", sc.BotTokenEnv)
+	case sc.Mode == config.SlackSocket && app == "":
+		return nil, fmt.Errorf("listeners.slack.app_token_env: the environment variable %s is not set", sc.AppTokenEnv)
+	case sc.Mode == config.SlackHTTP && signing == "":
+		return nil, fmt.Errorf("listeners.slack.signing_secret_env: the environment variable %s is not set", sc.SigningSecretEnv)
+	}
+	return slack.New(slack.Config{
+		Mode: sc.Mode, BotToken: bot, AppToken: app, SigningSecret: signing, APIURL: sc.APIURL,
+		AllowedChannels: sc.AllowedChannels, AllowedUsers: sc.AllowedUsers, Approvers: sc.Approvers,
+	}, mgr, log)
+}
+
 // checkUnbuiltListeners refuses a listener that is configured but not
 // built yet, rather than start without it and leave the operator waiting
 // for messages that never come. Delete a case when its listener lands.
 func checkUnbuiltListeners(cfg config.Config) error {
 	switch {
-	case cfg.Listeners.Slack.Enabled:
-		return errors.New("listeners.slack.enabled: the Slack listener is not built yet (it is coming); set it to false")
+	case cfg.Listeners.Slack.Enabled && cfg.Listeners.Slack.Mode == config.SlackHTTP:
+		return errors.New("listeners.slack.mode: http is not built yet (it is coming); use socket, which needs no public URL")
 	case cfg.Listeners.Discord.Enabled:
 		return errors.New("listeners.discord.enabled: the Discord listener is not built yet (it is coming); set it to false")
 	}

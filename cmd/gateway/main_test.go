@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/switchboard-gw/switchboard/listeners/slack/slacktest"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
 )
 
@@ -251,19 +253,67 @@ func TestPipeCardChoiceByNumber(t *testing.T) {
 // A listener that is configured but not built yet stops start-up naming
 // the key, instead of starting without it.
 func TestUnbuiltListenerIsRefused(t *testing.T) {
-	for key, tokens := range map[string][]string{
-		"listeners.slack":   {"listeners.slack.bot_token=x", "listeners.slack.app_token=x"},
-		"listeners.discord": {"listeners.discord.token=x"},
+	for key, sets := range map[string][]string{
+		"listeners.slack.mode": {"listeners.slack.enabled=true", "listeners.slack.mode=http", "listeners.slack.bot_token=x", "listeners.slack.signing_secret=x"},
+		"listeners.discord":    {"listeners.discord.enabled=true", "listeners.discord.token=x"},
 	} {
 		g := demoGateway(t)
 		var out, errOut strings.Builder
-		args := []string{"--config", g.config, "--set", key + ".enabled=true"}
-		for _, kv := range tokens {
+		args := []string{"--config", g.config}
+		for _, kv := range sets {
 			args = append(args, "--set", kv)
 		}
 		err := run(context.Background(), args, strings.NewReader(""), &out, &errOut, hermeticEnv())
-		if err == nil || !strings.Contains(err.Error(), key+".enabled") || !strings.Contains(err.Error(), "not built yet") {
-			t.Errorf("%s.enabled=true: err = %v", key, err)
+		if err == nil || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "not built yet") {
+			t.Errorf("%s: err = %v", key, err)
 		}
 	}
+}
+
+// The gateway with the Slack listener on, wired as in production, against
+// a fake Slack: a mention is answered in its thread by the demo model; a
+// token variable that is not set, or a token Slack refuses, stops
+// start-up saying which.
+func TestSlackListenerInTheGateway(t *testing.T) {
+	fake := slacktest.New(t)
+	g := newGateway(t, "  - name: main\n    kind: demo", fmt.Sprintf(
+		"  slack: { enabled: true, bot_token_env: TEST_SLACK_BOT, app_token_env: TEST_SLACK_APP, api_url: %q }\n", fake.APIURL()))
+
+	_, _, err := g.run("", "TEST_SLACK_APP="+fake.AppToken())
+	if err == nil {
+		t.Fatal("started without the bot token")
+	}
+	_, logs, err := g.run("", "TEST_SLACK_BOT=xoxb-wrong", "TEST_SLACK_APP="+fake.AppToken())
+	if err == nil || !strings.Contains(logs, "auth.test") || !strings.Contains(logs, "invalid_auth") {
+		t.Fatalf("a refused token: %v\n%s", err, logs)
+	}
+
+	srv := g.serve([]string{"TEST_SLACK_BOT=" + fake.BotToken(), "TEST_SLACK_APP=" + fake.AppToken()})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := fake.WaitForConnections(ctx, 1); err != nil {
+		t.Fatalf("no Socket Mode connection: %v\n%s", err, srv.logs)
+	}
+	ev := fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: "U0ANN", Text: "what is 2*(3+4)?"})
+	if _, err := fake.SendEvent(ev); err != nil {
+		t.Fatal(err)
+	}
+	root := ev["ts"].(string)
+	for {
+		var text string
+		for _, m := range fake.Thread("C1", root) {
+			if m.User == fake.BotUserID() {
+				text += m.Text
+			}
+		}
+		if strings.Contains(text, "= 14") {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no answer in the thread (got %q)\n%s", text, srv.logs)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	srv.stop()
 }

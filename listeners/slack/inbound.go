@@ -1,0 +1,252 @@
+package slack
+
+// Inbound: Slack events, clicks and commands become session inputs.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	slackapi "github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+
+	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/sessions"
+)
+
+// place is where a session is shown: a thread in a channel, or a DM
+// conversation (one session however its messages are threaded).
+type place struct {
+	channel  string
+	threadTS string // "" for a DM: replies go to the conversation
+}
+
+// address is the place in bindings and session keys: "T1:C1:1700000000.000100",
+// or "T1:D1" for a DM.
+func (l *Listener) address(p place) string {
+	if p.threadTS == "" {
+		return l.teamID + ":" + p.channel
+	}
+	return l.teamID + ":" + p.channel + ":" + p.threadTS
+}
+
+// parseAddress is the inverse of address.
+func parseAddress(a string) (place, error) {
+	parts := strings.Split(a, ":")
+	switch len(parts) {
+	case 2:
+		return place{channel: parts[1]}, nil
+	case 3:
+		return place{channel: parts[1], threadTS: parts[2]}, nil
+	}
+	return place{}, fmt.Errorf("slack: not a place: %q", a)
+}
+
+// isDM reports whether a channel id is a direct message conversation.
+func isDM(channelID string) bool { return strings.HasPrefix(channelID, "D") }
+
+// onEventsAPI handles one Events API callback, already acknowledged.
+func (l *Listener) onEventsAPI(ctx context.Context, ev slackevents.EventsAPIEvent) {
+	if ev.Type != slackevents.CallbackEvent {
+		return
+	}
+	switch e := ev.InnerEvent.Data.(type) {
+	case *slackevents.AppMentionEvent:
+		if isDM(e.Channel) {
+			return // the message event answers it
+		}
+		thread := e.ThreadTimeStamp
+		if thread == "" {
+			thread = e.TimeStamp // a mention at the top level starts a thread under it
+		}
+		l.onMessage(ctx, incoming{
+			user: e.User, botID: e.BotID, text: e.Text, ts: e.TimeStamp,
+			at: place{channel: e.Channel, threadTS: thread}, start: true,
+		})
+	case *slackevents.MessageEvent:
+		switch e.SubType {
+		case "", "thread_broadcast", "file_share":
+		default:
+			return // edits, deletions, joins: not messages to answer
+		}
+		in := incoming{user: e.User, botID: e.BotID, text: e.Text, ts: e.TimeStamp}
+		switch {
+		case e.ChannelType == "im" || isDM(e.Channel):
+			in.at, in.start = place{channel: e.Channel}, true // a DM needs no mention
+		case e.ThreadTimeStamp != "" && !strings.Contains(e.Text, "<@"+l.botUserID+">"):
+			// A reply in a thread: answered when the thread is a session.
+			// With a mention, app_mention answers it (same ts, same input).
+			in.at = place{channel: e.Channel, threadTS: e.ThreadTimeStamp}
+		default:
+			return // a channel message without a mention is not for us
+		}
+		l.onMessage(ctx, in)
+	}
+}
+
+// incoming is a message someone wrote.
+type incoming struct {
+	user, botID, text, ts string
+	at                    place
+	// start: the message may start a session (a mention, a DM); a thread
+	// reply without a mention only continues one.
+	start bool
+}
+
+// onMessage submits a message to its place's session, creating and
+// binding the session when the message starts one.
+func (l *Listener) onMessage(ctx context.Context, in incoming) {
+	if in.user == "" || in.user == l.botUserID || in.botID != "" {
+		return // ourselves, or another bot: bots talking to bots never end
+	}
+	addr := l.address(in.at)
+	l.run(addr, func() {
+		if !l.allowed(in.at.channel, in.user) {
+			if in.start {
+				l.ephemeral(ctx, in.at, in.user, "Sorry, I'm not set up to answer you here. Ask the person who runs me to add you or this channel.")
+			}
+			return
+		}
+		author, isBot := l.users.author(ctx, in.user)
+		if isBot {
+			return
+		}
+		b, err := l.sessionAt(ctx, addr, author, in.start)
+		if err != nil {
+			if !errors.Is(err, switchboard.ErrNotFound) {
+				l.log.Error("slack: session for a message", "place", addr, "err", err)
+				l.ephemeral(ctx, in.at, in.user, "Sorry, I could not open this conversation. Please try again.")
+			}
+			return
+		}
+		text := strings.TrimSpace(strings.ReplaceAll(in.text, "<@"+l.botUserID+">", ""))
+		if text == "" {
+			text = "Hello!"
+		}
+		// The message's ts is its id: an event Slack redelivers, or the
+		// app_mention and message events of one message, answer it once.
+		_, err = l.sessions.Submit(ctx, b.SessionID, switchboard.Input{
+			Kind: switchboard.InputText, Author: author, Text: text,
+			ClientID: in.at.channel + ":" + in.ts,
+		})
+		if err != nil {
+			l.refused(ctx, in.at, in.user, err)
+		}
+	})
+}
+
+// sessionAt returns the binding of a place; with create, a place without
+// one gets a new session owned by author, bound to it.
+func (l *Listener) sessionAt(ctx context.Context, addr string, author switchboard.Author, create bool) (switchboard.Binding, error) {
+	b, err := l.sessions.Binding(ctx, Channel, addr)
+	if err == nil {
+		if role := l.role(author.ID); role != "" {
+			// A configured approver approves in every thread.
+			if err := l.grant(ctx, b.SessionID, author); err != nil {
+				return b, err
+			}
+		}
+		return b, nil
+	}
+	if !errors.Is(err, switchboard.ErrNotFound) || !create {
+		return b, err
+	}
+	// The key finds the session again if we stopped between creating and
+	// binding it.
+	sub, err := l.sessions.Attach(ctx, sessions.AttachOptions{Key: Channel + ":" + addr, Author: author, AfterSeq: -1})
+	if err != nil {
+		return b, err
+	}
+	sub.Close()
+	return l.sessions.Bind(ctx, Channel, addr, sub.Ready.Session)
+}
+
+// grant makes a configured approver one in a session.
+func (l *Listener) grant(ctx context.Context, sessionID string, a switchboard.Author) error {
+	sub, err := l.sessions.Attach(ctx, sessions.AttachOptions{SessionID: sessionID, Author: a, Role: l.role(a.ID), AfterSeq: -1})
+	if err != nil {
+		return err
+	}
+	sub.Close()
+	return nil
+}
+
+// refused tells the writer, and only them, why their input was not taken.
+func (l *Listener) refused(ctx context.Context, at place, user string, err error) {
+	msg := "Sorry, that did not go through. Please try again."
+	switch {
+	case errors.Is(err, sessions.ErrBusy):
+		msg = "I'm still working on the previous messages here; send this again in a moment."
+	case errors.Is(err, sessions.ErrForbidden):
+		msg = "You can't do that in this conversation."
+	}
+	l.log.Warn("slack: input refused", "channel", at.channel, "user", user, "err", err)
+	l.ephemeral(ctx, at, user, msg)
+}
+
+// onInteraction handles a click or a modal's submission; what it returns
+// is the acknowledgement's payload (a modal's validation errors).
+func (l *Listener) onInteraction(ctx context.Context, cb slackapi.InteractionCallback) any {
+	if cb.Type != slackapi.InteractionTypeBlockActions || len(cb.ActionCallback.BlockActions) == 0 {
+		return nil
+	}
+	at := place{channel: cb.Channel.ID, threadTS: cb.Message.ThreadTimestamp}
+	if isDM(at.channel) {
+		at.threadTS = ""
+	} else if at.threadTS == "" {
+		at.threadTS = cb.Message.Timestamp
+	}
+	addr := l.address(at)
+	user := cb.User.ID
+	for _, a := range cb.ActionCallback.BlockActions {
+		l.run(addr, func() {
+			author, _ := l.users.author(ctx, user)
+			b, err := l.sessionAt(ctx, addr, author, false)
+			if err != nil {
+				l.ephemeral(ctx, at, user, "This conversation is no longer here; start a new one by mentioning me.")
+				return
+			}
+			in, ok := l.actionInput(a, author)
+			if !ok {
+				return
+			}
+			if _, err := l.sessions.Submit(ctx, b.SessionID, in); err != nil {
+				l.refused(ctx, at, user, err)
+			}
+		})
+	}
+	return nil
+}
+
+// actionInput turns a click into the session's input.
+func (l *Listener) actionInput(a *slackapi.BlockAction, author switchboard.Author) (switchboard.Input, bool) {
+	switch a.ActionID {
+	case approveActionID, denyActionID, alwaysActionID:
+		in := switchboard.Input{Kind: switchboard.InputConfirm, Author: author, ConfirmationID: a.Value, Approved: a.ActionID != denyActionID}
+		if a.ActionID == alwaysActionID {
+			in.Scope = switchboard.ScopeSession
+		}
+		return in, true
+	}
+	return switchboard.Input{}, false
+}
+
+// onCommand answers /switchboard; the answer goes to the caller alone.
+func (l *Listener) onCommand(ctx context.Context, cmd slackapi.SlashCommand) any {
+	return map[string]any{"response_type": "ephemeral", "text": commandHelp}
+}
+
+const commandHelp = "Mention me in a channel to start a conversation in a thread, or write to me directly. " +
+	"In a thread I answer every message; tool calls that need consent show Approve and Deny buttons."
+
+// ephemeral shows text to one person in a place.
+func (l *Listener) ephemeral(ctx context.Context, at place, user, text string) {
+	opts := []slackapi.MsgOption{slackapi.MsgOptionText(text, false)}
+	if at.threadTS != "" {
+		opts = append(opts, slackapi.MsgOptionTS(at.threadTS))
+	}
+	if _, err := l.api.PostEphemeralContext(ctx, at.channel, user, opts...); err != nil {
+		l.log.Warn("slack: ephemeral message", "channel", at.channel, "err", err)
+	}
+}

@@ -1,0 +1,328 @@
+// Package slack is the Slack listener: Socket Mode (or the signed HTTP
+// Events API) in, Block Kit out. A thread is a session (a top-level mention
+// starts it, its replies need no mention) and so is a DM conversation; the
+// session stays bound to its thread, and every event of it is rendered
+// there, whoever caused it.
+//
+// The package reads as lifecycle (this file: configuration, start, the
+// transports), inbound (inbound.go: events, clicks, commands into session
+// inputs) and render (follow.go, render.go, mrkdwn.go: session events into
+// Slack messages).
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/collaboration"
+	"github.com/switchboard-gw/switchboard/sessions"
+)
+
+// Channel is the name of this listener in bindings and author keys.
+const Channel = "slack"
+
+// Config is the listener's part of the configuration.
+type Config struct {
+	// Mode is "socket" (Socket Mode, no public URL) or "http".
+	Mode          string
+	BotToken      string // xoxb-…
+	AppToken      string // xapp-…, socket mode
+	SigningSecret string // http mode
+	// APIURL is Slack's Web API base ("https://slack.com/api/"); tests
+	// point it at a fake.
+	APIURL string
+	// AllowedChannels and AllowedUsers limit who may talk to the bot
+	// (empty: everyone in the workspace). Approvers may approve tool calls
+	// in every thread, besides each thread's owner.
+	AllowedChannels []string
+	AllowedUsers    []string
+	Approvers       []string
+	// UpdateInterval is the least time between two edits of a streamed
+	// reply (1s): Slack allows about one chat.update a second per channel.
+	UpdateInterval time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Mode == "" {
+		c.Mode = "socket"
+	}
+	if c.APIURL == "" {
+		c.APIURL = "https://slack.com/api/"
+	}
+	if !strings.HasSuffix(c.APIURL, "/") {
+		c.APIURL += "/"
+	}
+	if c.UpdateInterval <= 0 {
+		c.UpdateInterval = time.Second
+	}
+	return c
+}
+
+// Sessions is what the listener needs of the session manager.
+type Sessions interface {
+	Attach(ctx context.Context, opts sessions.AttachOptions) (*sessions.Subscription, error)
+	Submit(ctx context.Context, sessionID string, in switchboard.Input) (*sessions.Receipt, error)
+	Bind(ctx context.Context, channel, address, sessionID string) (switchboard.Binding, error)
+	Binding(ctx context.Context, channel, address string) (switchboard.Binding, error)
+	Rendered(ctx context.Context, b switchboard.Binding, seq int64) error
+	SetFollower(channel string, f sessions.Follower)
+	CatchUp(ctx context.Context, channel string) error
+}
+
+// Listener is the Slack listener. Create it with New, start it with Run.
+type Listener struct {
+	cfg      Config
+	sessions Sessions
+	log      *slog.Logger
+	api      *slackapi.Client
+
+	// Who the bot is, from auth.test at start.
+	botUserID string
+	teamID    string
+
+	users *userCache
+
+	// work runs inbound events in order per place, places in parallel.
+	work []chan func()
+
+	// followers are the places being rendered now, by address; early are
+	// those the manager named before Run started (turns resumed at
+	// start-up). Guarded by followMu.
+	followMu  sync.Mutex
+	following map[string]*follow
+	early     []switchboard.Binding
+	ctx       context.Context // Run's: followers live as long
+	wg        sync.WaitGroup
+}
+
+// New checks the configuration and returns a listener, registered with s
+// as the follower of Slack places at once, so turns the manager resumes
+// at start-up (Recover) reach their threads; nothing is contacted until
+// Run.
+func New(cfg Config, s Sessions, log *slog.Logger) (*Listener, error) {
+	cfg = cfg.withDefaults()
+	switch {
+	case cfg.BotToken == "":
+		return nil, errors.New("slack: no bot token (listeners.slack.bot_token)")
+	case cfg.Mode == "socket" && cfg.AppToken == "":
+		return nil, errors.New("slack: socket mode needs an app-level token (listeners.slack.app_token)")
+	case cfg.Mode == "http" && cfg.SigningSecret == "":
+		return nil, errors.New("slack: http mode needs the signing secret (listeners.slack.signing_secret)")
+	case cfg.Mode != "socket" && cfg.Mode != "http":
+		return nil, fmt.Errorf("slack: mode %q: want socket or http", cfg.Mode)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	opts := []slackapi.Option{slackapi.OptionAPIURL(cfg.APIURL)}
+	if cfg.AppToken != "" {
+		opts = append(opts, slackapi.OptionAppLevelToken(cfg.AppToken))
+	}
+	l := &Listener{
+		cfg: cfg, sessions: s, log: log.With("listener", Channel),
+		api:       slackapi.New(cfg.BotToken, opts...),
+		following: map[string]*follow{},
+	}
+	l.users = newUserCache(l.api)
+	s.SetFollower(Channel, l)
+	return l, nil
+}
+
+// Run connects and serves until ctx ends. In socket mode it holds the
+// Socket Mode connection (reconnecting as Slack asks); in http mode the
+// gateway's HTTP server calls Handler and Run only renders.
+func (l *Listener) Run(ctx context.Context) error {
+	auth, err := l.api.AuthTestContext(ctx)
+	if err != nil {
+		return fmt.Errorf("slack: auth.test: %w", err)
+	}
+	l.botUserID, l.teamID = auth.UserID, auth.TeamID
+	l.log.Info("slack connected", "team", auth.Team, "bot", auth.User, "mode", l.cfg.Mode)
+
+	l.work = make([]chan func(), 16)
+	for i := range l.work {
+		ch := make(chan func(), 64)
+		l.work[i] = ch
+		l.wg.Go(func() {
+			for {
+				select {
+				case f := <-ch:
+					f()
+				case <-ctx.Done():
+					return
+				}
+			}
+		})
+	}
+	defer l.sessions.SetFollower(Channel, nil)
+	l.followMu.Lock()
+	l.ctx = ctx
+	early := l.early
+	l.early = nil
+	l.followMu.Unlock()
+	for _, b := range early {
+		l.Follow(b)
+	}
+	// What happened while we were away: replies cut by a restart, events
+	// caused in other channels.
+	if err := l.sessions.CatchUp(ctx, Channel); err != nil {
+		l.log.Error("catching up", "err", err)
+	}
+
+	if l.cfg.Mode == "socket" {
+		err = l.runSocket(ctx)
+	} else {
+		<-ctx.Done()
+	}
+	l.wg.Wait()
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// runSocket holds the Socket Mode connection; slack-go reconnects when
+// Slack asks (disconnect) or the socket drops.
+func (l *Listener) runSocket(ctx context.Context) error {
+	sm := socketmode.New(l.api)
+	l.wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case evt, ok := <-sm.Events:
+				if !ok {
+					return
+				}
+				l.onSocketEvent(ctx, sm, evt)
+			}
+		}
+	})
+	if err := sm.RunContext(ctx); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("slack: socket mode: %w", err)
+	}
+	return nil
+}
+
+// onSocketEvent acknowledges an envelope at once (Slack redelivers what
+// is not acknowledged within 3 s) and hands the work on.
+func (l *Listener) onSocketEvent(ctx context.Context, sm *socketmode.Client, evt socketmode.Event) {
+	switch evt.Type {
+	case socketmode.EventTypeEventsAPI:
+		_ = sm.Ack(*evt.Request)
+		if ev, ok := evt.Data.(slackevents.EventsAPIEvent); ok {
+			l.onEventsAPI(ctx, ev)
+		}
+	case socketmode.EventTypeInteractive:
+		cb, ok := evt.Data.(slackapi.InteractionCallback)
+		if !ok {
+			_ = sm.Ack(*evt.Request)
+			return
+		}
+		_ = sm.Ack(*evt.Request, l.onInteraction(ctx, cb))
+	case socketmode.EventTypeSlashCommand:
+		cmd, ok := evt.Data.(slackapi.SlashCommand)
+		if !ok {
+			_ = sm.Ack(*evt.Request)
+			return
+		}
+		_ = sm.Ack(*evt.Request, l.onCommand(ctx, cmd))
+	case socketmode.EventTypeConnectionError:
+		l.log.Warn("slack socket mode: connection error; reconnecting", "err", evt.Data)
+	case socketmode.EventTypeInvalidAuth:
+		l.log.Error("slack socket mode: the app token was refused (invalid_auth)")
+	}
+}
+
+// run queues f on the worker of a place: events of one thread are handled
+// in order, threads in parallel, with no lock shared between them.
+func (l *Listener) run(place string, f func()) {
+	h := fnv.New32a()
+	h.Write([]byte(place))
+	select {
+	case l.work[h.Sum32()%uint32(len(l.work))] <- f:
+	case <-l.ctx.Done():
+	}
+}
+
+// role is what the listener grants a Slack user in a session: configured
+// approvers approve everywhere; the rest take the session's default.
+func (l *Listener) role(userID string) collaboration.Role {
+	for _, a := range l.cfg.Approvers {
+		if a == userID {
+			return collaboration.Approver
+		}
+	}
+	return ""
+}
+
+func (l *Listener) allowed(channel, user string) bool {
+	ok := func(list []string, v string) bool {
+		if len(list) == 0 {
+			return true
+		}
+		for _, x := range list {
+			if x == v {
+				return true
+			}
+		}
+		return false
+	}
+	return ok(l.cfg.AllowedChannels, channel) && ok(l.cfg.AllowedUsers, user)
+}
+
+// userCache remembers display names (users.info) for an hour.
+type userCache struct {
+	api *slackapi.Client
+	mu  sync.Mutex
+	m   map[string]cachedUser
+}
+
+type cachedUser struct {
+	name  string
+	isBot bool
+	at    time.Time
+}
+
+func newUserCache(api *slackapi.Client) *userCache {
+	return &userCache{api: api, m: map[string]cachedUser{}}
+}
+
+// author returns the Slack user as a session author, named as Slack shows
+// them (display name, else real name, else user name).
+func (c *userCache) author(ctx context.Context, id string) (switchboard.Author, bool) {
+	c.mu.Lock()
+	u, ok := c.m[id]
+	c.mu.Unlock()
+	if !ok || time.Since(u.at) > time.Hour {
+		info, err := c.api.GetUserInfoContext(ctx, id)
+		if err != nil {
+			return switchboard.Author{Channel: Channel, ID: id}, false // shown by id; asked again next time
+		}
+		u = cachedUser{name: info.Profile.DisplayName, isBot: info.IsBot, at: time.Now()}
+		if u.name == "" {
+			u.name = info.RealName
+		}
+		if u.name == "" {
+			u.name = info.Name
+		}
+		c.mu.Lock()
+		if len(c.m) > 10_000 {
+			clear(c.m) // bounded: forgetting costs one users.info each
+		}
+		c.m[id] = u
+		c.mu.Unlock()
+	}
+	return switchboard.Author{Channel: Channel, ID: id, Name: u.name}, u.isBot
+}

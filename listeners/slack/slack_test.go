@@ -1,0 +1,393 @@
+package slack_test
+
+// The listener end to end: the real slack-go client (Socket Mode and the Web
+// API) against the fake Slack in slacktest, the real session manager on
+// SQLite, and a scripted model on loopback.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/collaboration"
+	"github.com/switchboard-gw/switchboard/listeners/slack"
+	"github.com/switchboard-gw/switchboard/listeners/slack/slacktest"
+	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
+	"github.com/switchboard-gw/switchboard/sessions"
+	"github.com/switchboard-gw/switchboard/sessions/sessionstest"
+)
+
+// rig is a gateway with the Slack listener connected to a fake Slack.
+type rig struct {
+	t    *testing.T
+	fake *slacktest.Server
+	gw   *sessionstest.Gateway
+}
+
+var (
+	alice = slacktest.User{ID: "U0ALICE", Name: "alice", DisplayName: "Alice"}
+	bob   = slacktest.User{ID: "U0BOB", Name: "bob", RealName: "Bob Stone"}
+)
+
+func newRig(t *testing.T, tune func(*slack.Config)) *rig {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	fake := slacktest.New(t, slacktest.WithUsers(alice, bob))
+	gw := sessionstest.New(t, "../../guides", log)
+	cfg := slack.Config{BotToken: fake.BotToken(), AppToken: fake.AppToken(), APIURL: fake.APIURL(), UpdateInterval: 20 * time.Millisecond}
+	if tune != nil {
+		tune(&cfg)
+	}
+	l, err := slack.New(cfg, gw.Manager, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	if err := fake.WaitForConnections(wctx, 1); err != nil {
+		t.Fatalf("the listener did not connect over Socket Mode: %v", err)
+	}
+	return &rig{t: t, fake: fake, gw: gw}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// send delivers an Events API event over Socket Mode and checks it is
+// acknowledged.
+func (r *rig) send(event map[string]any) slacktest.Envelope {
+	r.t.Helper()
+	env, err := r.fake.SendEvent(event)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.acked(env)
+	return env
+}
+
+func (r *rig) acked(env slacktest.Envelope) {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := r.fake.WaitForAck(ctx, env.EnvelopeID); err != nil {
+		r.t.Fatalf("envelope %s was not acknowledged: %v", env.EnvelopeID, err)
+	}
+}
+
+// eventually polls until cond holds; the deadline only turns a hang into a
+// failure.
+func (r *rig) eventually(what string, cond func() bool) {
+	r.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("never happened: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// botReplies are the bot's messages in a thread (or a DM's top level).
+func (r *rig) botReplies(channel, threadTS string) []slacktest.Message {
+	var msgs []slacktest.Message
+	if threadTS == "" {
+		msgs = r.fake.Messages(channel)
+	} else {
+		msgs = r.fake.Thread(channel, threadTS)
+	}
+	var out []slacktest.Message
+	for _, m := range msgs {
+		if m.User == r.fake.BotUserID() {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// allText joins the bot's messages' text.
+func allText(msgs []slacktest.Message) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		b.WriteString(m.Text)
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// A mention in a channel is answered in a thread under it, streamed by
+// editing one message, in Slack's mrkdwn; the envelope is acknowledged.
+func TestMentionIsAnsweredInAThread(t *testing.T) {
+	r := newRig(t, nil)
+	r.gw.LLM.Push(openaitest.Reply{Text: []string{"It is ", "**noon** ", "in Tokyo."}})
+	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "what time is it in Tokyo?"})
+	r.send(ev)
+	root := ev["ts"].(string)
+
+	r.eventually("the answer in the thread", func() bool {
+		return strings.Contains(allText(r.botReplies("C1", root)), "It is *noon* in Tokyo.")
+	})
+	replies := r.botReplies("C1", root)
+	if len(replies) != 1 {
+		t.Fatalf("%d bot messages in the thread, want 1 (the answer edited into place): %q", len(replies), allText(replies))
+	}
+	if top := r.botReplies("C1", ""); len(top) != 1 || top[0].ThreadTS != root {
+		t.Fatalf("the answer is not in the thread: %+v", top)
+	}
+	req := r.gw.LLM.Requests()
+	if len(req) != 1 {
+		t.Fatalf("%d model calls", len(req))
+	}
+	if got := openaitest.Text(req[0].Messages[len(req[0].Messages)-1].Content); got != "what time is it in Tokyo?" {
+		t.Fatalf("the model was asked %q (the mention must be taken out)", got)
+	}
+}
+
+// Slack redelivers an event it thinks was lost, and a mention in a thread
+// comes as app_mention and message both: each message is answered once.
+func TestRedeliveredEventIsAnsweredOnce(t *testing.T) {
+	r := newRig(t, nil)
+	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Once."}})
+	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "hello"})
+	env := r.send(ev)
+	root := ev["ts"].(string)
+	r.eventually("the answer", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "Once.") })
+
+	again, err := r.fake.Redeliver(env, "timeout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.acked(again)
+	// The same message as a message event (it carries the mention).
+	r.send(r.fake.MessageEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, TS: root, Text: r.fake.Mention() + " hello"}))
+
+	// A later message in the thread is answered: the redeliveries were
+	// handled by then (one worker per thread, in order).
+	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Next."}})
+	r.send(r.fake.MessageEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, ThreadTS: root, Text: "and now?"}))
+	r.eventually("the next answer", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "Next.") })
+	if n := len(r.gw.LLM.Requests()); n != 2 {
+		t.Fatalf("%d model calls, want 2 (hello once, then the next message)", n)
+	}
+	if text := allText(r.botReplies("C1", root)); strings.Count(text, "Once.") != 1 {
+		t.Fatalf("answered twice:\n%s", text)
+	}
+}
+
+// A reply in the thread needs no mention; a channel message without one is
+// not for the bot, and neither are bots' messages.
+func TestThreadRepliesAndWhatIsIgnored(t *testing.T) {
+	r := newRig(t, nil)
+	r.gw.LLM.Push(openaitest.Reply{Text: []string{"First."}}, openaitest.Reply{Text: []string{"Second."}})
+	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "start"})
+	r.send(ev)
+	root := ev["ts"].(string)
+	r.eventually("the first answer", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "First.") })
+
+	r.send(r.fake.MessageEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "chatting without a mention"}))
+	r.send(r.fake.MessageEvent(slacktest.UserMessage{Channel: "C1", User: r.fake.BotUserID(), ThreadTS: root, Text: "the bot's own echo"}))
+	r.send(r.fake.MessageEvent(slacktest.UserMessage{Channel: "C2", User: alice.ID, ThreadTS: "1700000000.000001", Text: "a thread that is no session"}))
+	r.send(r.fake.MessageEvent(slacktest.UserMessage{Channel: "C1", User: bob.ID, ThreadTS: root, Text: "a follow-up from Bob"}))
+	r.eventually("the follow-up's answer", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "Second.") })
+	req := r.gw.LLM.Requests()
+	if len(req) != 2 {
+		t.Fatalf("%d model calls, want 2", len(req))
+	}
+	last := req[1].Messages[len(req[1].Messages)-1]
+	if got := openaitest.Text(last.Content); !strings.Contains(got, "a follow-up from Bob") {
+		t.Fatalf("the model got %q", got)
+	}
+}
+
+// A DM needs no mention and is answered in the conversation itself.
+func TestDirectMessage(t *testing.T) {
+	r := newRig(t, nil)
+	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Hi Alice."}})
+	r.send(r.fake.MessageEvent(slacktest.UserMessage{Channel: "D1", User: alice.ID, Text: "hi"}))
+	r.eventually("the answer in the DM", func() bool { return strings.Contains(allText(r.botReplies("D1", "")), "Hi Alice.") })
+	if m := r.botReplies("D1", ""); m[0].ThreadTS != "" {
+		t.Fatalf("a DM answer went into a thread: %+v", m[0])
+	}
+}
+
+// approvalCard finds the open approval card in a thread.
+func (r *rig) approvalCard(channel, root string) (slacktest.Message, bool) {
+	for _, m := range r.botReplies(channel, root) {
+		if strings.Contains(string(m.Blocks), `"sb_approve"`) {
+			return m, true
+		}
+	}
+	return slacktest.Message{}, false
+}
+
+func (r *rig) click(user, channel, ts, actionID string) {
+	r.t.Helper()
+	payload, err := r.fake.BlockActions(slacktest.BlockActionsSpec{User: user, Channel: channel, MessageTS: ts, Actions: []slacktest.Action{{ActionID: actionID}}})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	env, err := r.fake.SendInteraction(payload)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.acked(env)
+}
+
+// A tool that needs consent shows a card with buttons. Someone who may not
+// approve is told so, privately, and the card stays open; the thread's
+// owner approves, the card says so without buttons and the answer goes on.
+func TestApprovalByButton(t *testing.T) {
+	r := newRig(t, nil)
+	r.gw.LLM.Push(
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "current_time", Args: `{"timezone":"Asia/Tokyo"}`}}},
+		openaitest.Reply{Text: []string{"It is late in Tokyo."}},
+	)
+	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "time in Tokyo?"})
+	r.send(ev)
+	root := ev["ts"].(string)
+	var card slacktest.Message
+	r.eventually("the approval card", func() (ok bool) { card, ok = r.approvalCard("C1", root); return ok })
+	for _, want := range []string{`"sb_deny"`, `"sb_always"`, "current_time"} {
+		if !strings.Contains(string(card.Blocks), want) {
+			t.Errorf("the card lacks %s: %s", want, card.Blocks)
+		}
+	}
+
+	r.click(bob.ID, "C1", card.TS, "sb_approve")
+	r.eventually("Bob is told he may not approve", func() bool {
+		for _, e := range r.fake.Ephemerals("C1") {
+			if e.User == bob.ID {
+				return true
+			}
+		}
+		return false
+	})
+	if m, _ := r.fake.Message("C1", card.TS); !strings.Contains(string(m.Blocks), `"sb_approve"`) {
+		t.Fatalf("the card lost its buttons after a refused click: %s", m.Blocks)
+	}
+
+	r.click(alice.ID, "C1", card.TS, "sb_approve")
+	r.eventually("the answer after approval", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "It is late in Tokyo.") })
+	m, _ := r.fake.Message("C1", card.TS)
+	if strings.Contains(string(m.Blocks), `"actions"`) || !strings.Contains(string(m.Blocks)+m.Text, "Approved by") || !strings.Contains(string(m.Blocks)+m.Text, "Alice") {
+		t.Fatalf("the card after approval: %s / %q, want no buttons and who approved", m.Blocks, m.Text)
+	}
+}
+
+// The same request answered from another channel (a web approver) updates
+// the Slack card: the thread shows whatever happens to its session.
+func TestApprovalFromElsewhereUpdatesTheCard(t *testing.T) {
+	r := newRig(t, nil)
+	r.gw.LLM.Push(
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "current_time", Args: `{}`}}},
+		openaitest.Reply{Text: []string{"Done."}},
+	)
+	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "time?"})
+	r.send(ev)
+	root := ev["ts"].(string)
+	var card slacktest.Message
+	r.eventually("the approval card", func() (ok bool) { card, ok = r.approvalCard("C1", root); return ok })
+
+	b, err := r.gw.Manager.Binding(context.Background(), slack.Channel, slacktest.DefaultTeamID+":C1:"+root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := switchboard.Author{Channel: "web", ID: "carol", Name: "Carol"}
+	sub, err := r.gw.Manager.Attach(context.Background(), sessions.AttachOptions{SessionID: b.SessionID, Author: web, Role: collaboration.Approver, AfterSeq: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if len(sub.Ready.Pending) != 1 {
+		t.Fatalf("pending = %+v", sub.Ready.Pending)
+	}
+	if _, err := r.gw.Manager.Submit(context.Background(), b.SessionID, switchboard.Input{
+		Kind: switchboard.InputConfirm, Author: web, ConfirmationID: sub.Ready.Pending[0].ConfirmationID, Approved: true,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r.eventually("the card updated", func() bool {
+		m, _ := r.fake.Message("C1", card.TS)
+		return strings.Contains(string(m.Blocks)+m.Text, "Carol") && !strings.Contains(string(m.Blocks), `"sb_approve"`)
+	})
+	r.eventually("the answer", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "Done.") })
+}
+
+// A very long answer is continued in the next messages, never cut: every
+// word arrives, each message within what Slack shows, every call accepted.
+func TestLongAnswerIsContinued(t *testing.T) {
+	r := newRig(t, nil)
+	var words []string
+	for i := range 10_000 {
+		words = append(words, fmt.Sprintf("w%d", i))
+	}
+	var chunks []string
+	for i := 0; i < len(words); i += 500 {
+		chunks = append(chunks, strings.Join(words[i:min(i+500, len(words))], " ")+" ")
+	}
+	r.gw.LLM.Push(openaitest.Reply{Text: chunks})
+	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "write a lot"})
+	r.send(ev)
+	root := ev["ts"].(string)
+	r.eventually("the last word", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "w9999") })
+	replies := r.botReplies("C1", root)
+	if len(replies) < 2 {
+		t.Fatalf("%d messages for %d characters", len(replies), len(strings.Join(words, " ")))
+	}
+	got := strings.Fields(allText(replies))
+	if strings.Join(got, " ") != strings.Join(words, " ") {
+		t.Fatalf("the words arrived changed: %d words, want %d", len(got), len(words))
+	}
+	for _, m := range replies {
+		if n := len([]rune(m.Text)); n > 4000 {
+			t.Errorf("a message of %d characters", n)
+		}
+	}
+}
+
+// Slack's 429 is waited out as Retry-After says; the answer still arrives.
+func TestRateLimitIsHonoured(t *testing.T) {
+	r := newRig(t, nil)
+	r.fake.RateLimit("chat.postMessage", time.Second, 1)
+	r.gw.LLM.Push(openaitest.Reply{Text: []string{"After the wait."}})
+	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "hi"})
+	r.send(ev)
+	root := ev["ts"].(string)
+	r.eventually("the answer", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "After the wait.") })
+	reqs := r.fake.Requests("chat.postMessage")
+	if len(reqs) < 2 {
+		t.Fatalf("%d postMessage calls, want the refused one and the retry", len(reqs))
+	}
+}
+
+// Only the listed channels and users are answered; the others are told
+// privately, and nothing reaches the model.
+func TestAllowLists(t *testing.T) {
+	r := newRig(t, func(c *slack.Config) { c.AllowedUsers = []string{alice.ID} })
+	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: bob.ID, Text: "hi"})
+	r.send(ev)
+	r.eventually("Bob is told", func() bool { return len(r.fake.Ephemerals("C1")) == 1 })
+	if n := len(r.gw.LLM.Requests()); n != 0 {
+		t.Fatalf("%d model calls for someone not allowed", n)
+	}
+}
