@@ -62,6 +62,31 @@ type follow struct {
 	rendered int64 // the last event handled
 	reply    *streamed
 	cards    map[string]card // open approval cards by confirmation id
+
+	// What is being posted, for the message's metadata (see shown).
+	cur      int64
+	curReply string
+	curPiece int
+	curCard  *switchboard.ConfirmationRequestData
+	// replayTo is the session's last event when this run attached: events
+	// up to it may have been posted before a restart recorded progress;
+	// shown is what the thread already holds of them.
+	replayTo int64
+	shown    *shown
+}
+
+// metaType marks the messages the listener posts: each carries the event
+// it shows (session, seq) or the piece of the reply it holds, so a restart
+// that replays events it had posted but not yet recorded as rendered (a
+// kill -9 between the two) finds them in the thread and edits or skips
+// them instead of posting them twice.
+const metaType = "switchboard_event"
+
+// shown is what a place already holds of its session's events.
+type shown struct {
+	seqs   map[int64]string    // event seq → ts
+	pieces map[string][]string // reply message id → ts of each piece
+	cards  map[string]card     // approval cards by confirmation id (ts, tool)
 }
 
 type card struct {
@@ -115,6 +140,10 @@ func (f *follow) once(ctx context.Context) {
 	if f.cards == nil {
 		f.cards = map[string]card{}
 	}
+	f.replayTo, f.shown = sub.Ready.LastSeq, nil
+	if f.rendered < f.replayTo {
+		f.shown = f.loadShown(ctx)
+	}
 	tick := time.NewTicker(f.l.cfg.UpdateInterval)
 	defer tick.Stop()
 	for {
@@ -144,6 +173,17 @@ func (f *follow) render(ctx context.Context, ev switchboard.Event) {
 		return
 	}
 	done := true // a point a restart may resume after
+	f.cur = ev.Seq
+	if ev.Seq > 0 && ev.Seq <= f.replayTo && f.shown != nil {
+		if ts, ok := f.shown.seqs[ev.Seq]; ok {
+			// Posted before a restart: adopt it rather than post it again.
+			if req, isReq := p.(*switchboard.ConfirmationRequestData); isReq {
+				f.cards[req.ConfirmationID] = card{ts: ts, req: *req}
+			}
+			f.rendered = ev.Seq
+			return
+		}
+	}
 	switch d := p.(type) {
 	case *switchboard.DeltaData:
 		if f.reply == nil || f.reply.id != d.MessageID {
@@ -164,7 +204,10 @@ func (f *follow) render(ctx context.Context, ev switchboard.Event) {
 		f.post(ctx, "← "+d.Name, []slackapi.Block{toolResultContext(*d)})
 	case *switchboard.ConfirmationRequestData:
 		text, blocks := approvalBlocks(*d, "")
-		if ts := f.post(ctx, text, blocks); ts != "" {
+		f.curCard = d
+		ts := f.post(ctx, text, blocks)
+		f.curCard = nil
+		if ts != "" {
 			f.cards[d.ConfirmationID] = card{ts: ts, req: *d}
 		}
 	case *switchboard.ConfirmationResolvedData:
@@ -241,7 +284,21 @@ func (f *follow) flush(ctx context.Context, force bool) {
 			r.posted[i].text = text
 			continue
 		}
-		ts := f.post(ctx, text, nil)
+		ts := ""
+		if f.shown != nil && i < len(f.shown.pieces[r.id]) && f.shown.pieces[r.id][i] != "" {
+			ts = f.shown.pieces[r.id][i] // posted before a restart
+			if err := f.l.retry(ctx, func() error {
+				_, _, _, err := f.l.api.UpdateMessageContext(ctx, f.at.channel, ts, slackapi.MsgOptionText(text, false))
+				return err
+			}); err != nil {
+				ts = ""
+			}
+		}
+		if ts == "" {
+			f.curReply, f.curPiece = r.id, i
+			ts = f.post(ctx, text, nil)
+			f.curReply = ""
+		}
 		if ts == "" {
 			break // shown at the next flush
 		}
@@ -255,9 +312,14 @@ func (f *follow) flush(ctx context.Context, force bool) {
 func (f *follow) resolved(ctx context.Context, d *switchboard.ConfirmationResolvedData, at time.Time) {
 	c, ok := f.cards[d.ConfirmationID]
 	if !ok {
-		// Posted before a restart: say what was decided, below it.
-		f.post(ctx, resolvedLine(*d), nil)
-		return
+		// Posted before a restart: find it in the thread.
+		if f.shown == nil {
+			f.shown = f.loadShown(ctx)
+		}
+		if c, ok = f.shown.cards[d.ConfirmationID]; !ok {
+			f.post(ctx, resolvedLine(*d), nil) // gone: say what was decided
+			return
+		}
 	}
 	delete(f.cards, d.ConfirmationID)
 	text, blocks := resolvedBlocks(c.req, *d, d.By, at)
@@ -303,7 +365,7 @@ func (f *follow) notice(ctx context.Context, ev switchboard.Event, d *switchboar
 // again as plain text, so the answer is never lost. It returns the
 // message's ts, "" if it could not be posted.
 func (f *follow) post(ctx context.Context, text string, blocks []slackapi.Block) string {
-	opts := []slackapi.MsgOption{slackapi.MsgOptionText(text, false)}
+	opts := []slackapi.MsgOption{slackapi.MsgOptionText(text, false), slackapi.MsgOptionMetadata(f.meta())}
 	if len(blocks) > 0 {
 		opts = append(opts, slackapi.MsgOptionBlocks(blocks...))
 	}
@@ -326,6 +388,81 @@ func (f *follow) post(ctx context.Context, text string, blocks []slackapi.Block)
 		return ""
 	}
 	return ts
+}
+
+// meta is the metadata of the message being posted.
+func (f *follow) meta() slackapi.SlackMetadata {
+	p := map[string]any{"session": f.b.SessionID}
+	if f.curReply != "" {
+		p["reply"], p["piece"] = f.curReply, f.curPiece
+	} else if f.cur > 0 {
+		p["seq"] = f.cur
+	}
+	if f.curCard != nil {
+		p["confirmation"], p["tool"] = f.curCard.ConfirmationID, f.curCard.ToolName
+	}
+	return slackapi.SlackMetadata{EventType: metaType, EventPayload: p}
+}
+
+// loadShown reads what the place holds of this session's events: the
+// thread's bot messages (a DM's latest 200) and their metadata.
+func (f *follow) loadShown(ctx context.Context) *shown {
+	sh := &shown{seqs: map[int64]string{}, pieces: map[string][]string{}, cards: map[string]card{}}
+	var msgs []slackapi.Message
+	cursor := ""
+	for page := 0; page < 20; page++ {
+		var batch []slackapi.Message
+		var more bool
+		var err error
+		if f.at.threadTS != "" {
+			err = f.l.retry(ctx, func() (err error) {
+				batch, more, cursor, err = f.l.api.GetConversationRepliesContext(ctx, &slackapi.GetConversationRepliesParameters{
+					ChannelID: f.at.channel, Timestamp: f.at.threadTS, Cursor: cursor, Limit: 200, IncludeAllMetadata: true})
+				return err
+			})
+		} else {
+			var h *slackapi.GetConversationHistoryResponse
+			err = f.l.retry(ctx, func() (err error) {
+				h, err = f.l.api.GetConversationHistoryContext(ctx, &slackapi.GetConversationHistoryParameters{
+					ChannelID: f.at.channel, Limit: 200, IncludeAllMetadata: true})
+				return err
+			})
+			if h != nil {
+				batch = h.Messages
+			}
+		}
+		if err != nil {
+			f.l.log.Warn("slack: reading the thread to resume", "place", f.b.Address, "err", err)
+			break
+		}
+		msgs = append(msgs, batch...)
+		if !more || cursor == "" || f.at.threadTS == "" {
+			break
+		}
+	}
+	for _, m := range msgs {
+		md := m.Metadata
+		if md.EventType != metaType || md.EventPayload["session"] != f.b.SessionID {
+			continue
+		}
+		if seq, ok := md.EventPayload["seq"].(float64); ok {
+			sh.seqs[int64(seq)] = m.Timestamp
+		}
+		if id, ok := md.EventPayload["confirmation"].(string); ok {
+			tool, _ := md.EventPayload["tool"].(string)
+			sh.cards[id] = card{ts: m.Timestamp, req: switchboard.ConfirmationRequestData{ConfirmationID: id, ToolName: tool}}
+		}
+		if id, ok := md.EventPayload["reply"].(string); ok {
+			piece, _ := md.EventPayload["piece"].(float64)
+			ts := sh.pieces[id]
+			for len(ts) <= int(piece) {
+				ts = append(ts, "")
+			}
+			ts[int(piece)] = m.Timestamp
+			sh.pieces[id] = ts
+		}
+	}
+	return sh
 }
 
 // ref is what a card's interactive element carries back when clicked.

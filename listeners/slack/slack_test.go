@@ -27,6 +27,9 @@ type rig struct {
 	t    *testing.T
 	fake *slacktest.Server
 	gw   *sessionstest.Gateway
+	log  *slog.Logger
+	cfg  slack.Config
+	stop func() // stops the listener
 }
 
 var (
@@ -46,25 +49,48 @@ func newRig(t *testing.T, tune func(*slack.Config)) *rig {
 	if tune != nil {
 		tune(&cfg)
 	}
-	l, err := slack.New(cfg, gw.Manager, log)
+	r := &rig{t: t, fake: fake, gw: gw, log: log, cfg: cfg}
+	r.start()
+	t.Cleanup(func() { r.stop() })
+	return r
+}
+
+// start runs a listener; as the gateway does, it is created (and so
+// registered as the follower) before the manager recovers.
+func (r *rig) start() {
+	r.t.Helper()
+	l, err := slack.New(r.cfg, r.gw.Manager, r.log)
 	if err != nil {
-		t.Fatal(err)
+		r.t.Fatal(err)
 	}
+	if err := r.gw.Manager.Recover(context.Background()); err != nil {
+		r.t.Fatal(err)
+	}
+	conns := r.fake.Connections()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- l.Run(ctx) }()
-	t.Cleanup(func() {
+	r.stop = func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
+			r.t.Errorf("Run: %v", err)
 		}
-	})
+		r.stop = func() {}
+	}
 	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
 	defer wcancel()
-	if err := fake.WaitForConnections(wctx, 1); err != nil {
-		t.Fatalf("the listener did not connect over Socket Mode: %v", err)
+	if err := r.fake.WaitForConnections(wctx, conns+1); err != nil {
+		r.t.Fatalf("the listener did not connect over Socket Mode: %v", err)
 	}
-	return &rig{t: t, fake: fake, gw: gw}
+}
+
+// restart stops the listener and the manager and starts both again on the
+// same database, as a gateway restart does.
+func (r *rig) restart() {
+	r.t.Helper()
+	r.stop()
+	r.gw.Restart()
+	r.start()
 }
 
 type testWriter struct{ t *testing.T }
@@ -389,5 +415,67 @@ func TestAllowLists(t *testing.T) {
 	r.eventually("Bob is told", func() bool { return len(r.fake.Ephemerals("C1")) == 1 })
 	if n := len(r.gw.LLM.Requests()); n != 0 {
 		t.Fatalf("%d model calls for someone not allowed", n)
+	}
+}
+
+// A restart between the approval request and the click: the button on the
+// card posted before it still works, and the card is updated. A restart
+// that lost the record of what was shown (killed between posting and
+// recording) posts nothing twice: the thread's messages say what they show.
+func TestRestartKeepsTheThread(t *testing.T) {
+	r := newRig(t, nil)
+	r.gw.LLM.Push(
+		openaitest.Reply{Text: []string{"Let me check."}, ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "current_time", Args: `{"timezone":"UTC"}`}}},
+		openaitest.Reply{Text: []string{"It is time."}},
+	)
+	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "time?"})
+	r.send(ev)
+	root := ev["ts"].(string)
+	var card slacktest.Message
+	r.eventually("the approval card", func() (ok bool) { card, ok = r.approvalCard("C1", root); return ok })
+	before := len(r.botReplies("C1", root))
+
+	r.restart()
+	r.click(alice.ID, "C1", card.TS, "sb_approve")
+	r.eventually("the answer after the restart", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "It is time.") })
+	r.eventually("the old card updated", func() bool {
+		m, _ := r.fake.Message("C1", card.TS)
+		return strings.Contains(string(m.Blocks)+m.Text, "Approved by") && !strings.Contains(string(m.Blocks), `"sb_approve"`)
+	})
+	after := r.botReplies("C1", root)
+	if strings.Count(allText(after), "Let me check.") != 1 {
+		t.Fatalf("the first reply was posted again:\n%s", allText(after))
+	}
+
+	// Forget how far the thread was rendered, as a kill between posting
+	// and recording would, and restart: everything is replayed, nothing
+	// is posted twice.
+	addr := slacktest.DefaultTeamID + ":C1:" + root
+	b, err := r.gw.Manager.Binding(context.Background(), slack.Channel, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.gw.DB.Unbind(context.Background(), slack.Channel, addr); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.gw.DB.Bind(context.Background(), switchboard.Binding{Channel: slack.Channel, Address: addr, SessionID: b.SessionID, CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	posts := r.fake.Calls("chat.postMessage")
+	r.restart()
+	r.eventually("the thread caught up", func() bool {
+		b, _ := r.gw.Manager.Binding(context.Background(), slack.Channel, addr)
+		return b.RenderedSeq > 0
+	})
+	r.eventually("the replay recorded to the end", func() bool {
+		b, _ := r.gw.Manager.Binding(context.Background(), slack.Channel, addr)
+		last, _ := r.gw.DB.LastSeq(context.Background(), b.SessionID)
+		return b.RenderedSeq == last
+	})
+	if n := r.fake.Calls("chat.postMessage"); n != posts {
+		t.Fatalf("the replay posted %d messages again:\n%s", n-posts, allText(r.botReplies("C1", root)))
+	}
+	if len(r.botReplies("C1", root)) != len(after) || before >= len(after) {
+		t.Fatalf("thread: %d bot messages before the approval, %d after, %d after the replay", before, len(after), len(r.botReplies("C1", root)))
 	}
 }

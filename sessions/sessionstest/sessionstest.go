@@ -29,6 +29,11 @@ type Gateway struct {
 	LLM *openaitest.Server
 	// Metrics are the manager's (sessions live and working, refusals).
 	Metrics *metrics.Metrics
+
+	t    testing.TB
+	path string
+	cfg  sessions.Config
+	stop context.CancelFunc
 }
 
 // New starts a manager with guidesDir's guides ("assistant" is the
@@ -43,7 +48,8 @@ func New(t testing.TB, guidesDir string, log *slog.Logger) *Gateway {
 // timeouts, limits) before it starts.
 func NewTuned(t testing.TB, guidesDir string, log *slog.Logger, tune func(*sessions.Config)) *Gateway {
 	t.Helper()
-	db, err := storage.Open(context.Background(), filepath.Join(t.TempDir(), "gateway.db"))
+	path := filepath.Join(t.TempDir(), "gateway.db")
+	db, err := storage.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,13 +75,46 @@ func NewTuned(t testing.TB, guidesDir string, log *slog.Logger, tune func(*sessi
 	if tune != nil {
 		tune(&cfg)
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	mgr := sessions.NewManager(ctx, cfg)
+	g := &Gateway{DB: db, LLM: llm, Metrics: mets, t: t, path: path, cfg: cfg}
+	g.start()
 	t.Cleanup(func() {
-		stop()
-		mgr.Wait()
+		g.halt()
 		llm.Close()
-		db.Close()
 	})
-	return &Gateway{Manager: mgr, DB: db, LLM: llm, Metrics: mets}
+	return g
+}
+
+func (g *Gateway) start() {
+	g.cfg.Store = g.DB
+	if g.Manager != nil { // a restart: a new process has new metrics
+		g.Metrics = metrics.New()
+		g.cfg.Metrics = g.Metrics
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	g.Manager, g.stop = sessions.NewManager(ctx, g.cfg), stop
+}
+
+func (g *Gateway) halt() {
+	if g.stop == nil {
+		return
+	}
+	g.stop()
+	g.Manager.Wait()
+	g.DB.Close()
+	g.stop = nil
+}
+
+// Restart stops the manager and the store, as a gateway that is stopped,
+// and starts them again on the same database file; before calls to
+// Recover, the caller registers what must be (listeners' followers), then
+// calls Recover itself. The model server stays.
+func (g *Gateway) Restart() {
+	g.t.Helper()
+	g.halt()
+	db, err := storage.Open(context.Background(), g.path)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	g.DB = db
+	g.start()
 }
