@@ -160,3 +160,14 @@ func (m *Manager) follow(ctx context.Context, opts AttachOptions) (*Subscription
 	}
 	return sub, nil
 }
+
+// FindUI returns a card the session showed, for a listener that renders
+// its controls compactly (a Slack select's options by position) and reads
+// a click back against it.
+func (m *Manager) FindUI(ctx context.Context, sessionID, uiID string) (switchboard.UI, error) {
+	ui, err := m.cfg.Store.FindUI(ctx, sessionID, uiID)
+	if err != nil {
+		return ui, fmt.Errorf("sessions: card %s: %w", uiID, err)
+	}
+	return ui, nil
+}

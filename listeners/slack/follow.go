@@ -10,6 +10,7 @@ package slack
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -213,7 +214,7 @@ func (f *follow) render(ctx context.Context, ev switchboard.Event) {
 	case *switchboard.ConfirmationResolvedData:
 		f.resolved(ctx, d, ev.Time)
 	case *switchboard.UI:
-		text, blocks, _ := uiBlocks(*d, f.ref)
+		text, blocks, _ := uiBlocks(*d, uiRef(*d))
 		f.post(ctx, text, blocks)
 	case *switchboard.ErrorData:
 		f.notice(ctx, ev, d)
@@ -465,9 +466,23 @@ func (f *follow) loadShown(ctx context.Context) *shown {
 	return sh
 }
 
-// ref is what a card's interactive element carries back when clicked.
-func (f *follow) ref(kind, actionID, value string) string {
-	return kind + ":" + actionID + ":" + value
+// uiRef is what a card's controls carry back when used, kept short for
+// Slack's limits (an option's value: 150 characters) whatever the model
+// chose: a button or form its action id (the card's id and the control's
+// place), a select's option "<action id>|<position>", read back against
+// the stored card (selectedOption).
+func uiRef(ui switchboard.UI) func(kind, actionID, value string) string {
+	return func(kind, actionID, value string) string {
+		if kind != refSelect || ui.Select == nil {
+			return actionID
+		}
+		for i, o := range ui.Select.Options {
+			if o.Value == value {
+				return actionID + "|" + strconv.Itoa(i)
+			}
+		}
+		return actionID
+	}
 }
 
 func isRefusedPayload(err error) bool {

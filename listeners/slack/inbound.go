@@ -4,8 +4,10 @@ package slack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	slackapi "github.com/slack-go/slack"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/sessions"
+	"github.com/switchboard-gw/switchboard/tools"
 )
 
 // place is where a session is shown: a thread in a channel, or a DM
@@ -188,6 +191,10 @@ func (l *Listener) refused(ctx context.Context, at place, user string, err error
 // onInteraction handles a click or a modal's submission; what it returns
 // is the acknowledgement's payload (a modal's validation errors).
 func (l *Listener) onInteraction(ctx context.Context, cb slackapi.InteractionCallback) any {
+	if cb.Type == slackapi.InteractionTypeViewSubmission && cb.View.CallbackID == formCallbackID {
+		l.onFormSubmitted(ctx, cb)
+		return nil
+	}
 	if cb.Type != slackapi.InteractionTypeBlockActions || len(cb.ActionCallback.BlockActions) == 0 {
 		return nil
 	}
@@ -200,6 +207,12 @@ func (l *Listener) onInteraction(ctx context.Context, cb slackapi.InteractionCal
 	addr := l.address(at)
 	user := cb.User.ID
 	for _, a := range cb.ActionCallback.BlockActions {
+		if strings.HasPrefix(a.ActionID, "sb_form_") {
+			// A form is a modal, opened now: the click's trigger_id is
+			// good for 3 seconds.
+			l.openForm(ctx, cb, at, a)
+			continue
+		}
 		l.run(addr, func() {
 			author, _ := l.users.author(ctx, user)
 			b, err := l.sessionAt(ctx, addr, author, false)
@@ -207,7 +220,7 @@ func (l *Listener) onInteraction(ctx context.Context, cb slackapi.InteractionCal
 				l.ephemeral(ctx, at, user, "This conversation is no longer here; start a new one by mentioning me.")
 				return
 			}
-			in, ok := l.actionInput(a, author)
+			in, ok := l.actionInput(ctx, b.SessionID, a, author)
 			if !ok {
 				return
 			}
@@ -219,17 +232,97 @@ func (l *Listener) onInteraction(ctx context.Context, cb slackapi.InteractionCal
 	return nil
 }
 
-// actionInput turns a click into the session's input.
-func (l *Listener) actionInput(a *slackapi.BlockAction, author switchboard.Author) (switchboard.Input, bool) {
-	switch a.ActionID {
-	case approveActionID, denyActionID, alwaysActionID:
+// actionInput turns a click into the session's input: an approval, or a
+// card's button or select (see uiRef).
+func (l *Listener) actionInput(ctx context.Context, sessionID string, a *slackapi.BlockAction, author switchboard.Author) (switchboard.Input, bool) {
+	switch {
+	case a.ActionID == approveActionID, a.ActionID == denyActionID, a.ActionID == alwaysActionID:
 		in := switchboard.Input{Kind: switchboard.InputConfirm, Author: author, ConfirmationID: a.Value, Approved: a.ActionID != denyActionID}
 		if a.ActionID == alwaysActionID {
 			in.Scope = switchboard.ScopeSession
 		}
 		return in, true
+	case strings.HasPrefix(a.ActionID, "sb_btn_"):
+		return switchboard.Input{Kind: switchboard.InputAction, Author: author, ActionID: a.Value}, true
+	case strings.HasPrefix(a.ActionID, "sb_sel_"):
+		actionID, pos, _ := strings.Cut(a.SelectedOption.Value, "|")
+		i, err := strconv.Atoi(pos)
+		ui, uerr := l.card(ctx, sessionID, actionID)
+		if err != nil || uerr != nil || ui.Select == nil || i < 0 || i >= len(ui.Select.Options) {
+			l.log.Warn("slack: a choice from a card that is gone", "session", sessionID, "value", a.SelectedOption.Value)
+			return switchboard.Input{}, false
+		}
+		return switchboard.Input{Kind: switchboard.InputAction, Author: author, ActionID: actionID, Value: ui.Select.Options[i].Value}, true
 	}
 	return switchboard.Input{}, false
+}
+
+// card finds the stored card an action id belongs to.
+func (l *Listener) card(ctx context.Context, sessionID, actionID string) (switchboard.UI, error) {
+	uiID, _, _, err := tools.ParseActionID(actionID)
+	if err != nil {
+		return switchboard.UI{}, err
+	}
+	return l.sessions.FindUI(ctx, sessionID, uiID)
+}
+
+// formMeta is what a form's modal carries (private_metadata) to its
+// submission: where it was opened and which form it is.
+type formMeta struct {
+	Address  string `json:"a"`
+	ActionID string `json:"f"`
+}
+
+// openForm opens a card's form as a modal.
+func (l *Listener) openForm(ctx context.Context, cb slackapi.InteractionCallback, at place, a *slackapi.BlockAction) {
+	addr := l.address(at)
+	b, err := l.sessions.Binding(ctx, Channel, addr)
+	if err != nil {
+		l.ephemeral(ctx, at, cb.User.ID, "This conversation is no longer here; start a new one by mentioning me.")
+		return
+	}
+	ui, err := l.card(ctx, b.SessionID, a.Value)
+	if err != nil || ui.Form == nil {
+		l.ephemeral(ctx, at, cb.User.ID, "That form is no longer available.")
+		return
+	}
+	meta, _ := json.Marshal(formMeta{Address: addr, ActionID: a.Value})
+	view := formModal(*ui.Form, ui.Title, string(meta))
+	if _, err := l.api.OpenViewContext(ctx, cb.TriggerID, view); err != nil {
+		l.log.Warn("slack: open a form", "place", addr, "err", err)
+		l.ephemeral(ctx, at, cb.User.ID, "Sorry, the form could not be opened; click the button again.")
+	}
+}
+
+// onFormSubmitted sends a modal's values to the session as the form's
+// action.
+func (l *Listener) onFormSubmitted(ctx context.Context, cb slackapi.InteractionCallback) {
+	var meta formMeta
+	if err := json.Unmarshal([]byte(cb.View.PrivateMetadata), &meta); err != nil {
+		l.log.Warn("slack: a form submission without its origin", "err", err)
+		return
+	}
+	at, err := parseAddress(meta.Address)
+	if err != nil {
+		return
+	}
+	user := cb.User.ID
+	l.run(meta.Address, func() {
+		author, _ := l.users.author(ctx, user)
+		b, err := l.sessionAt(ctx, meta.Address, author, false)
+		if err != nil {
+			return
+		}
+		ui, err := l.card(ctx, b.SessionID, meta.ActionID)
+		if err != nil || ui.Form == nil {
+			return
+		}
+		in := switchboard.Input{Kind: switchboard.InputAction, Author: author, ActionID: meta.ActionID,
+			Value: formSubmission(*ui.Form, cb.View.State.Values)}
+		if _, err := l.sessions.Submit(ctx, b.SessionID, in); err != nil {
+			l.refused(ctx, at, user, err)
+		}
+	})
 }
 
 // onCommand answers /switchboard; the answer goes to the caller alone.

@@ -78,6 +78,7 @@ type Sessions interface {
 	Rendered(ctx context.Context, b switchboard.Binding, seq int64) error
 	SetFollower(channel string, f sessions.Follower)
 	CatchUp(ctx context.Context, channel string) error
+	FindUI(ctx context.Context, sessionID, uiID string) (switchboard.UI, error)
 }
 
 // Listener is the Slack listener. Create it with New, start it with Run.

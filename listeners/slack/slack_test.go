@@ -6,6 +6,7 @@ package slack_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -477,5 +478,123 @@ func TestRestartKeepsTheThread(t *testing.T) {
 	}
 	if len(r.botReplies("C1", root)) != len(after) || before >= len(after) {
 		t.Fatalf("thread: %d bot messages before the approval, %d after, %d after the replay", before, len(after), len(r.botReplies("C1", root)))
+	}
+}
+
+// cardMessage finds the bot's message holding a control.
+func (r *rig) cardMessage(channel, root, actionID string) (slacktest.Message, bool) {
+	for _, m := range r.botReplies(channel, root) {
+		if strings.Contains(string(m.Blocks), `"`+actionID+`"`) {
+			return m, true
+		}
+	}
+	return slacktest.Message{}, false
+}
+
+func (r *rig) interact(payload map[string]any, err error) {
+	r.t.Helper()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	env, err := r.fake.SendInteraction(payload)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.acked(env)
+}
+
+// lastUserText is what the model was last told by the user.
+func (r *rig) lastUserText() string {
+	req := r.gw.LLM.Requests()
+	if len(req) == 0 {
+		return ""
+	}
+	msgs := req[len(req)-1].Messages
+	return openaitest.Text(msgs[len(msgs)-1].Content)
+}
+
+// A card from present shows in Block Kit; its button, its select (25
+// options) and its form (a modal, opened with the click's trigger) come
+// back to the model as the user's actions.
+func TestCardsButtonsSelectAndForm(t *testing.T) {
+	r := newRig(t, nil)
+	var opts []string
+	for i := range 25 {
+		opts = append(opts, fmt.Sprintf(`{"label":"City %d","value":"city-%d"}`, i, i))
+	}
+	card := `{"title":"Pick one","text":"Choose **well**.","fields":[{"label":"Shop","value":"Main St"}],
+		"buttons":[{"label":"Yes","value":"y","style":"primary"},{"label":"No","value":"n"}],
+		"select":{"placeholder":"A city","options":[` + strings.Join(opts, ",") + `]},
+		"form":{"submit_label":"Send","inputs":[{"name":"name","label":"Name","required":true},{"name":"note","label":"Note","type":"textarea"}]}}`
+	r.gw.LLM.Push(
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "present", Args: card}}},
+		openaitest.Reply{Text: []string{"Shown."}},
+		openaitest.Reply{Text: []string{"You said yes."}},
+		openaitest.Reply{Text: []string{"Nice city."}},
+		openaitest.Reply{Text: []string{"Thanks, Ada."}},
+	)
+	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "show me a card"})
+	r.send(ev)
+	root := ev["ts"].(string)
+	var msg slacktest.Message
+	r.eventually("the card", func() (ok bool) { msg, ok = r.cardMessage("C1", root, "sb_btn_0"); return ok })
+	for _, want := range []string{`"header"`, "Pick one", "*well*", "Main St", `"static_select"`, "City 24", `"sb_form_0"`} {
+		if !strings.Contains(string(msg.Blocks), want) {
+			t.Errorf("the card lacks %s: %s", want, msg.Blocks)
+		}
+	}
+	r.eventually("the model's answer to the card", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "Shown.") })
+
+	r.interact(r.fake.BlockActions(slacktest.BlockActionsSpec{User: alice.ID, Channel: "C1", MessageTS: msg.TS, Actions: []slacktest.Action{{ActionID: "sb_btn_0"}}}))
+	r.eventually("the click's answer", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "You said yes.") })
+	if got := r.lastUserText(); !strings.Contains(got, `Clicked "Yes"`) {
+		t.Fatalf("the model was told %q", got)
+	}
+
+	choice := "city-17"
+	// The option's value on the wire is its position, whatever the model chose.
+	var wireValue string
+	var blocks []map[string]any
+	_ = json.Unmarshal(msg.Blocks, &blocks)
+	for _, b := range blocks {
+		els, _ := b["elements"].([]any)
+		for _, e := range els {
+			el, _ := e.(map[string]any)
+			if el["action_id"] != "sb_sel_0" {
+				continue
+			}
+			for _, o := range el["options"].([]any) {
+				om := o.(map[string]any)
+				if om["text"].(map[string]any)["text"] == "City 17" {
+					wireValue = om["value"].(string)
+				}
+			}
+		}
+	}
+	if wireValue == "" || len(wireValue) > 150 {
+		t.Fatalf("option value %q", wireValue)
+	}
+	r.interact(r.fake.BlockActions(slacktest.BlockActionsSpec{User: alice.ID, Channel: "C1", MessageTS: msg.TS, Actions: []slacktest.Action{{ActionID: "sb_sel_0", SelectedValue: wireValue}}}))
+	r.eventually("the choice's answer", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "Nice city.") })
+	if got := r.lastUserText(); !strings.Contains(got, `Chose "City 17"`) {
+		t.Fatalf("the model was told %q (want the choice of %s)", got, choice)
+	}
+
+	r.interact(r.fake.BlockActions(slacktest.BlockActionsSpec{User: alice.ID, Channel: "C1", MessageTS: msg.TS, Actions: []slacktest.Action{{ActionID: "sb_form_0"}}}))
+	var view slacktest.View
+	r.eventually("the form's modal", func() bool {
+		views := r.fake.Views()
+		if len(views) == 0 {
+			return false
+		}
+		view = views[len(views)-1]
+		return true
+	})
+	r.interact(r.fake.ViewSubmission(slacktest.ViewSubmissionSpec{User: alice.ID, ViewID: view.ID, Values: map[string]map[string]string{
+		"sb_in_0": {"sb_in_0": "Ada"}, "sb_in_1": {"sb_in_1": "by the sea"},
+	}}))
+	r.eventually("the form's answer", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "Thanks, Ada.") })
+	if got := r.lastUserText(); !strings.Contains(got, "Ada") || !strings.Contains(got, "by the sea") {
+		t.Fatalf("the model was told %q", got)
 	}
 }
