@@ -952,11 +952,7 @@ func (d *doctor) checkSlack(ctx context.Context) checkResult {
 	if !sc.Enabled {
 		return r
 	}
-	if err := checkUnbuiltListeners(d.cfg); err != nil {
-		r.Sev, r.Detail, r.Fix = sevProblem, err.Error(), "set listeners.slack.mode: socket"
-		return r
-	}
-	bot, app, _ := sc.Secrets(d.environ)
+	bot, app, signing := sc.Secrets(d.environ)
 	switch {
 	case bot == "":
 		r.Sev, r.Detail = sevProblem, fmt.Sprintf("the bot token variable %s is not set", sc.BotTokenEnv)
@@ -965,6 +961,10 @@ func (d *doctor) checkSlack(ctx context.Context) checkResult {
 	case sc.Mode == config.SlackSocket && app == "":
 		r.Sev, r.Detail = sevProblem, fmt.Sprintf("the app token variable %s is not set", sc.AppTokenEnv)
 		r.Fix = "export " + sc.AppTokenEnv + "=xapp-… (Basic Information → App-Level Tokens, scope connections:write; docs/slack.md)"
+		return r
+	case sc.Mode == config.SlackHTTP && signing == "":
+		r.Sev, r.Detail = sevProblem, fmt.Sprintf("the signing secret variable %s is not set", sc.SigningSecretEnv)
+		r.Fix = "export " + sc.SigningSecretEnv + "=… (Basic Information → Signing Secret; docs/slack.md)"
 		return r
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -985,6 +985,9 @@ func (d *doctor) checkSlack(ctx context.Context) checkResult {
 	}
 	r.Sev = sevOK
 	r.Detail = fmt.Sprintf("bot @%s in workspace %s, %s mode", auth.User, auth.Team, sc.Mode)
+	if sc.Mode == config.SlackHTTP {
+		r.Detail += "; Slack must reach " + cmp.Or(d.cfg.HTTP.PublicURL, "http.public_url") + "/slack/events, /slack/interactivity and /slack/commands"
+	}
 	return r
 }
 

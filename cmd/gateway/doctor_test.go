@@ -229,9 +229,8 @@ func TestDoctorNoKeyWarnsAndPasses(t *testing.T) {
 }
 
 // The Slack listener's tokens, asked of a fake Slack through slack-go:
-// good tokens are OK and name the bot and workspace; a refused bot token,
-// an unset variable and http mode (not built yet) are problems that say
-// what to do.
+// good tokens are OK and name the bot and workspace; a refused bot token
+// and an unset variable are problems that say what to do.
 func TestDoctorSlack(t *testing.T) {
 	fake := slacktest.New(t)
 	slackYAML := func(extra string) string {
@@ -260,9 +259,14 @@ func TestDoctorSlack(t *testing.T) {
 	out, _ = s.doctor(t, []string{"TEST_SLACK_BOT=" + fake.BotToken()})
 	wantRow(t, out, "listener slack", "PROBLEM", "TEST_SLACK_APP is not set")
 
-	h := newDoctorSetup(t, "  - name: main\n    kind: demo", slackYAML(", mode: http, signing_secret: s3cret"))
+	h := newDoctorSetup(t, "  - name: main\n    kind: demo", slackYAML(", mode: http, signing_secret_env: TEST_SLACK_SIGNING"))
 	out, _ = h.doctor(t, good)
-	wantRow(t, out, "listener slack", "PROBLEM", "http is not built yet")
+	wantRow(t, out, "listener slack", "PROBLEM", "TEST_SLACK_SIGNING is not set")
+	out, err = h.doctor(t, append(good, "TEST_SLACK_SIGNING=s3cret"))
+	if err != nil {
+		t.Fatalf("http mode: %v\n%s", err, out)
+	}
+	wantRow(t, out, "listener slack", "OK", "http mode", "/slack/events")
 }
 
 // Anthropic's and Gemini's wire, through their SDK adapters: a good key is

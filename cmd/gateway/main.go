@@ -185,7 +185,8 @@ Run "gateway doctor -h" for a command's flags. Flags:
 	}()
 	// Listeners that render bound sessions register with the manager
 	// before Recover, so the turns it resumes reach their threads.
-	slackListener, err := newSlack(cfg, environ, manager, log)
+	defaultGuide, _ := catalog.Get(cfg.Guides.Default)
+	slackListener, err := newSlack(cfg, environ, manager, defaultGuide, log)
 	if err != nil {
 		return err
 	}
@@ -237,6 +238,14 @@ Run "gateway doctor -h" for a command's flags. Flags:
 		// Without authentication only the Host tells this gateway's pages
 		// from a page on a name rebound to this machine.
 		handler = web.HostGuard(cfg.HTTP.PublicURL, mux)
+	}
+	if slackListener != nil && cfg.Listeners.Slack.Mode == config.SlackHTTP {
+		// Slack's requests are authenticated by their signature, and come
+		// through whatever name the proxy in front has: outside the guard.
+		outer := http.NewServeMux()
+		outer.Handle("/slack/", slackListener.Handler())
+		outer.Handle("/", handler)
+		handler = outer
 	}
 	srv, err := listenHTTP(cfg, handler, log)
 	if err != nil {
@@ -347,7 +356,7 @@ func checkWebSocket(cfg config.Config, environ []string) error {
 
 // newSlack builds the Slack listener when it is enabled (nil otherwise),
 // refusing a token variable that is not set.
-func newSlack(cfg config.Config, environ []string, mgr *sessions.Manager, log *slog.Logger) (*slack.Listener, error) {
+func newSlack(cfg config.Config, environ []string, mgr *sessions.Manager, guide guides.Guide, log *slog.Logger) (*slack.Listener, error) {
 	sc := cfg.Listeners.Slack
 	if !sc.Enabled {
 		return nil, nil
@@ -364,6 +373,7 @@ func newSlack(cfg config.Config, environ []string, mgr *sessions.Manager, log *s
 	return slack.New(slack.Config{
 		Mode: sc.Mode, BotToken: bot, AppToken: app, SigningSecret: signing, APIURL: sc.APIURL,
 		AllowedChannels: sc.AllowedChannels, AllowedUsers: sc.AllowedUsers, Approvers: sc.Approvers,
+		Greeting: guide.Greeting, Suggestions: guide.Suggestions,
 	}, mgr, log)
 }
 
@@ -372,8 +382,6 @@ func newSlack(cfg config.Config, environ []string, mgr *sessions.Manager, log *s
 // for messages that never come. Delete a case when its listener lands.
 func checkUnbuiltListeners(cfg config.Config) error {
 	switch {
-	case cfg.Listeners.Slack.Enabled && cfg.Listeners.Slack.Mode == config.SlackHTTP:
-		return errors.New("listeners.slack.mode: http is not built yet (it is coming); use socket, which needs no public URL")
 	case cfg.Listeners.Discord.Enabled:
 		return errors.New("listeners.discord.enabled: the Discord listener is not built yet (it is coming); set it to false")
 	}

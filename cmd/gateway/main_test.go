@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -254,8 +255,7 @@ func TestPipeCardChoiceByNumber(t *testing.T) {
 // the key, instead of starting without it.
 func TestUnbuiltListenerIsRefused(t *testing.T) {
 	for key, sets := range map[string][]string{
-		"listeners.slack.mode": {"listeners.slack.enabled=true", "listeners.slack.mode=http", "listeners.slack.bot_token=x", "listeners.slack.signing_secret=x"},
-		"listeners.discord":    {"listeners.discord.enabled=true", "listeners.discord.token=x"},
+		"listeners.discord": {"listeners.discord.enabled=true", "listeners.discord.token=x"},
 	} {
 		g := demoGateway(t)
 		var out, errOut strings.Builder
@@ -314,6 +314,64 @@ func TestSlackListenerInTheGateway(t *testing.T) {
 			t.Fatalf("no answer in the thread (got %q)\n%s", text, srv.logs)
 		case <-time.After(20 * time.Millisecond):
 		}
+	}
+	srv.stop()
+}
+
+// Slack's HTTP mode through the gateway's own server: a signed event at
+// /slack/events is answered in its thread; a forged one is refused (401)
+// and /slack/ is served whatever the Host guard says of other pages.
+func TestSlackHTTPModeInTheGateway(t *testing.T) {
+	fake := slacktest.New(t)
+	g := newGateway(t, "  - name: main\n    kind: demo", fmt.Sprintf(
+		"  slack: { enabled: true, mode: http, bot_token_env: TEST_SLACK_BOT, signing_secret_env: TEST_SLACK_SIGNING, api_url: %q }\n", fake.APIURL()))
+	const secret = "test-signing-secret"
+	srv := g.serve([]string{"TEST_SLACK_BOT=" + fake.BotToken(), "TEST_SLACK_SIGNING=" + secret})
+	ev := fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: "U0ANN", Text: "what is 6*7?"})
+	body, err := fake.EventCallback(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(secret string) int {
+		t.Helper()
+		for {
+			req, err := slacktest.SignedRequest("http://"+srv.addr+"/slack/events", secret, body, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusServiceUnavailable { // not connected to Slack yet
+				return resp.StatusCode
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if code := post("forged"); code != http.StatusUnauthorized {
+		t.Fatalf("a forged signature: %d", code)
+	}
+	if code := post(secret); code != http.StatusOK {
+		t.Fatalf("a signed event: %d\n%s", code, srv.logs)
+	}
+	root := ev["ts"].(string)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var text string
+		for _, m := range fake.Thread("C1", root) {
+			if m.User == fake.BotUserID() {
+				text += m.Text
+			}
+		}
+		if strings.Contains(text, "= 42") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no answer in the thread (got %q)\n%s", text, srv.logs)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	srv.stop()
 }

@@ -37,6 +37,9 @@ func (l *Listener) Follow(b switchboard.Binding) {
 	}
 	if f, ok := l.following[b.Address]; ok {
 		f.again, f.next = true, b // once this run ends, attach again
+		if b.SessionID != f.b.SessionID && f.cancel != nil {
+			f.cancel() // the place shows another session now (/reset)
+		}
 		return
 	}
 	at, err := parseAddress(b.Address)
@@ -55,10 +58,11 @@ type follow struct {
 	b  switchboard.Binding
 	at place
 
-	// again and next are set by Follow while this runs; guarded by
-	// l.followMu.
-	again bool
-	next  switchboard.Binding
+	// again and next are set by Follow while this runs, cancel ends the
+	// run; guarded by l.followMu.
+	again  bool
+	next   switchboard.Binding
+	cancel context.CancelFunc
 
 	rendered int64 // the last event handled
 	reply    *streamed
@@ -110,7 +114,12 @@ type postedPiece struct{ ts, text string }
 func (f *follow) run() {
 	ctx := f.l.ctx
 	for {
-		f.once(ctx)
+		runCtx, cancel := context.WithCancel(ctx)
+		f.l.followMu.Lock()
+		f.cancel = cancel
+		f.l.followMu.Unlock()
+		f.once(runCtx)
+		cancel()
 		f.l.followMu.Lock()
 		if !f.again || ctx.Err() != nil {
 			delete(f.l.following, f.b.Address)
@@ -119,7 +128,7 @@ func (f *follow) run() {
 		}
 		f.again = false
 		if f.next.SessionID != f.b.SessionID {
-			f.b, f.rendered, f.reply = f.next, f.next.RenderedSeq, nil
+			f.b, f.rendered, f.reply, f.cards = f.next, f.next.RenderedSeq, nil, nil
 		}
 		f.l.followMu.Unlock()
 	}
@@ -218,6 +227,9 @@ func (f *follow) render(ctx context.Context, ev switchboard.Event) {
 		f.post(ctx, text, blocks)
 	case *switchboard.ErrorData:
 		f.notice(ctx, ev, d)
+	case *switchboard.StateData:
+		f.status(ctx, d)
+		done = f.reply == nil
 	default:
 		done = f.reply == nil // state, usage: nothing to show
 	}
@@ -246,6 +258,10 @@ func (f *follow) message(ctx context.Context, d *switchboard.MessageData) {
 		f.reply.dirty = true
 		f.flush(ctx, true)
 		f.reply = nil
+	case switchboard.RoleSystem:
+		// The gateway's own lines (/help, /usage, who reset): plain text,
+		// its lines kept.
+		f.post(ctx, mrkdwnEscape(d.Content), nil)
 	case switchboard.RoleUser:
 		if d.Channel == Channel {
 			return
@@ -307,6 +323,29 @@ func (f *follow) flush(ctx context.Context, force bool) {
 	}
 	r.dirty = len(r.posted) < len(pieces)
 	r.lastOut = time.Now()
+}
+
+// status shows what the session is doing as the thread's status, where
+// Slack has one: a DM's thread (the AI-app surface). Idle clears it.
+func (f *follow) status(ctx context.Context, d *switchboard.StateData) {
+	if !isDM(f.at.channel) || f.at.threadTS == "" {
+		return
+	}
+	text := ""
+	switch d.State {
+	case switchboard.StateThinking:
+		text = "is thinking…"
+	case switchboard.StateExecutingTool:
+		text = "is running " + d.Tool + "…"
+	case switchboard.StateAwaitingConfirmation:
+		text = "is waiting for approval…"
+	}
+	if err := f.l.retry(ctx, func() error {
+		return f.l.api.SetAssistantThreadsStatusContext(ctx, slackapi.AssistantThreadsSetStatusParameters{
+			ChannelID: f.at.channel, ThreadTS: f.at.threadTS, Status: text})
+	}); err != nil && ctx.Err() == nil {
+		f.l.log.Debug("slack: thread status", "place", f.b.Address, "err", err)
+	}
 }
 
 // resolved turns an approval card into who decided and when.

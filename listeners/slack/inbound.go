@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
@@ -18,11 +19,11 @@ import (
 	"github.com/switchboard-gw/switchboard/tools"
 )
 
-// place is where a session is shown: a thread in a channel, or a DM
-// conversation (one session however its messages are threaded).
+// place is where a session is shown: a thread in a channel, a DM, or a
+// thread in a DM (an AI-app assistant thread is one).
 type place struct {
 	channel  string
-	threadTS string // "" for a DM: replies go to the conversation
+	threadTS string // "" for a DM's top level: replies go to the conversation
 }
 
 // address is the place in bindings and session keys: "T1:C1:1700000000.000100",
@@ -76,7 +77,9 @@ func (l *Listener) onEventsAPI(ctx context.Context, ev slackevents.EventsAPIEven
 		in := incoming{user: e.User, botID: e.BotID, text: e.Text, ts: e.TimeStamp}
 		switch {
 		case e.ChannelType == "im" || isDM(e.Channel):
-			in.at, in.start = place{channel: e.Channel}, true // a DM needs no mention
+			// A DM needs no mention; its threads (the AI-app surface makes
+			// one per conversation) are conversations of their own.
+			in.at, in.start = place{channel: e.Channel, threadTS: e.ThreadTimeStamp}, true
 		case e.ThreadTimeStamp != "" && !strings.Contains(e.Text, "<@"+l.botUserID+">"):
 			// A reply in a thread: answered when the thread is a session.
 			// With a mention, app_mention answers it (same ts, same input).
@@ -85,6 +88,25 @@ func (l *Listener) onEventsAPI(ctx context.Context, ev slackevents.EventsAPIEven
 			return // a channel message without a mention is not for us
 		}
 		l.onMessage(ctx, in)
+	case *slackevents.AssistantThreadStartedEvent:
+		l.onAssistantThread(ctx, e.AssistantThread)
+	}
+}
+
+// onAssistantThread offers the guide's suggested prompts in a new AI-app
+// thread, under its greeting.
+func (l *Listener) onAssistantThread(ctx context.Context, th slackevents.AssistantThread) {
+	if len(l.cfg.Suggestions) == 0 {
+		return
+	}
+	params := slackapi.AssistantThreadsSetSuggestedPromptsParameters{
+		ChannelID: th.ChannelID, ThreadTS: th.ThreadTimeStamp, Title: truncateText(l.cfg.Greeting, 150),
+	}
+	for _, p := range l.cfg.Suggestions {
+		params.Prompts = append(params.Prompts, slackapi.AssistantThreadsPrompt{Title: truncateText(p, 75), Message: p})
+	}
+	if err := l.retry(ctx, func() error { return l.api.SetAssistantThreadsSuggestedPromptsContext(ctx, params) }); err != nil {
+		l.log.Warn("slack: suggested prompts", "channel", th.ChannelID, "err", err)
 	}
 }
 
@@ -127,16 +149,58 @@ func (l *Listener) onMessage(ctx context.Context, in incoming) {
 		if text == "" {
 			text = "Hello!"
 		}
+		l.remember(in.at, in.user)
 		// The message's ts is its id: an event Slack redelivers, or the
 		// app_mention and message events of one message, answer it once.
-		_, err = l.sessions.Submit(ctx, b.SessionID, switchboard.Input{
-			Kind: switchboard.InputText, Author: author, Text: text,
-			ClientID: in.at.channel + ":" + in.ts,
-		})
-		if err != nil {
-			l.refused(ctx, in.at, in.user, err)
-		}
+		l.submitText(ctx, b, in.at, author, text, in.at.channel+":"+in.ts)
 	})
+}
+
+// submitText gives a place's session a message or command. /reset starts
+// a new conversation there: the place is bound to it once it exists.
+func (l *Listener) submitText(ctx context.Context, b switchboard.Binding, at place, author switchboard.Author, text, clientID string) {
+	r, err := l.sessions.Submit(ctx, b.SessionID, switchboard.Input{
+		Kind: switchboard.InputText, Author: author, Text: text, ClientID: clientID,
+	})
+	if err != nil {
+		l.refused(ctx, at, author.ID, err)
+		return
+	}
+	if !isReset(text) {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := r.Wait(wctx); err != nil || r.NewSession == "" {
+		return // refused (not the owner), told by the session
+	}
+	if _, err := l.sessions.Bind(ctx, Channel, b.Address, r.NewSession); err != nil {
+		l.log.Error("slack: bind the new conversation", "place", b.Address, "err", err)
+	}
+}
+
+// isReset reports whether text is the /reset command.
+func isReset(text string) bool {
+	name, _, _ := strings.Cut(strings.TrimSpace(text), " ")
+	return strings.EqualFold(name, "/reset")
+}
+
+// remember notes the thread a person last wrote in, per channel: a slash
+// command (which Slack sends without its thread) goes there.
+func (l *Listener) remember(at place, user string) {
+	l.lastMu.Lock()
+	defer l.lastMu.Unlock()
+	if len(l.last) > 10_000 {
+		clear(l.last) // bounded; forgetting only costs a hint to mention
+	}
+	l.last[at.channel+"/"+user] = at
+}
+
+func (l *Listener) lastPlace(channel, user string) (place, bool) {
+	l.lastMu.Lock()
+	defer l.lastMu.Unlock()
+	p, ok := l.last[channel+"/"+user]
+	return p, ok
 }
 
 // sessionAt returns the binding of a place; with create, a place without
@@ -199,9 +263,7 @@ func (l *Listener) onInteraction(ctx context.Context, cb slackapi.InteractionCal
 		return nil
 	}
 	at := place{channel: cb.Channel.ID, threadTS: cb.Message.ThreadTimestamp}
-	if isDM(at.channel) {
-		at.threadTS = ""
-	} else if at.threadTS == "" {
+	if at.threadTS == "" && !isDM(at.channel) {
 		at.threadTS = cb.Message.Timestamp
 	}
 	addr := l.address(at)
@@ -325,13 +387,47 @@ func (l *Listener) onFormSubmitted(ctx context.Context, cb slackapi.InteractionC
 	})
 }
 
-// onCommand answers /switchboard; the answer goes to the caller alone.
+// onCommand handles /switchboard <command>: the command goes to the
+// conversation of the DM it was typed in, or in a channel to the thread the
+// person last wrote in (Slack sends slash commands without their thread);
+// the session answers there. What the acknowledgement says is for the
+// caller alone.
 func (l *Listener) onCommand(ctx context.Context, cmd slackapi.SlashCommand) any {
-	return map[string]any{"response_type": "ephemeral", "text": commandHelp}
+	reply := func(text string) any { return map[string]any{"response_type": "ephemeral", "text": text} }
+	text := strings.TrimSpace(cmd.Text)
+	if text == "" || text == "help" && !isDM(cmd.ChannelID) {
+		return reply(commandHelp)
+	}
+	if !l.allowed(cmd.ChannelID, cmd.UserID) {
+		return reply("Sorry, I'm not set up to answer you here.")
+	}
+	at, ok := place{channel: cmd.ChannelID}, true
+	if !isDM(cmd.ChannelID) {
+		if at, ok = l.lastPlace(cmd.ChannelID, cmd.UserID); !ok {
+			return reply("Which conversation? Mention me in its thread with the command: @" + l.botName + " /" + text)
+		}
+	}
+	addr := l.address(at)
+	user := cmd.UserID
+	l.run(addr, func() {
+		author, _ := l.users.author(ctx, user)
+		b, err := l.sessionAt(ctx, addr, author, isDM(at.channel))
+		if err != nil {
+			l.ephemeral(ctx, at, user, "That conversation is no longer here; start a new one by mentioning me.")
+			return
+		}
+		l.submitText(ctx, b, at, author, "/"+text, "cmd:"+cmd.TriggerID)
+	})
+	if at.threadTS != "" {
+		return reply("/" + text + ": answered in your last thread here.")
+	}
+	return nil
 }
 
-const commandHelp = "Mention me in a channel to start a conversation in a thread, or write to me directly. " +
-	"In a thread I answer every message; tool calls that need consent show Approve and Deny buttons."
+const commandHelp = "Mention me in a channel to start a conversation in a thread, or write to me directly; " +
+	"in a thread I answer every message. Tool calls that need consent show Approve and Deny buttons.\n" +
+	"`/switchboard <command>` runs a command in the conversation you last wrote in here (or this DM): " +
+	"`help`, `guide [name]`, `tools`, `usage`, `pending`, `stop`, `reset`. In a thread, mention me with the command: `@switchboard /usage`."
 
 // ephemeral shows text to one person in a place.
 func (l *Listener) ephemeral(ctx context.Context, at place, user, text string) {

@@ -51,6 +51,10 @@ type Config struct {
 	// UpdateInterval is the least time between two edits of a streamed
 	// reply (1s): Slack allows about one chat.update a second per channel.
 	UpdateInterval time.Duration
+	// Greeting and Suggestions (the default guide's) are offered in a new
+	// AI-app assistant thread.
+	Greeting    string
+	Suggestions []string
 }
 
 func (c Config) withDefaults() Config {
@@ -90,7 +94,13 @@ type Listener struct {
 
 	// Who the bot is, from auth.test at start.
 	botUserID string
+	botName   string
 	teamID    string
+
+	// last is the place each person last wrote in, per channel
+	// ("C1/U1"), for slash commands.
+	lastMu sync.Mutex
+	last   map[string]place
 
 	users *userCache
 
@@ -134,6 +144,7 @@ func New(cfg Config, s Sessions, log *slog.Logger) (*Listener, error) {
 		cfg: cfg, sessions: s, log: log.With("listener", Channel),
 		api:       slackapi.New(cfg.BotToken, opts...),
 		following: map[string]*follow{},
+		last:      map[string]place{},
 	}
 	l.users = newUserCache(l.api)
 	s.SetFollower(Channel, l)
@@ -148,7 +159,7 @@ func (l *Listener) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("slack: auth.test: %w", err)
 	}
-	l.botUserID, l.teamID = auth.UserID, auth.TeamID
+	l.botUserID, l.botName, l.teamID = auth.UserID, auth.User, auth.TeamID
 	l.log.Info("slack connected", "team", auth.Team, "bot", auth.User, "mode", l.cfg.Mode)
 
 	l.work = make([]chan func(), 16)

@@ -598,3 +598,85 @@ func TestCardsButtonsSelectAndForm(t *testing.T) {
 		t.Fatalf("the model was told %q", got)
 	}
 }
+
+// /switchboard goes to the thread the person last wrote in (Slack sends
+// commands without their thread) and is answered there; /reset starts a
+// new conversation in the same thread; alone, it explains itself privately.
+func TestSlashCommandAndReset(t *testing.T) {
+	r := newRig(t, nil)
+	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Hi."}})
+	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "hi"})
+	r.send(ev)
+	root := ev["ts"].(string)
+	r.eventually("the answer", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "Hi.") })
+	addr := slacktest.DefaultTeamID + ":C1:" + root
+	first, err := r.gw.Manager.Binding(context.Background(), slack.Channel, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	command := func(user, text string) slacktest.Ack {
+		t.Helper()
+		env, err := r.fake.SendSlashCommand(r.fake.SlashCommand(user, "C1", "/switchboard", text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		ack, err := r.fake.WaitForAck(ctx, env.EnvelopeID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ack
+	}
+	if ack := command(alice.ID, ""); !strings.Contains(string(ack.Payload), "ephemeral") || !strings.Contains(string(ack.Payload), "last wrote in") {
+		t.Fatalf("/switchboard alone: %s", ack.Payload)
+	}
+	if ack := command(bob.ID, "usage"); !strings.Contains(string(ack.Payload), "Which conversation") {
+		t.Fatalf("a command from someone who wrote nowhere here: %s", ack.Payload)
+	}
+	command(alice.ID, "usage")
+	r.eventually("/usage answered in the thread", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "Tokens used in this session") })
+
+	command(alice.ID, "reset")
+	r.eventually("the thread bound to a new conversation", func() bool {
+		b, err := r.gw.Manager.Binding(context.Background(), slack.Channel, addr)
+		return err == nil && b.SessionID != first.SessionID
+	})
+	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Fresh start."}})
+	r.send(r.fake.MessageEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, ThreadTS: root, Text: "again"}))
+	r.eventually("the new conversation answers in the thread", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "Fresh start.") })
+	req := r.gw.LLM.Requests()
+	for _, m := range req[len(req)-1].Messages {
+		if strings.Contains(openaitest.Text(m.Content), "hi") && m.Role == "user" {
+			t.Fatalf("the new conversation remembers the old one: %+v", req[len(req)-1].Messages)
+		}
+	}
+}
+
+// A new AI-app thread offers the guide's prompts; a turn in it shows as the
+// thread's status, cleared at the end.
+func TestAssistantThread(t *testing.T) {
+	r := newRig(t, func(c *slack.Config) {
+		c.Greeting, c.Suggestions = "Hi! Try one:", []string{"What time is it in Tokyo?", "What is 2*(3+4)?"}
+	})
+	ev, threadTS := r.fake.AssistantThreadStartedEvent(alice.ID, "D0ALICE1", "")
+	r.send(ev)
+	r.eventually("suggested prompts", func() bool { return len(r.fake.SuggestedPrompts()) == 1 })
+	sp := r.fake.SuggestedPrompts()[0]
+	if sp.ThreadTS != threadTS || len(sp.Prompts) != 2 || sp.Prompts[0].Message != "What time is it in Tokyo?" {
+		t.Fatalf("suggested prompts: %+v", sp)
+	}
+
+	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Here."}})
+	r.send(r.fake.MessageEvent(slacktest.UserMessage{Channel: "D0ALICE1", User: alice.ID, ThreadTS: threadTS, Text: "What is 2*(3+4)?"}))
+	r.eventually("the answer in the assistant thread", func() bool { return strings.Contains(allText(r.botReplies("D0ALICE1", threadTS)), "Here.") })
+	r.eventually("the status cleared", func() bool {
+		st := r.fake.AssistantStatuses()
+		return len(st) >= 2 && st[len(st)-1].Status == ""
+	})
+	st := r.fake.AssistantStatuses()
+	if st[0].Status != "is thinking…" || st[0].ThreadTS != threadTS {
+		t.Fatalf("statuses: %+v", st)
+	}
+}
