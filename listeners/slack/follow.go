@@ -73,6 +73,9 @@ type follow struct {
 	curReply string
 	curPiece int
 	curCard  *switchboard.ConfirmationRequestData
+	// asker is the Slack user whose message the session answers now: a
+	// native stream into a channel must name them.
+	asker string
 	// replayTo is the session's last event when this run attached: events
 	// up to it may have been posted before a restart recorded progress;
 	// shown is what the thread already holds of them.
@@ -91,6 +94,7 @@ const metaType = "switchboard_event"
 type shown struct {
 	seqs   map[int64]string    // event seq → ts
 	pieces map[string][]string // reply message id → ts of each piece
+	whole  map[string]bool     // replies whose stream was stopped: complete
 	cards  map[string]card     // approval cards by confirmation id (ts, tool)
 }
 
@@ -107,6 +111,14 @@ type streamed struct {
 	posted  []postedPiece
 	dirty   bool
 	lastOut time.Time
+	// native is the reply's Slack stream (stream.go), nil when it is shown
+	// by posting and editing.
+	native *nativeStream
+	// tried: whether a native stream was tried for this reply.
+	tried bool
+	// whole: the reply is in the thread already, complete (a replay after
+	// a restart): nothing to show.
+	whole bool
 }
 
 type postedPiece struct{ ts, text string }
@@ -160,7 +172,7 @@ func (f *follow) once(ctx context.Context) {
 		select {
 		case ev, ok := <-sub.Events():
 			if !ok {
-				f.flush(ctx, true)
+				f.endReply(ctx)
 				return
 			}
 			f.render(ctx, ev)
@@ -197,8 +209,8 @@ func (f *follow) render(ctx context.Context, ev switchboard.Event) {
 	switch d := p.(type) {
 	case *switchboard.DeltaData:
 		if f.reply == nil || f.reply.id != d.MessageID {
-			f.flush(ctx, true)
-			f.reply = &streamed{id: d.MessageID}
+			f.endReply(ctx)
+			f.reply = f.newReply(d.MessageID)
 		}
 		f.reply.text.WriteString(d.Content)
 		f.reply.dirty = true
@@ -250,22 +262,23 @@ func (f *follow) message(ctx context.Context, d *switchboard.MessageData) {
 	switch d.Role {
 	case switchboard.RoleAssistant:
 		if f.reply == nil || f.reply.id != d.ID {
-			f.flush(ctx, true)
-			f.reply = &streamed{id: d.ID}
+			f.endReply(ctx)
+			f.reply = f.newReply(d.ID)
 		}
 		f.reply.text.Reset()
 		f.reply.text.WriteString(d.Content)
 		f.reply.dirty = true
-		f.flush(ctx, true)
-		f.reply = nil
+		f.endReply(ctx)
 	case switchboard.RoleSystem:
 		// The gateway's own lines (/help, /usage, who reset): plain text,
 		// its lines kept.
 		f.post(ctx, mrkdwnEscape(d.Content), nil)
 	case switchboard.RoleUser:
 		if d.Channel == Channel {
+			f.asker = d.AuthorID // a stream into a channel names its reader
 			return
 		}
+		f.asker = ""
 		who := d.Author
 		if d.Channel != "" {
 			who += " · " + channelName(d.Channel)
@@ -282,7 +295,10 @@ func (f *follow) message(ctx context.Context, d *switchboard.MessageData) {
 // force, only if UpdateInterval passed since the last edit.
 func (f *follow) flush(ctx context.Context, force bool) {
 	r := f.reply
-	if r == nil || !r.dirty || (!force && time.Since(r.lastOut) < f.l.cfg.UpdateInterval) {
+	if r == nil || r.whole || !r.dirty || (!force && time.Since(r.lastOut) < f.l.cfg.UpdateInterval) {
+		return
+	}
+	if f.flushNative(ctx, r) {
 		return
 	}
 	pieces := splitMrkdwn(toMrkdwn(r.text.String()), pieceLimit)
@@ -346,6 +362,18 @@ func (f *follow) status(ctx context.Context, d *switchboard.StateData) {
 	}); err != nil && ctx.Err() == nil {
 		f.l.log.Debug("slack: thread status", "place", f.b.Address, "err", err)
 	}
+}
+
+// newReply starts showing a reply, unless the thread holds it whole
+// already (replayed after a restart).
+func (f *follow) newReply(id string) *streamed {
+	r := &streamed{id: id}
+	if f.shown != nil {
+		r.whole = f.shown.whole[id]
+		// Posted in part before: go on editing those messages.
+		r.tried = len(f.shown.pieces[id]) > 0
+	}
+	return r
 }
 
 // resolved turns an approval card into who decided and when.
@@ -447,7 +475,7 @@ func (f *follow) meta() slackapi.SlackMetadata {
 // loadShown reads what the place holds of this session's events: the
 // thread's bot messages (a DM's latest 200) and their metadata.
 func (f *follow) loadShown(ctx context.Context) *shown {
-	sh := &shown{seqs: map[int64]string{}, pieces: map[string][]string{}, cards: map[string]card{}}
+	sh := &shown{seqs: map[int64]string{}, pieces: map[string][]string{}, whole: map[string]bool{}, cards: map[string]card{}}
 	var msgs []slackapi.Message
 	cursor := ""
 	for page := 0; page < 20; page++ {
@@ -500,6 +528,9 @@ func (f *follow) loadShown(ctx context.Context) *shown {
 			}
 			ts[int(piece)] = m.Timestamp
 			sh.pieces[id] = ts
+			if done, _ := md.EventPayload["done"].(bool); done {
+				sh.whole[id] = true
+			}
 		}
 	}
 	return sh

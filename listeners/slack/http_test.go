@@ -180,7 +180,7 @@ func TestHTTPMentionIsAnsweredInAThread(t *testing.T) {
 	root := ev["ts"].(string)
 
 	r.eventually("the answer in the thread", func() bool {
-		return strings.Contains(allText(r.botReplies("C1", root)), "It is *noon* in Tokyo.")
+		return strings.Contains(allText(r.botReplies("C1", root)), "It is **noon** in Tokyo.") // streamed natively
 	})
 	if top := r.botReplies("C1", ""); len(top) != 1 || top[0].ThreadTS != root {
 		t.Fatalf("the answer is not in the thread: %+v", top)

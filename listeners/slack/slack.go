@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	slackapi "github.com/slack-go/slack"
@@ -51,6 +52,9 @@ type Config struct {
 	// UpdateInterval is the least time between two edits of a streamed
 	// reply (1s): Slack allows about one chat.update a second per channel.
 	UpdateInterval time.Duration
+	// NoNativeStreaming shows replies by editing a message even where
+	// Slack's native streaming (chat.startStream) is available.
+	NoNativeStreaming bool
 	// Greeting and Suggestions (the default guide's) are offered in a new
 	// AI-app assistant thread.
 	Greeting    string
@@ -104,6 +108,10 @@ type Listener struct {
 
 	users *userCache
 
+	// nativeOK: the workspace takes native streams (chat.startStream);
+	// cleared at the first refusal (stream.go).
+	nativeOK atomic.Bool
+
 	// work runs inbound events in order per place, places in parallel.
 	work []chan func()
 
@@ -147,6 +155,7 @@ func New(cfg Config, s Sessions, log *slog.Logger) (*Listener, error) {
 		last:      map[string]place{},
 	}
 	l.users = newUserCache(l.api)
+	l.nativeOK.Store(!cfg.NoNativeStreaming)
 	s.SetFollower(Channel, l)
 	return l, nil
 }

@@ -162,31 +162,68 @@ func allText(msgs []slacktest.Message) string {
 	return b.String()
 }
 
-// A mention in a channel is answered in a thread under it, streamed by
-// editing one message, in Slack's mrkdwn; the envelope is acknowledged.
-func TestMentionIsAnsweredInAThread(t *testing.T) {
-	r := newRig(t, nil)
-	r.gw.LLM.Push(openaitest.Reply{Text: []string{"It is ", "**noon** ", "in Tokyo."}})
-	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "what time is it in Tokyo?"})
-	r.send(ev)
-	root := ev["ts"].(string)
+// streamModes are the two ways a reply grows: Slack's native streaming,
+// and, where the workspace refuses it, one message edited at most once per
+// interval.
+var streamModes = []struct {
+	name   string
+	native bool
+}{{"native", true}, {"edited", false}}
 
-	r.eventually("the answer in the thread", func() bool {
-		return strings.Contains(allText(r.botReplies("C1", root)), "It is *noon* in Tokyo.")
-	})
-	replies := r.botReplies("C1", root)
-	if len(replies) != 1 {
-		t.Fatalf("%d bot messages in the thread, want 1 (the answer edited into place): %q", len(replies), allText(replies))
+// newModeRig is a rig whose fake Slack streams natively or refuses to.
+func newModeRig(t *testing.T, native bool, tune func(*slack.Config)) *rig {
+	r := newRig(t, tune)
+	if !native {
+		r.fake.SetStartStreamError("feature_not_enabled")
 	}
-	if top := r.botReplies("C1", ""); len(top) != 1 || top[0].ThreadTS != root {
-		t.Fatalf("the answer is not in the thread: %+v", top)
-	}
-	req := r.gw.LLM.Requests()
-	if len(req) != 1 {
-		t.Fatalf("%d model calls", len(req))
-	}
-	if got := openaitest.Text(req[0].Messages[len(req[0].Messages)-1].Content); got != "what time is it in Tokyo?" {
-		t.Fatalf("the model was asked %q (the mention must be taken out)", got)
+	return r
+}
+
+// A mention in a channel is answered in a thread under it, growing as the
+// model writes, in a handful of Web API calls; the envelope is
+// acknowledged.
+func TestMentionIsAnsweredInAThread(t *testing.T) {
+	for _, mode := range streamModes {
+		t.Run(mode.name, func(t *testing.T) {
+			r := newModeRig(t, mode.native, func(c *slack.Config) { c.UpdateInterval = time.Second })
+			r.gw.LLM.Push(openaitest.Reply{Text: []string{"It is ", "**noon** ", "in Tokyo."}})
+			ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "what time is it in Tokyo?"})
+			r.send(ev)
+			root := ev["ts"].(string)
+
+			want := "It is *noon* in Tokyo." // mrkdwn
+			if mode.native {
+				want = "It is **noon** in Tokyo." // markdown_text, which Slack renders
+			}
+			r.eventually("the answer in the thread", func() bool {
+				m := r.botReplies("C1", root)
+				return len(m) > 0 && strings.TrimSpace(m[len(m)-1].Text) == want && !m[len(m)-1].Streaming
+			})
+			replies := r.botReplies("C1", root)
+			if len(replies) != 1 {
+				t.Fatalf("%d bot messages in the thread, want 1 (the answer grown in place): %q", len(replies), allText(replies))
+			}
+			if top := r.botReplies("C1", ""); len(top) != 1 || top[0].ThreadTS != root {
+				t.Fatalf("the answer is not in the thread: %+v", top)
+			}
+			calls := 0
+			for _, m := range []string{"chat.postMessage", "chat.update", "chat.startStream", "chat.appendStream", "chat.stopStream"} {
+				calls += r.fake.Calls(m)
+			}
+			if mode.native && (r.fake.Calls("chat.startStream") != 1 || r.fake.Calls("chat.stopStream") != 1 || r.fake.Calls("chat.postMessage") != 0) {
+				t.Errorf("native: %d starts, %d stops, %d posts", r.fake.Calls("chat.startStream"), r.fake.Calls("chat.stopStream"), r.fake.Calls("chat.postMessage"))
+			}
+			if calls > 5 {
+				t.Errorf("%d Web API calls for one short answer, want at most 5", calls)
+			}
+			req := r.gw.LLM.Requests()
+			if len(req) != 1 {
+				t.Fatalf("%d model calls", len(req))
+			}
+			if got := openaitest.Text(req[0].Messages[len(req[0].Messages)-1].Content); got != "what time is it in Tokyo?" {
+				t.Fatalf("the model was asked %q (the mention must be taken out)", got)
+			}
+		})
 	}
 }
 
@@ -361,49 +398,57 @@ func TestApprovalFromElsewhereUpdatesTheCard(t *testing.T) {
 }
 
 // A very long answer is continued in the next messages, never cut: every
-// word arrives, each message within what Slack shows, every call accepted.
+// word arrives, each message within what Slack takes, every call accepted.
 func TestLongAnswerIsContinued(t *testing.T) {
-	r := newRig(t, nil)
-	var words []string
-	for i := range 10_000 {
-		words = append(words, fmt.Sprintf("w%d", i))
-	}
-	var chunks []string
-	for i := 0; i < len(words); i += 500 {
-		chunks = append(chunks, strings.Join(words[i:min(i+500, len(words))], " ")+" ")
-	}
-	r.gw.LLM.Push(openaitest.Reply{Text: chunks})
-	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "write a lot"})
-	r.send(ev)
-	root := ev["ts"].(string)
-	r.eventually("the last word", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "w9999") })
-	replies := r.botReplies("C1", root)
-	if len(replies) < 2 {
-		t.Fatalf("%d messages for %d characters", len(replies), len(strings.Join(words, " ")))
-	}
-	got := strings.Fields(allText(replies))
-	if strings.Join(got, " ") != strings.Join(words, " ") {
-		t.Fatalf("the words arrived changed: %d words, want %d", len(got), len(words))
-	}
-	for _, m := range replies {
-		if n := len([]rune(m.Text)); n > 4000 {
-			t.Errorf("a message of %d characters", n)
-		}
+	for _, mode := range streamModes {
+		t.Run(mode.name, func(t *testing.T) {
+			r := newModeRig(t, mode.native, nil)
+			var words []string
+			for i := range 10_000 {
+				words = append(words, fmt.Sprintf("w%d", i))
+			}
+			var chunks []string
+			for i := 0; i < len(words); i += 500 {
+				chunks = append(chunks, strings.Join(words[i:min(i+500, len(words))], " ")+" ")
+			}
+			r.gw.LLM.Push(openaitest.Reply{Text: chunks})
+			ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "write a lot"})
+			r.send(ev)
+			root := ev["ts"].(string)
+			r.eventually("the last word", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "w9999") })
+			replies := r.botReplies("C1", root)
+			if len(replies) < 2 {
+				t.Fatalf("%d messages for %d characters", len(replies), len(strings.Join(words, " ")))
+			}
+			got := strings.Fields(allText(replies))
+			if strings.Join(got, " ") != strings.Join(words, " ") {
+				t.Fatalf("the words arrived changed: %d words, want %d", len(got), len(words))
+			}
+			for _, m := range replies {
+				limit := 4000 // what Slack shows of a message's text unfolded
+				if m.MarkdownText {
+					limit = 12_000 // markdown_text
+				}
+				if n := len([]rune(m.Text)); n > limit {
+					t.Errorf("a message of %d characters", n)
+				}
+			}
+		})
 	}
 }
 
 // Slack's 429 is waited out as Retry-After says; the answer still arrives.
 func TestRateLimitIsHonoured(t *testing.T) {
 	r := newRig(t, nil)
-	r.fake.RateLimit("chat.postMessage", time.Second, 1)
+	r.fake.RateLimit("chat.startStream", time.Second, 1)
 	r.gw.LLM.Push(openaitest.Reply{Text: []string{"After the wait."}})
 	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "hi"})
 	r.send(ev)
 	root := ev["ts"].(string)
 	r.eventually("the answer", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "After the wait.") })
-	reqs := r.fake.Requests("chat.postMessage")
+	reqs := r.fake.Requests("chat.startStream")
 	if len(reqs) < 2 {
-		t.Fatalf("%d postMessage calls, want the refused one and the retry", len(reqs))
+		t.Fatalf("%d startStream calls, want the refused one and the retry", len(reqs))
 	}
 }
 
@@ -477,6 +522,9 @@ func TestRestartKeepsTheThread(t *testing.T) {
 		t.Fatalf("the replay posted %d messages again:\n%s", n-posts, allText(r.botReplies("C1", root)))
 	}
 	if len(r.botReplies("C1", root)) != len(after) || before >= len(after) {
+		for _, m := range r.botReplies("C1", root) {
+			t.Logf("%s %q %s", m.TS, m.Text, m.Metadata)
+		}
 		t.Fatalf("thread: %d bot messages before the approval, %d after, %d after the replay", before, len(after), len(r.botReplies("C1", root)))
 	}
 }
@@ -678,5 +726,53 @@ func TestAssistantThread(t *testing.T) {
 	st := r.fake.AssistantStatuses()
 	if st[0].Status != "is thinking…" || st[0].ThreadTS != threadTS {
 		t.Fatalf("statuses: %+v", st)
+	}
+}
+
+// A code block longer than a message is closed at the end of one message
+// and reopened at the start of the next, so each renders as code.
+func TestLongCodeBlockIsReopened(t *testing.T) {
+	for _, mode := range streamModes {
+		t.Run(mode.name, func(t *testing.T) {
+			r := newModeRig(t, mode.native, nil)
+			var lines []string
+			for i := range 1500 {
+				lines = append(lines, fmt.Sprintf("line_%04d = %d", i, i*i))
+			}
+			code := "Here:\n\n```\n" + strings.Join(lines, "\n") + "\n```\n\nDone."
+			var chunks []string
+			for i := 0; i < len(code); i += 700 {
+				chunks = append(chunks, code[i:min(i+700, len(code))])
+			}
+			r.gw.LLM.Push(openaitest.Reply{Text: chunks})
+			ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "code"})
+			r.send(ev)
+			root := ev["ts"].(string)
+			r.eventually("the end", func() bool {
+				m := r.botReplies("C1", root)
+				return len(m) > 0 && strings.Contains(m[len(m)-1].Text, "Done.") && !m[len(m)-1].Streaming
+			})
+			replies := r.botReplies("C1", root)
+			if len(replies) < 2 {
+				t.Fatalf("%d messages", len(replies))
+			}
+			for i, m := range replies {
+				fences := 0
+				for _, l := range strings.Split(m.Text, "\n") {
+					if strings.HasPrefix(strings.TrimSpace(l), "```") {
+						fences++
+					}
+				}
+				if fences%2 != 0 {
+					t.Errorf("message %d of %d leaves a code block open (%d fences)", i+1, len(replies), fences)
+				}
+			}
+			all := allText(replies)
+			for _, l := range []string{lines[0], lines[749], lines[1499]} {
+				if !strings.Contains(all, l) {
+					t.Errorf("%q is missing", l)
+				}
+			}
+		})
 	}
 }
