@@ -8,7 +8,10 @@ package slack
 // updates them when answered anywhere.
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"encoding/base64"
 	"errors"
 	"strconv"
 	"strings"
@@ -235,8 +238,13 @@ func (f *follow) render(ctx context.Context, ev switchboard.Event) {
 	case *switchboard.ConfirmationResolvedData:
 		f.resolved(ctx, d, ev.Time)
 	case *switchboard.UI:
-		text, blocks, _ := uiBlocks(*d, uiRef(*d))
-		f.post(ctx, text, blocks)
+		text, blocks, img := uiBlocks(*d, uiRef(*d))
+		if len(blocks) > 0 {
+			f.post(ctx, text, blocks)
+		}
+		if img != nil {
+			f.upload(ctx, img, d.Title)
+		}
 	case *switchboard.ErrorData:
 		f.notice(ctx, ev, d)
 	case *switchboard.StateData:
@@ -339,6 +347,50 @@ func (f *follow) flush(ctx context.Context, force bool) {
 	}
 	r.dirty = len(r.posted) < len(pieces)
 	r.lastOut = time.Now()
+}
+
+// maxUpload is the largest inline image uploaded into a thread.
+const maxUpload = 8 << 20
+
+// upload puts an inline image of a card into the place, as Slack shows
+// images it holds (files.uploadV2); an image that cannot be is said so.
+func (f *follow) upload(ctx context.Context, img *switchboard.UIImage, title string) {
+	data := img.Data
+	if rest, ok := strings.CutPrefix(data, "data:"); ok { // a data: URL
+		if _, b64, ok := strings.Cut(rest, ","); ok {
+			data = b64
+		}
+	}
+	raw, err := base64.StdEncoding.DecodeString(data)
+	if err != nil || len(raw) == 0 || len(raw) > maxUpload {
+		f.post(ctx, "(An image could not be shown: it is not valid base64 image data, or larger than 8 MiB.)", nil)
+		return
+	}
+	name := "image" + imageExt(img.MIMEType)
+	if err := f.l.retry(ctx, func() error {
+		_, err := f.l.api.UploadFileContext(ctx, slackapi.UploadFileParameters{
+			Reader: bytes.NewReader(raw), FileSize: len(raw), Filename: name, Title: cmp.Or(title, img.Alt, "Image"),
+			AltTxt: img.Alt, Channel: f.at.channel, ThreadTimestamp: f.at.threadTS,
+		})
+		return err
+	}); err != nil {
+		f.l.log.Warn("slack: upload an image", "place", f.b.Address, "bytes", len(raw), "err", err)
+		f.post(ctx, "(An image could not be uploaded here.)", nil)
+	}
+}
+
+func imageExt(mime string) string {
+	switch mime {
+	case "image/jpeg":
+		return ".jpg"
+	case "image/gif":
+		return ".gif"
+	case "image/webp":
+		return ".webp"
+	case "image/svg+xml":
+		return ".svg"
+	}
+	return ".png"
 }
 
 // status shows what the session is doing as the thread's status, where

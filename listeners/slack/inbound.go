@@ -149,6 +149,7 @@ func (l *Listener) onMessage(ctx context.Context, in incoming) {
 		if text == "" {
 			text = "Hello!"
 		}
+		text = typedAnswer(text)
 		l.remember(in.at, in.user)
 		// The message's ts is its id: an event Slack redelivers, or the
 		// app_mention and message events of one message, answer it once.
@@ -177,6 +178,22 @@ func (l *Listener) submitText(ctx context.Context, b switchboard.Binding, at pla
 	if _, err := l.sessions.Bind(ctx, Channel, b.Address, r.NewSession); err != nil {
 		l.log.Error("slack: bind the new conversation", "place", b.Address, "err", err)
 	}
+}
+
+// typedAnswer lets a person answer an approval by writing, where buttons
+// are blocked (some clients, some workspaces' policies): "approve",
+// "deny" or "approve always" alone is the command. Slack itself takes a
+// message starting with "/" as a slash command, so the words go bare.
+func typedAnswer(text string) string {
+	switch strings.ToLower(strings.TrimRight(strings.TrimSpace(text), ".!")) {
+	case "approve", "approved":
+		return "/approve"
+	case "deny", "denied":
+		return "/deny"
+	case "approve always", "always allow", "always":
+		return "/approve always"
+	}
+	return text
 }
 
 // isReset reports whether text is the /reset command.

@@ -776,3 +776,56 @@ func TestLongCodeBlockIsReopened(t *testing.T) {
 		})
 	}
 }
+
+// A card's inline image (a chart the model made) is uploaded into the
+// thread, as Slack shows images it holds.
+func TestInlineImageIsUploaded(t *testing.T) {
+	r := newRig(t, nil)
+	// A 1×1 PNG.
+	const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+	r.gw.LLM.Push(
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "present", Args: `{"title":"Chart","image":{"url":"data:image/png;base64,` + png + `","alt":"a dot"}}`}}},
+		openaitest.Reply{Text: []string{"There it is."}},
+	)
+	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "chart"})
+	r.send(ev)
+	root := ev["ts"].(string)
+	r.eventually("the image uploaded", func() bool { return len(r.fake.Files()) == 1 })
+	f := r.fake.Files()[0]
+	if !strings.HasSuffix(f.Name, ".png") || len(f.Content) < 60 || !f.Completed || f.ThreadTS != root || f.AltText != "a dot" {
+		t.Fatalf("file %+v, want the PNG completed into thread %s", f, root)
+	}
+	r.eventually("the answer", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "There it is.") })
+}
+
+// Where buttons are blocked, writing "approve" in the thread answers the
+// request; a socket Slack drops mid-answer is reconnected and the answer
+// completes.
+func TestTypedApprovalAndDroppedSocket(t *testing.T) {
+	r := newRig(t, nil)
+	r.gw.LLM.Push(
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "current_time", Args: `{}`}}},
+		openaitest.Reply{Text: []string{"Approved ", "and ", "answered."}},
+	)
+	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "time?"})
+	r.send(ev)
+	root := ev["ts"].(string)
+	var card slacktest.Message
+	r.eventually("the approval card", func() (ok bool) { card, ok = r.approvalCard("C1", root); return ok })
+
+	r.send(r.fake.MessageEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, ThreadTS: root, Text: "Approve"}))
+	r.fake.DropConnections()
+	r.eventually("the answer after the drop", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "Approved and answered.") })
+	m, _ := r.fake.Message("C1", card.TS)
+	if strings.Contains(string(m.Blocks), `"sb_approve"`) {
+		t.Fatalf("the card still has buttons: %s", m.Blocks)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := r.fake.WaitForConnections(ctx, 2); err != nil {
+		t.Fatalf("no reconnection: %v", err)
+	}
+	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Still here."}})
+	r.send(r.fake.MessageEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, ThreadTS: root, Text: "still there?"}))
+	r.eventually("an answer over the new socket", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "Still here.") })
+}
