@@ -108,6 +108,9 @@ type Binding struct {
 	SessionID   string
 	RenderedSeq int64
 	CreatedAt   time.Time
+	// State is the listener's own note about the place (what it had under
+	// way there), kept across restarts; empty for none.
+	State string
 }
 
 // ErrNotFound is returned (wrapped) by stores for a missing record.

@@ -98,6 +98,15 @@ func (m *Manager) Rendered(ctx context.Context, b switchboard.Binding, seq int64
 	return nil
 }
 
+// SetState keeps the listener's note about b's place (switchboard.Binding
+// State): what it has under way there, for a restart to finish.
+func (m *Manager) SetState(ctx context.Context, b switchboard.Binding, state string) error {
+	if err := m.cfg.Store.SetBindingState(ctx, b.Channel, b.Address, b.SessionID, state); err != nil {
+		return fmt.Errorf("sessions: %w", err)
+	}
+	return nil
+}
+
 // CatchUp tells channel's follower of every binding that has events it was
 // not shown: a listener calls it as it starts, for what happened while it
 // was away (a reply cut by a crash, a message from another channel).

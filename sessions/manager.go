@@ -68,6 +68,7 @@ type Store interface {
 	SessionBindings(ctx context.Context, sessionID string) ([]switchboard.Binding, error)
 	BindingsBehind(ctx context.Context, channel string) ([]switchboard.Binding, error)
 	SetRendered(ctx context.Context, channel, address, sessionID string, seq int64) error
+	SetBindingState(ctx context.Context, channel, address, sessionID, state string) error
 
 	// Expired and DeleteSessions serve retention.
 	Expired(ctx context.Context, before time.Time, limit int) ([]string, error)

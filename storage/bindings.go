@@ -18,6 +18,7 @@ func (db *DB) Bind(ctx context.Context, b switchboard.Binding) error {
 		VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (channel, address) DO UPDATE SET
 			rendered_seq = CASE WHEN session_id = excluded.session_id THEN rendered_seq ELSE excluded.rendered_seq END,
+			state = CASE WHEN session_id = excluded.session_id THEN state ELSE '' END,
 			session_id = excluded.session_id`,
 		b.Channel, b.Address, b.SessionID, b.RenderedSeq, b.CreatedAt.UnixMilli())
 	if err != nil {
@@ -38,8 +39,8 @@ func (db *DB) Unbind(ctx context.Context, channel, address string) error {
 func (db *DB) Binding(ctx context.Context, channel, address string) (switchboard.Binding, error) {
 	b := switchboard.Binding{Channel: channel, Address: address}
 	var created int64
-	err := db.read.QueryRowContext(ctx, `SELECT session_id, rendered_seq, created_at FROM bindings
-		WHERE channel = ? AND address = ?`, channel, address).Scan(&b.SessionID, &b.RenderedSeq, &created)
+	err := db.read.QueryRowContext(ctx, `SELECT session_id, rendered_seq, created_at, state FROM bindings
+		WHERE channel = ? AND address = ?`, channel, address).Scan(&b.SessionID, &b.RenderedSeq, &created, &b.State)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = ErrNotFound
 	}
@@ -52,7 +53,7 @@ func (db *DB) Binding(ctx context.Context, channel, address string) (switchboard
 
 // SessionBindings returns the places a session is shown in.
 func (db *DB) SessionBindings(ctx context.Context, sessionID string) ([]switchboard.Binding, error) {
-	return db.bindings(ctx, "session "+sessionID, `SELECT channel, address, session_id, rendered_seq, created_at
+	return db.bindings(ctx, "session "+sessionID, `SELECT channel, address, session_id, rendered_seq, created_at, state
 		FROM bindings WHERE session_id = ? ORDER BY created_at, channel, address`, sessionID)
 }
 
@@ -60,7 +61,7 @@ func (db *DB) SessionBindings(ctx context.Context, sessionID string) ([]switchbo
 // the place has not been shown: what its listener catches up on start.
 // Cheap however many places are bound: one index probe per binding.
 func (db *DB) BindingsBehind(ctx context.Context, channel string) ([]switchboard.Binding, error) {
-	return db.bindings(ctx, "behind in "+channel, `SELECT b.channel, b.address, b.session_id, b.rendered_seq, b.created_at
+	return db.bindings(ctx, "behind in "+channel, `SELECT b.channel, b.address, b.session_id, b.rendered_seq, b.created_at, b.state
 		FROM bindings b
 		WHERE b.channel = ? AND b.rendered_seq < (SELECT COALESCE(MAX(e.seq), 0) FROM events e WHERE e.session_id = b.session_id)
 		ORDER BY b.created_at`, channel)
@@ -76,7 +77,7 @@ func (db *DB) bindings(ctx context.Context, what, query string, args ...any) ([]
 	for rows.Next() {
 		var b switchboard.Binding
 		var created int64
-		if err := rows.Scan(&b.Channel, &b.Address, &b.SessionID, &b.RenderedSeq, &created); err != nil {
+		if err := rows.Scan(&b.Channel, &b.Address, &b.SessionID, &b.RenderedSeq, &created, &b.State); err != nil {
 			return nil, fmt.Errorf("storage: bindings of %s: %w", what, err)
 		}
 		b.CreatedAt = fromMillis(created)
@@ -95,6 +96,17 @@ func (db *DB) SetRendered(ctx context.Context, channel, address, sessionID strin
 		WHERE channel = ? AND address = ? AND session_id = ?`, seq, channel, address, sessionID)
 	if err != nil {
 		return fmt.Errorf("storage: rendered %s %s through %d: %w", channel, address, seq, err)
+	}
+	return nil
+}
+
+// SetBindingState keeps a listener's note about a place (see
+// switchboard.Binding.State) while it shows sessionID.
+func (db *DB) SetBindingState(ctx context.Context, channel, address, sessionID, state string) error {
+	_, err := db.write.ExecContext(ctx, `UPDATE bindings SET state = ?
+		WHERE channel = ? AND address = ? AND session_id = ?`, state, channel, address, sessionID)
+	if err != nil {
+		return fmt.Errorf("storage: state of %s %s: %w", channel, address, err)
 	}
 	return nil
 }

@@ -57,6 +57,9 @@ func TestBindings(t *testing.T) {
 	if behind, _ := db.BindingsBehind(ctx, "slack"); len(behind) != 0 {
 		t.Fatalf("behind after rendering = %+v", behind)
 	}
+	if err := db.SetBindingState(ctx, "slack", "T1/C1/1.1", "s1", `{"stream":"1.2"}`); err != nil {
+		t.Fatal(err)
+	}
 	// Binding the same place to the same session again keeps its progress.
 	if err := db.Bind(ctx, switchboard.Binding{Channel: "slack", Address: "T1/C1/1.1", SessionID: "s1", CreatedAt: now}); err != nil {
 		t.Fatal(err)
@@ -68,8 +71,8 @@ func TestBindings(t *testing.T) {
 	}
 	defer db.Close()
 	b, err := db.Binding(ctx, "slack", "T1/C1/1.1")
-	if err != nil || b.SessionID != "s1" || b.RenderedSeq != 2 || !b.CreatedAt.Equal(now) {
-		t.Fatalf("after reopen: %+v, %v; want s1 rendered through 2", b, err)
+	if err != nil || b.SessionID != "s1" || b.RenderedSeq != 2 || !b.CreatedAt.Equal(now) || b.State != `{"stream":"1.2"}` {
+		t.Fatalf("after reopen: %+v, %v; want s1 rendered through 2, with its state", b, err)
 	}
 	all, err := db.SessionBindings(ctx, "s1")
 	if err != nil || len(all) != 2 || all[0].Channel != "slack" || all[1].Channel != "discord" {
@@ -81,8 +84,8 @@ func TestBindings(t *testing.T) {
 	if err := db.Bind(ctx, switchboard.Binding{Channel: "slack", Address: "T1/C1/1.1", SessionID: "s2", RenderedSeq: 0, CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := db.Binding(ctx, "slack", "T1/C1/1.1"); b.SessionID != "s2" || b.RenderedSeq != 0 {
-		t.Fatalf("rebound: %+v", b)
+	if b, _ := db.Binding(ctx, "slack", "T1/C1/1.1"); b.SessionID != "s2" || b.RenderedSeq != 0 || b.State != "" {
+		t.Fatalf("rebound: %+v, want no progress and no state of the old session", b)
 	}
 	if err := db.Unbind(ctx, "discord", "G1/TH1"); err != nil {
 		t.Fatal(err)

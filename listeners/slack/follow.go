@@ -166,6 +166,7 @@ func (f *follow) once(ctx context.Context) {
 		f.cards = map[string]card{}
 	}
 	f.replayTo, f.shown = sub.Ready.LastSeq, nil
+	f.stopLeftStream(ctx)
 	if f.rendered < f.replayTo {
 		f.shown = f.loadShown(ctx)
 	}

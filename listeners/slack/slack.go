@@ -84,6 +84,7 @@ type Sessions interface {
 	Bind(ctx context.Context, channel, address, sessionID string) (switchboard.Binding, error)
 	Binding(ctx context.Context, channel, address string) (switchboard.Binding, error)
 	Rendered(ctx context.Context, b switchboard.Binding, seq int64) error
+	SetState(ctx context.Context, b switchboard.Binding, state string) error
 	SetFollower(channel string, f sessions.Follower)
 	CatchUp(ctx context.Context, channel string) error
 	FindUI(ctx context.Context, sessionID, uiID string) (switchboard.UI, error)

@@ -829,3 +829,38 @@ func TestTypedApprovalAndDroppedSocket(t *testing.T) {
 	r.send(r.fake.MessageEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, ThreadTS: root, Text: "still there?"}))
 	r.eventually("an answer over the new socket", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "Still here.") })
 }
+
+// The gateway stopped mid-reply (its stream left open in Slack): after the
+// restart the open stream is stopped, the thread says the answer was
+// interrupted, the turn is answered again, and nothing is posted twice or
+// left streaming.
+func TestRestartMidReply(t *testing.T) {
+	r := newRig(t, nil)
+	gate := make(chan struct{})
+	r.gw.LLM.Push(
+		openaitest.Reply{Text: []string{"First part. ", "never sent"}, Gate: gate},
+		openaitest.Reply{Text: []string{"Whole answer."}},
+	)
+	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "tell me"})
+	r.send(ev)
+	root := ev["ts"].(string)
+	r.eventually("the reply streaming", func() bool {
+		m := r.botReplies("C1", root)
+		return len(m) == 1 && m[0].Streaming && strings.Contains(m[0].Text, "First part.")
+	})
+	r.restart()
+	close(gate)
+	r.eventually("the turn answered again", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "Whole answer.") })
+	r.eventually("nothing left streaming", func() bool {
+		for _, m := range r.botReplies("C1", root) {
+			if m.Streaming {
+				return false
+			}
+		}
+		return true
+	})
+	text := allText(r.botReplies("C1", root))
+	if strings.Count(text, "First part.") != 1 || !strings.Contains(text, "interrupted") {
+		t.Fatalf("thread after the restart:\n%s", text)
+	}
+}

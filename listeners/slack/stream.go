@@ -9,6 +9,7 @@ package slack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -93,6 +94,7 @@ func (f *follow) flushNative(ctx context.Context, r *streamed) bool {
 				return true
 			}
 			n.ts, n.inMsg = ts, utf8.RuneCountInString(head)
+			f.saveStream(ctx, n.ts, r.id, n.piece)
 			n.sent += len(chunk)
 			n.inMsg += utf8.RuneCountInString(chunk)
 			n.fenceOpen = fenceOpenAfter(n.fenceOpen, chunk)
@@ -160,6 +162,50 @@ func (f *follow) stopStream(ctx context.Context, n *nativeStream, tail string, l
 	}); err != nil {
 		f.l.log.Warn("slack: stop a stream", "place", f.b.Address, "err", err)
 	}
+	f.saveStream(ctx, "", "", 0)
+}
+
+// openStream is the stream a place has under way, kept with its binding
+// (Binding.State): Slack's startStream takes no metadata, so a restart
+// learns of a stream it left open only from here.
+type openStream struct {
+	TS    string `json:"stream"`
+	Reply string `json:"reply"`
+	Piece int    `json:"piece"`
+}
+
+func (f *follow) saveStream(ctx context.Context, ts, reply string, piece int) {
+	state := ""
+	if ts != "" {
+		b, _ := json.Marshal(openStream{TS: ts, Reply: reply, Piece: piece})
+		state = string(b)
+	}
+	if err := f.l.sessions.SetState(ctx, f.b, state); err != nil && ctx.Err() == nil {
+		f.l.log.Warn("slack: keeping the open stream", "place", f.b.Address, "err", err)
+	}
+}
+
+// stopLeftStream stops a stream the listener left open when it stopped
+// (killed mid-reply), marking it with the reply and piece it holds: the
+// replay then finds it (shown) and edits it to the whole reply.
+func (f *follow) stopLeftStream(ctx context.Context) {
+	b, err := f.l.sessions.Binding(ctx, Channel, f.b.Address)
+	if err != nil || b.SessionID != f.b.SessionID || b.State == "" {
+		return
+	}
+	var open openStream
+	if json.Unmarshal([]byte(b.State), &open) != nil || open.TS == "" {
+		return
+	}
+	meta := slackapi.SlackMetadata{EventType: metaType, EventPayload: map[string]any{
+		"session": f.b.SessionID, "reply": open.Reply, "piece": open.Piece}}
+	if err := f.l.retry(ctx, func() error {
+		_, _, err := f.l.api.StopStreamContext(ctx, f.at.channel, open.TS, slackapi.MsgOptionMetadata(meta))
+		return err
+	}); err != nil {
+		f.l.log.Info("slack: a stream left open by the last run", "place", f.b.Address, "err", err)
+	}
+	f.saveStream(ctx, "", "", 0)
 }
 
 // endReply shows the reply as it is, for the last time: a stream is
