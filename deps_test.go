@@ -1,0 +1,69 @@
+package switchboard_test
+
+// The import direction, pinned: the domain package imports nothing of the
+// project; the core (sessions and what it stands on) imports no listener,
+// no web page and no command; a listener imports no other listener; test
+// fakes are never linked into the gateway. A change that breaks one of
+// these fails here, with the offending import named, rather than growing
+// a cycle later.
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/switchboard-gw/switchboard"
+
+// deps lists the project packages pkg imports, directly or not (not its
+// tests').
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", module+pkg).Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	var own []string
+	for _, p := range strings.Fields(string(out)) {
+		if rest, ok := strings.CutPrefix(p, module); ok && rest != pkg {
+			own = append(own, rest)
+		}
+	}
+	return own
+}
+
+func TestImportDirection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	forbidden := func(pkg string, bad func(dep string) bool) {
+		t.Helper()
+		for _, d := range deps(t, pkg) {
+			if bad(d) {
+				t.Errorf("%s imports %s", pkg, d)
+			}
+		}
+	}
+	if own := deps(t, ""); len(own) > 0 {
+		t.Errorf("the domain package imports %v: it must stand alone", own)
+	}
+	core := []string{"/sessions", "/storage", "/guides", "/tools", "/providers", "/providers/openai", "/providers/anthropic",
+		"/providers/gemini", "/providers/demo", "/collaboration", "/config", "/metrics"}
+	for _, pkg := range core {
+		forbidden(pkg, func(d string) bool {
+			return strings.HasPrefix(d, "/listeners") || strings.HasPrefix(d, "/web") || strings.HasPrefix(d, "/cmd")
+		})
+	}
+	for _, l := range []string{"slack", "stdin", "websocket"} {
+		forbidden("/listeners/"+l, func(d string) bool {
+			return strings.HasPrefix(d, "/listeners/") && !strings.HasPrefix(d, "/listeners/"+l) || strings.HasPrefix(d, "/cmd")
+		})
+	}
+	// The listing sees imports at all: the gateway links every listener.
+	if gw := strings.Join(deps(t, "/cmd/gateway"), " "); !strings.Contains(gw, "/listeners/slack ") || !strings.Contains(gw, "/sessions ") {
+		t.Fatalf("go list -deps of the gateway lacks its listeners: %s", gw)
+	}
+	forbidden("/cmd/gateway", func(d string) bool {
+		return strings.HasSuffix(d, "test") // slacktest, openaitest, sessionstest: fakes for tests only
+	})
+}
