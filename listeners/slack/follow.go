@@ -12,6 +12,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -499,7 +500,14 @@ func (f *follow) post(ctx context.Context, text string, blocks []slackapi.Block)
 		return err
 	})
 	if err != nil && len(blocks) > 0 && isRefusedPayload(err) {
-		f.l.log.Warn("slack: message refused, sent as plain text", "place", f.b.Address, "err", err, "text_chars", len(text), "blocks", len(blocks))
+		size := 0
+		if raw, jerr := json.Marshal(blocks); jerr == nil {
+			size = len(raw)
+		}
+		f.l.log.Warn("slack: message refused, sent as plain text", "place", f.b.Address, "err", err, "text_chars", len(text), "blocks", len(blocks), "blocks_bytes", size)
+		if f.curCard != nil {
+			text += "\nWrite *approve*, *deny* or *approve always* in this thread to answer."
+		}
 		return f.post(ctx, text, nil)
 	}
 	if err != nil {

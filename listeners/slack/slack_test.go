@@ -864,3 +864,34 @@ func TestRestartMidReply(t *testing.T) {
 		t.Fatalf("thread after the restart:\n%s", text)
 	}
 }
+
+// A payload Slack refuses (invalid_blocks) never loses what it showed: it
+// is posted again as its plain text (here the tool line), and the turn
+// goes on.
+func TestRefusedBlocksAreSentAsText(t *testing.T) {
+	r := newRig(t, nil)
+	r.gw.LLM.Push(
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "current_time", Args: `{"timezone":"Europe/Paris"}`}}},
+		openaitest.Reply{Text: []string{"Done."}},
+	)
+	r.fake.FailNext("chat.postMessage", "invalid_blocks")
+	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "time in Paris?"})
+	r.send(ev)
+	root := ev["ts"].(string)
+	r.eventually("the tool line as text", func() bool {
+		for _, m := range r.botReplies("C1", root) {
+			if strings.Contains(m.Text, "current_time") && m.Blocks == nil {
+				return true
+			}
+		}
+		return false
+	})
+	reqs := r.fake.Requests("chat.postMessage")
+	if len(reqs) < 2 || reqs[0].Error != "invalid_blocks" {
+		t.Fatalf("postMessage calls: %d, the first answered %q; want it refused and sent again", len(reqs), reqs[0].Error)
+	}
+	var card slacktest.Message
+	r.eventually("the approval card", func() (ok bool) { card, ok = r.approvalCard("C1", root); return ok })
+	r.click(alice.ID, "C1", card.TS, "sb_approve")
+	r.eventually("the answer", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "Done.") })
+}
