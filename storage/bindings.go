@@ -91,9 +91,16 @@ func (db *DB) bindings(ctx context.Context, what, query string, args ...any) ([]
 
 // SetRendered records that a place has been shown its session's events
 // through seq. It never goes back: a late write of an older seq is a no-op.
+//
+// It is written in the writer's next batch (group commit, not waiting for
+// the disk): listeners record progress often, and losing the last of it
+// to a power cut only means showing an event again.
 func (db *DB) SetRendered(ctx context.Context, channel, address, sessionID string, seq int64) error {
-	_, err := db.write.ExecContext(ctx, `UPDATE bindings SET rendered_seq = MAX(rendered_seq, ?)
-		WHERE channel = ? AND address = ? AND session_id = ?`, seq, channel, address, sessionID)
+	err := db.inBatch(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE bindings SET rendered_seq = MAX(rendered_seq, ?)
+			WHERE channel = ? AND address = ? AND session_id = ?`, seq, channel, address, sessionID)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("storage: rendered %s %s through %d: %w", channel, address, seq, err)
 	}
@@ -102,9 +109,13 @@ func (db *DB) SetRendered(ctx context.Context, channel, address, sessionID strin
 
 // SetBindingState keeps a listener's note about a place (see
 // switchboard.Binding.State) while it shows sessionID.
+// Like SetRendered, it shares the writer's next batch.
 func (db *DB) SetBindingState(ctx context.Context, channel, address, sessionID, state string) error {
-	_, err := db.write.ExecContext(ctx, `UPDATE bindings SET state = ?
-		WHERE channel = ? AND address = ? AND session_id = ?`, state, channel, address, sessionID)
+	err := db.inBatch(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE bindings SET state = ?
+			WHERE channel = ? AND address = ? AND session_id = ?`, state, channel, address, sessionID)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("storage: state of %s %s: %w", channel, address, err)
 	}

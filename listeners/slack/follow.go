@@ -69,8 +69,11 @@ type follow struct {
 	cancel context.CancelFunc
 
 	rendered int64 // the last event handled
-	reply    *streamed
-	cards    map[string]card // open approval cards by confirmation id
+	// settled is the last event after which a restart may resume (not in
+	// the middle of a reply), recorded the seq last stored.
+	settled, recorded int64
+	reply             *streamed
+	cards             map[string]card // open approval cards by confirmation id
 
 	// What is being posted, for the message's metadata (see shown).
 	cur      int64
@@ -145,6 +148,7 @@ func (f *follow) run() {
 		f.again = false
 		if f.next.SessionID != f.b.SessionID {
 			f.b, f.rendered, f.reply, f.cards = f.next, f.next.RenderedSeq, nil, nil
+			f.settled, f.recorded = 0, 0
 		}
 		f.l.followMu.Unlock()
 	}
@@ -155,6 +159,7 @@ func (f *follow) once(ctx context.Context) {
 	if f.rendered < f.b.RenderedSeq {
 		f.rendered = f.b.RenderedSeq
 	}
+	f.recorded = max(f.recorded, f.b.RenderedSeq)
 	sub, err := f.l.sessions.Attach(ctx, sessions.AttachOptions{SessionID: f.b.SessionID, Follow: Channel, AfterSeq: f.rendered})
 	if err != nil {
 		if ctx.Err() == nil {
@@ -178,11 +183,13 @@ func (f *follow) once(ctx context.Context) {
 		case ev, ok := <-sub.Events():
 			if !ok {
 				f.endReply(ctx)
+				f.record(ctx)
 				return
 			}
 			f.render(ctx, ev)
 		case <-tick.C:
 			f.flush(ctx, false)
+			f.record(ctx)
 		case <-ctx.Done():
 			return
 		}
@@ -258,11 +265,29 @@ func (f *follow) render(ctx context.Context, ev switchboard.Event) {
 	if ev.Seq > 0 {
 		f.rendered = ev.Seq
 		if done && f.reply == nil {
-			if err := f.l.sessions.Rendered(ctx, f.b, ev.Seq); err != nil && ctx.Err() == nil {
-				f.l.log.Warn("slack: recording progress", "place", f.b.Address, "err", err)
-			}
+			f.settled = ev.Seq
+		}
+		// A turn's end, or a wait for a person: a point to record now.
+		if st, ok := p.(*switchboard.StateData); ok && st.State != switchboard.StateThinking && st.State != switchboard.StateExecutingTool {
+			f.record(ctx)
 		}
 	}
+}
+
+// record keeps how far the place was rendered: at a turn's end, on the
+// ticker and when the session unloads, not after every event (each is a
+// write; a restart that replays a few events finds them shown).
+func (f *follow) record(ctx context.Context) {
+	if f.settled <= f.recorded {
+		return
+	}
+	if err := f.l.sessions.Rendered(ctx, f.b, f.settled); err != nil {
+		if ctx.Err() == nil {
+			f.l.log.Warn("slack: recording progress", "place", f.b.Address, "err", err)
+		}
+		return
+	}
+	f.recorded = f.settled
 }
 
 // message shows a whole message: the assistant's answer replaces its

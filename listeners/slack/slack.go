@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -145,7 +146,13 @@ func New(cfg Config, s Sessions, log *slog.Logger) (*Listener, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	opts := []slackapi.Option{slackapi.OptionAPIURL(cfg.APIURL)}
+	// Keep connections to Slack open for reuse: the default client keeps
+	// two, so a busy gateway would open (and TLS-handshake) a connection
+	// for most calls.
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.MaxIdleConnsPerHost = 64
+	opts := []slackapi.Option{slackapi.OptionAPIURL(cfg.APIURL),
+		slackapi.OptionHTTPClient(&http.Client{Transport: transport, Timeout: 30 * time.Second})}
 	if cfg.AppToken != "" {
 		opts = append(opts, slackapi.OptionAppLevelToken(cfg.AppToken))
 	}
