@@ -31,11 +31,12 @@ func TestMain(m *testing.M) {
 }
 
 // TestReportRuns is make bench in miniature: a real gateway, the floors,
-// idle connections and the context build on a tiny load, and a report
-// with every section and no errors. It asserts what was measured, never
-// how fast: that is for people. The gateway is built without -race (the
-// packages' own tests race it) and through go run's executable cache, so
-// after the first run it costs a copy, not a link.
+// Slack threads against the fake Slack, idle connections and the context
+// build on a tiny load, and a report with every section and no errors.
+// It asserts what was measured, never how fast: that is for people. The
+// gateway is built without -race (the packages' own tests race it) and
+// through go run's executable cache, so after the first run it costs a
+// copy, not a link.
 func TestReportRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the gateway")
@@ -48,7 +49,7 @@ func TestReportRuns(t *testing.T) {
 	out := filepath.Join(dir, "benchmarks.md")
 	err := run(t.Context(), []string{
 		"--gateway", gateway, "--levels", "1,2", "--warmup", "50ms", "--duration", "200ms",
-		"--idle", "5", "--context", "50,500", "--out", out,
+		"--idle", "5", "--context", "50,500", "--slack-levels", "1,2", "--out", out,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -72,8 +73,25 @@ func TestReportRuns(t *testing.T) {
 			t.Errorf("%s at %s sessions: %s turns/s, %s frames a turn, %s errors", r[1], r[2], r[3], r[4], r[5])
 		}
 	}
+
+	// | threads | turns/s | p50 | p99 | first text p50 | first text p99 | calls / turn | new conns / call | ack p99 | ack max | CPU | errors |
+	_, slack, _ := strings.Cut(report, "## Slack\n")
+	slack, _, _ = strings.Cut(slack, "\n## ")
+	slackRows := regexp.MustCompile(`(?m)^\| (\d+) \| (\d+) \|(?: [^|]+ \|){4} ([\d.]+) \|(?: [^|]+ \|){4} (\d+) \|$`).
+		FindAllStringSubmatch(slack, -1)
+	if len(slackRows) != 2 {
+		t.Fatalf("%d Slack rows, want 2 levels:\n%s", len(slackRows), report)
+	}
+	for _, r := range slackRows {
+		turns, _ := strconv.Atoi(r[2])
+		calls, _ := strconv.ParseFloat(r[3], 64)
+		if turns == 0 || calls == 0 || r[4] != "0" {
+			t.Errorf("Slack at %s threads: %s turns/s, %s Web API calls a turn, %s errors", r[1], r[2], r[3], r[4])
+		}
+	}
 	for _, want := range []string{
 		"Gateway turns/s as a share of the thin relay's (sessions):",
+		"Web API calls per turn by method, at 1 thread: `chat.",
 		"5 WebSocket connections, each its own session",
 		"Median and p99 of 20 loads.",
 		"| 50 | ", "| 500 | ",

@@ -1,14 +1,15 @@
 // Command bench is `make bench`: it measures the gateway over WebSocket
 // against a scripted model, next to two floors driven by the same client —
 // a bare gorilla/websocket server sending the same frames, and a thin relay
-// that streams the same model with no sessions or storage — then the memory
+// that streams the same model with no sessions or storage — then turns
+// through the Slack listener against the fake Slack (slack.go), the memory
 // of idle connections and the cost of building a turn's context, and
 // writes docs/benchmarks.md.
 //
 // Every server runs as its own process on loopback (bench llm|echo|relay
-// are the floors and the model; the gateway is bin/gateway), so CPU and
-// memory are read per process from /proc. The numbers are for people to
-// read: no test asserts one.
+// are the floors and the model; the gateway is bin/gateway; the fake Slack
+// runs in the bench process), so CPU and memory are read per process from
+// /proc. The numbers are for people to read: no test asserts one.
 package main
 
 import (
@@ -66,12 +67,18 @@ func run(ctx context.Context, args []string) error {
 	soak := fs.Duration("soak", 0, "instead of the benchmarks: a soak of this long (sessions opened, used and closed), reporting memory and goroutines over time")
 	soakClients := fs.Int("soak-clients", 300, "concurrent clients in the soak")
 	soakTurns := fs.Int("soak-turns", 5, "turns per session in the soak")
+	slackOn := fs.Bool("slack", true, "measure the Slack listener against the fake Slack (listeners/slack/slacktest)")
+	slackLevels := fs.String("slack-levels", "1,100", "concurrent Slack threads per run")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	lv, err := parseInts(*levels)
 	if err != nil {
 		return fmt.Errorf("--levels: %w", err)
+	}
+	slv, err := parseInts(*slackLevels)
+	if err != nil {
+		return fmt.Errorf("--slack-levels: %w", err)
 	}
 	raiseFileLimit()
 	dir, err := os.MkdirTemp("", "switchboard-bench-")
@@ -134,6 +141,20 @@ func run(ctx context.Context, args []string) error {
 			rep.rows = append(rep.rows, row)
 		}
 		gw.stop()
+	}
+
+	if !*slackOn {
+		slv = nil
+	}
+	for _, n := range slv {
+		row, err := measureSlack(ctx, *gateway, dir, llmURL, n, *warmup, *duration)
+		if err != nil {
+			return fmt.Errorf("slack at %d threads: %w", n, err)
+		}
+		log("slack %5d threads: %8.0f turns/s  p50 %-9v p99 %-9v first text p50 %-9v  %.2f Web API calls/turn  ack p99 %v max %v  CPU %.2fs/1k turns  %d new conns  errors %d",
+			n, row.turnsPerSec(), round(percentile(row.latencies, 50)), round(percentile(row.latencies, 99)), round(percentile(row.firstText, 50)),
+			row.callsPerTurn(), round(percentile(row.acks, 99)), round(percentile(row.acks, 100)), row.cpuPer1k, row.conns, row.errors())
+		rep.slack = append(rep.slack, row)
 	}
 
 	if *idle > 0 {
@@ -277,6 +298,12 @@ You are a benchmark.
 // startGateway starts the gateway binary with a fresh store and waits
 // until it answers /healthz.
 func startGateway(ctx context.Context, bin, dir, llmURL string, args ...string) (*child, error) {
+	return startGatewayEnv(ctx, bin, dir, llmURL, nil, args...)
+}
+
+// startGatewayEnv is startGateway with env added to the gateway's
+// environment.
+func startGatewayEnv(ctx context.Context, bin, dir, llmURL string, env []string, args ...string) (*child, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -312,6 +339,9 @@ log: { level: warn }
 	}
 	cmd := exec.CommandContext(ctx, bin, append([]string{"--config", cfgPath}, args...)...)
 	cmd.Stderr = os.Stderr
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}

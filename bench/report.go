@@ -66,6 +66,7 @@ type report struct {
 	duration      time.Duration
 	framesPerTurn int
 	rows          []row
+	slack         []slackRow
 	idle          idleResult
 	context       []contextResult
 }
@@ -115,6 +116,9 @@ func (r report) markdown() string {
 	if len(ratios) > 0 {
 		p("Gateway turns/s as a share of the thin relay's (sessions): %s. "+
 			"Where the gateway's time goes: [performance.md](performance.md).\n\n", strings.Join(ratios, ", "))
+	}
+	if len(r.slack) > 0 {
+		r.slackSection(p)
 	}
 	if r.idle.conns > 0 {
 		p("## Idle connections\n\n")
