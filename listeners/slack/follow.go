@@ -191,6 +191,7 @@ func (f *follow) once(ctx context.Context) {
 			f.flush(ctx, false)
 			f.record(ctx)
 		case <-ctx.Done():
+			f.record(ctx) // stopping: keep how far the place was shown
 			return
 		}
 	}
@@ -281,10 +282,11 @@ func (f *follow) record(ctx context.Context) {
 	if f.settled <= f.recorded {
 		return
 	}
+	// Also while stopping: the store outlives the listeners.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
 	if err := f.l.sessions.Rendered(ctx, f.b, f.settled); err != nil {
-		if ctx.Err() == nil {
-			f.l.log.Warn("slack: recording progress", "place", f.b.Address, "err", err)
-		}
+		f.l.log.Warn("slack: recording progress", "place", f.b.Address, "err", err)
 		return
 	}
 	f.recorded = f.settled

@@ -180,7 +180,10 @@ func (f *follow) saveStream(ctx context.Context, ts, reply string, piece int) {
 		b, _ := json.Marshal(openStream{TS: ts, Reply: reply, Piece: piece})
 		state = string(b)
 	}
-	if err := f.l.sessions.SetState(ctx, f.b, state); err != nil && ctx.Err() == nil {
+	// Noted even if the listener is stopping now: the store outlives it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := f.l.sessions.SetState(ctx, f.b, state); err != nil {
 		f.l.log.Warn("slack: keeping the open stream", "place", f.b.Address, "err", err)
 	}
 }
