@@ -54,7 +54,7 @@ func TestImportDirection(t *testing.T) {
 			return strings.HasPrefix(d, "/listeners") || strings.HasPrefix(d, "/web") || strings.HasPrefix(d, "/cmd")
 		})
 	}
-	for _, l := range []string{"slack", "stdin", "websocket"} {
+	for _, l := range []string{"discord", "slack", "stdin", "websocket"} {
 		forbidden("/listeners/"+l, func(d string) bool {
 			return strings.HasPrefix(d, "/listeners/") && !strings.HasPrefix(d, "/listeners/"+l) || strings.HasPrefix(d, "/cmd")
 		})

@@ -8,6 +8,7 @@
 package config
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -291,6 +292,24 @@ type Discord struct {
 	ApplicationID string `koanf:"application_id"`
 	PublicKey     string `koanf:"public_key"` // hex Ed25519, for HTTP interactions
 	APIURL        string `koanf:"api_url"`
+	// GuildID registers /switchboard in that server only (instant, for
+	// development); empty registers it globally.
+	GuildID string `koanf:"guild_id"`
+	// AllowedGuilds and AllowedChannels limit where the bot answers (ids;
+	// empty: everywhere it is). Approvers (user or role ids) may approve
+	// tool calls in every thread, besides each thread's owner.
+	AllowedGuilds   []string `koanf:"allowed_guilds"`
+	AllowedChannels []string `koanf:"allowed_channels"`
+	Approvers       []string `koanf:"approvers"`
+}
+
+// BotToken returns the bot token, from Token or the variable TokenEnv
+// names.
+func (d Discord) BotToken(environ []string) string {
+	if d.Token != "" {
+		return d.Token
+	}
+	return lookup(environ, d.TokenEnv)
 }
 
 // Sessions tunes the session manager.
@@ -365,6 +384,9 @@ func defaults() map[string]any {
 		"listeners.slack.allowed_users":           []string{},
 		"listeners.slack.approvers":               []string{},
 		"listeners.discord.enabled":               false,
+		"listeners.discord.allowed_guilds":        []string{},
+		"listeners.discord.allowed_channels":      []string{},
+		"listeners.discord.approvers":             []string{},
 		"sessions.queue_size":                     64,
 		"sessions.idle_timeout":                   Duration(15 * time.Second),
 		"sessions.max_live":                       10000,
@@ -674,6 +696,11 @@ func (c Config) Validate() error {
 	}
 	if d.APIURL != "" {
 		checkURL("listeners.discord.api_url", d.APIURL)
+	}
+	if d.PublicKey != "" {
+		if k, err := hex.DecodeString(d.PublicKey); err != nil || len(k) != 32 {
+			bad("listeners.discord.public_key", "want the application's public key: 64 hex characters (General Information → Public Key)")
+		}
 	}
 
 	ss := c.Sessions

@@ -11,6 +11,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -933,14 +934,61 @@ func (d *doctor) checkListeners(ctx context.Context) []checkResult {
 	}
 	out = append(out, stdin)
 
-	out = append(out, d.checkSlack(ctx))
+	return append(out, d.checkSlack(ctx), d.checkDiscord(ctx))
+}
+
+// checkDiscord asks Discord who the bot token is (GET users/@me), over
+// plain HTTP: discordgo's endpoints are process-wide and belong to the
+// listener.
+func (d *doctor) checkDiscord(ctx context.Context) checkResult {
+	dc := d.cfg.Listeners.Discord
 	r := checkResult{Name: "listener discord", Sev: sevInfo, Detail: "not enabled"}
-	if d.cfg.Listeners.Discord.Enabled { // checkUnbuiltListeners: the gateway refuses to start
-		r.Sev = sevProblem
-		r.Detail = "listeners.discord.enabled is true, but this gateway has no Discord listener yet: it refuses to start"
-		r.Fix = "set listeners.discord.enabled: false until a gateway with the Discord listener is installed"
+	if !dc.Enabled {
+		return r
 	}
-	return append(out, r)
+	token := dc.BotToken(d.environ)
+	if token == "" {
+		r.Sev, r.Detail = sevProblem, fmt.Sprintf("the bot token variable %s is not set", dc.TokenEnv)
+		r.Fix = "export " + dc.TokenEnv + "=… (Developer Portal → your application → Bot → Reset Token; docs/discord.md)"
+		return r
+	}
+	api := cmp.Or(dc.APIURL, config.DefaultDiscordAPIURL)
+	if !strings.HasSuffix(api, "/") {
+		api += "/"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, api+"users/@me", nil)
+	if err != nil {
+		r.Sev, r.Detail = sevProblem, err.Error()
+		return r
+	}
+	req.Header.Set("Authorization", "Bot "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.Sev, r.Detail, r.Fix = sevProblem, fmt.Sprintf("Discord at %s did not answer: %v", api, err), "check the network (or listeners.discord.api_url)"
+		return r
+	}
+	defer resp.Body.Close()
+	var me struct {
+		ID       string `json:"id"`
+		Username string `json:"username"`
+	}
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized:
+		r.Sev, r.Detail = sevProblem, fmt.Sprintf("Discord refused the bot token in %s (401 Unauthorized)", dc.TokenEnv)
+		r.Fix = "reset the token in the Developer Portal (Bot → Reset Token) and set it again; docs/discord.md"
+		return r
+	case resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&me) != nil:
+		r.Sev, r.Detail, r.Fix = sevProblem, fmt.Sprintf("Discord answered %s to users/@me", resp.Status), "check listeners.discord.api_url"
+		return r
+	}
+	r.Sev = sevOK
+	r.Detail = fmt.Sprintf("bot @%s (%s)", me.Username, me.ID)
+	if dc.PublicKey != "" {
+		r.Detail += "; interactions over HTTP at " + cmp.Or(d.cfg.HTTP.PublicURL, "http.public_url") + "/discord/interactions"
+	}
+	return r
 }
 
 // checkSlack asks Slack who the bot token is (auth.test) and, in socket

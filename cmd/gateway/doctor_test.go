@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/switchboard-gw/switchboard/listeners/discord/discordtest"
 	"github.com/switchboard-gw/switchboard/listeners/slack/slacktest"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
 	"github.com/switchboard-gw/switchboard/storage"
@@ -267,6 +268,29 @@ func TestDoctorSlack(t *testing.T) {
 		t.Fatalf("http mode: %v\n%s", err, out)
 	}
 	wantRow(t, out, "listener slack", "OK", "http mode", "/slack/events")
+}
+
+// The Discord listener's token, asked of a fake Discord: a good one is OK
+// and names the bot; a refused one and an unset variable are problems.
+func TestDoctorDiscord(t *testing.T) {
+	fake := discordtest.New(t)
+	s := newDoctorSetup(t, "  - name: main\n    kind: demo", fmt.Sprintf(
+		"listeners:\n  discord: { enabled: true, token_env: TEST_DISCORD_TOKEN, api_url: %q }\n", fake.APIURL()))
+	out, err := s.doctor(t, []string{"TEST_DISCORD_TOKEN=" + fake.Token()})
+	if err != nil {
+		t.Fatalf("a good token: %v\n%s", err, out)
+	}
+	wantRow(t, out, "listener discord", "OK", "bot @"+discordtest.DefaultBotUsername)
+	if strings.Contains(out, fake.Token()) {
+		t.Errorf("the token was printed:\n%s", out)
+	}
+	out, err = s.doctor(t, []string{"TEST_DISCORD_TOKEN=wrong-token"})
+	if err == nil {
+		t.Fatalf("a refused token passed:\n%s", out)
+	}
+	wantRow(t, out, "listener discord", "PROBLEM", "refused the bot token in TEST_DISCORD_TOKEN")
+	out, _ = s.doctor(t, nil)
+	wantRow(t, out, "listener discord", "PROBLEM", "TEST_DISCORD_TOKEN is not set")
 }
 
 // Anthropic's and Gemini's wire, through their SDK adapters: a good key is

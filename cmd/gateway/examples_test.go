@@ -162,6 +162,8 @@ var shellRules = []shellRule{
 		notRun: "copies a production database with the sqlite3 program (SQLite's online backup, not the gateway's code); the test machine has neither"},
 	{first: regexp.MustCompile(`^docker run --rm -v switchboard-data:/data `),
 		notRun: "needs a Docker engine, which CI lacks"},
+	{first: regexp.MustCompile(`^export DISCORD_BOT_TOKEN=`),
+		notRun: "needs a Discord application; the doctor's Discord check runs against the fake Discord in TestDoctorDiscord, the listener in listeners/discord's tests"},
 	{first: regexp.MustCompile(`^export SLACK_BOT_TOKEN=`),
 		notRun: "needs a Slack workspace; the doctor's Slack check runs against the fake Slack in TestDoctorSlack, the listener in listeners/slack's tests"},
 }

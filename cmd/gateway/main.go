@@ -26,6 +26,7 @@ import (
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/config"
 	"github.com/switchboard-gw/switchboard/guides"
+	"github.com/switchboard-gw/switchboard/listeners/discord"
 	"github.com/switchboard-gw/switchboard/listeners/slack"
 	"github.com/switchboard-gw/switchboard/listeners/stdin"
 	"github.com/switchboard-gw/switchboard/listeners/websocket"
@@ -156,9 +157,6 @@ Run "gateway doctor -h" for a command's flags. Flags:
 	if err := checkWebSocket(cfg, environ); err != nil {
 		return err
 	}
-	if err := checkUnbuiltListeners(cfg); err != nil {
-		return err
-	}
 	mets := metrics.New()
 	// One breaker per provider, shared by every copy a guide's fallback
 	// makes of it (sessions.provider), so failures count across turns.
@@ -190,6 +188,10 @@ Run "gateway doctor -h" for a command's flags. Flags:
 	if err != nil {
 		return err
 	}
+	discordListener, err := newDiscord(cfg, environ, manager, log)
+	if err != nil {
+		return err
+	}
 
 	// What a crash or the last shutdown left under way goes on now.
 	if err := manager.Recover(ctx); err != nil {
@@ -200,7 +202,7 @@ Run "gateway doctor -h" for a command's flags. Flags:
 	// turns under way finish (Drain), then stop.
 	listenCtx, stopListeners := context.WithCancel(context.Background())
 	defer stopListeners()
-	errc := make(chan error, 4)
+	errc := make(chan error, 5)
 	running := 0
 
 	// Metrics have a listener of their own: whoever may chat from beyond
@@ -239,11 +241,18 @@ Run "gateway doctor -h" for a command's flags. Flags:
 		// from a page on a name rebound to this machine.
 		handler = web.HostGuard(cfg.HTTP.PublicURL, mux)
 	}
-	if slackListener != nil && cfg.Listeners.Slack.Mode == config.SlackHTTP {
-		// Slack's requests are authenticated by their signature, and come
-		// through whatever name the proxy in front has: outside the guard.
+	// Slack's and Discord's requests are authenticated by their
+	// signatures, and come through whatever name the proxy in front has:
+	// outside the Host guard.
+	if slackHTTP, discordHTTP := slackListener != nil && cfg.Listeners.Slack.Mode == config.SlackHTTP,
+		discordListener != nil && cfg.Listeners.Discord.PublicKey != ""; slackHTTP || discordHTTP {
 		outer := http.NewServeMux()
-		outer.Handle("/slack/", slackListener.Handler())
+		if slackHTTP {
+			outer.Handle("/slack/", slackListener.Handler())
+		}
+		if discordHTTP {
+			outer.Handle(discord.InteractionsPath, discordListener.Handler())
+		}
 		outer.Handle("/", handler)
 		handler = outer
 	}
@@ -257,6 +266,10 @@ Run "gateway doctor -h" for a command's flags. Flags:
 	if slackListener != nil {
 		running++
 		go func() { errc <- slackListener.Run(listenCtx) }()
+	}
+	if discordListener != nil {
+		running++
+		go func() { errc <- discordListener.Run(listenCtx) }()
 	}
 
 	if useStdin(cfg.Listeners.Stdin.Enabled, in) {
@@ -354,6 +367,23 @@ func checkWebSocket(cfg config.Config, environ []string) error {
 		"or set listeners.websocket.auth.allow_unauthenticated: true if a proxy in front authenticates", cfg.HTTP.Addr)
 }
 
+// newDiscord builds the Discord listener when it is enabled (nil
+// otherwise), refusing a token variable that is not set.
+func newDiscord(cfg config.Config, environ []string, mgr *sessions.Manager, log *slog.Logger) (*discord.Listener, error) {
+	dc := cfg.Listeners.Discord
+	if !dc.Enabled {
+		return nil, nil
+	}
+	token := dc.BotToken(environ)
+	if token == "" {
+		return nil, fmt.Errorf("listeners.discord.token_env: the environment variable %s is not set", dc.TokenEnv)
+	}
+	return discord.New(discord.Config{
+		Token: token, ApplicationID: dc.ApplicationID, PublicKey: dc.PublicKey, APIURL: dc.APIURL, GuildID: dc.GuildID,
+		AllowedGuilds: dc.AllowedGuilds, AllowedChannels: dc.AllowedChannels, Approvers: dc.Approvers,
+	}, mgr, log)
+}
+
 // newSlack builds the Slack listener when it is enabled (nil otherwise),
 // refusing a token variable that is not set.
 func newSlack(cfg config.Config, environ []string, mgr *sessions.Manager, guide guides.Guide, log *slog.Logger) (*slack.Listener, error) {
@@ -375,17 +405,6 @@ func newSlack(cfg config.Config, environ []string, mgr *sessions.Manager, guide 
 		AllowedChannels: sc.AllowedChannels, AllowedUsers: sc.AllowedUsers, Approvers: sc.Approvers,
 		Greeting: guide.Greeting, Suggestions: guide.Suggestions,
 	}, mgr, log)
-}
-
-// checkUnbuiltListeners refuses a listener that is configured but not
-// built yet, rather than start without it and leave the operator waiting
-// for messages that never come. Delete a case when its listener lands.
-func checkUnbuiltListeners(cfg config.Config) error {
-	switch {
-	case cfg.Listeners.Discord.Enabled:
-		return errors.New("listeners.discord.enabled: the Discord listener is not built yet (it is coming); set it to false")
-	}
-	return nil
 }
 
 // websocketAuth resolves the configured secrets.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-gw/switchboard/listeners/discord/discordtest"
 	"github.com/switchboard-gw/switchboard/listeners/slack/slacktest"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
 )
@@ -251,23 +252,46 @@ func TestPipeCardChoiceByNumber(t *testing.T) {
 	}
 }
 
-// A listener that is configured but not built yet stops start-up naming
-// the key, instead of starting without it.
-func TestUnbuiltListenerIsRefused(t *testing.T) {
-	for key, sets := range map[string][]string{
-		"listeners.discord": {"listeners.discord.enabled=true", "listeners.discord.token=x"},
-	} {
-		g := demoGateway(t)
-		var out, errOut strings.Builder
-		args := []string{"--config", g.config}
-		for _, kv := range sets {
-			args = append(args, "--set", kv)
+// The gateway with the Discord listener on, wired as in production,
+// against a fake Discord: a mention opens a thread answered by the demo
+// model; a token variable that is not set stops start-up saying which.
+func TestDiscordListenerInTheGateway(t *testing.T) {
+	fake := discordtest.New(t)
+	g := newGateway(t, "  - name: main\n    kind: demo", fmt.Sprintf(
+		"  discord: { enabled: true, token_env: TEST_DISCORD_TOKEN, api_url: %q }\n", fake.APIURL()))
+	if _, logs, err := g.run(""); err == nil || !strings.Contains(logs, "TEST_DISCORD_TOKEN is not set") {
+		t.Fatalf("started without the token: %v\n%s", err, logs)
+	}
+	srv := g.serve([]string{"TEST_DISCORD_TOKEN=" + fake.Token()})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := fake.WaitForReady(ctx); err != nil {
+		t.Fatalf("no Gateway session: %v\n%s", err, srv.logs)
+	}
+	m, err := fake.PostUserMessage(discordtest.UserMessage{AuthorID: "1400000000000000009", Content: "what is 2*(3+4)?", MentionBot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		got, _ := fake.Message(m.ChannelID, m.ID)
+		var text string
+		if got.ThreadID != "" {
+			for _, bm := range fake.Messages(got.ThreadID) {
+				if bm.AuthorID == fake.BotUserID() {
+					text += bm.Content
+				}
+			}
 		}
-		err := run(context.Background(), args, strings.NewReader(""), &out, &errOut, hermeticEnv())
-		if err == nil || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "not built yet") {
-			t.Errorf("%s: err = %v", key, err)
+		if strings.Contains(text, "= 14") {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no answer in a thread (got %q)\n%s", text, srv.logs)
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	srv.stop()
 }
 
 // The gateway with the Slack listener on, wired as in production, against

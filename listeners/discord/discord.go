@@ -1,0 +1,361 @@
+// Package discord is the Discord listener: the Gateway (or signed HTTP
+// interactions) in, messages with embeds and components out. A mention in
+// a channel opens a thread from the message, and the thread is a session;
+// so is a DM. The session stays bound to its thread (sessions' bindings),
+// and every event of it is rendered there, whoever caused it.
+//
+// The package reads as lifecycle (this file: configuration, the Gateway,
+// application commands), inbound (inbound.go, http.go: messages,
+// interactions and commands into session inputs) and render (follow.go,
+// render.go, markdown.go: session events into Discord messages).
+package discord
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/collaboration"
+	"github.com/switchboard-gw/switchboard/sessions"
+)
+
+// Channel is the name of this listener in bindings and author keys.
+const Channel = "discord"
+
+// Config is the listener's part of the configuration.
+type Config struct {
+	Token         string // the bot token (without "Bot ")
+	ApplicationID string // from READY when empty
+	// PublicKey (hex Ed25519) turns on HTTP interactions at
+	// /discord/interactions, each request's signature verified.
+	PublicKey string
+	// APIURL is Discord's REST base ("https://discord.com/api/v10/"); tests
+	// point it at a fake (see pointDiscordgo).
+	APIURL string
+	// GuildID registers /switchboard in that server only (for
+	// development); empty registers it globally.
+	GuildID string
+	// AllowedGuilds and AllowedChannels limit where the bot answers (empty:
+	// everywhere it is); Approvers (user or role ids) approve everywhere.
+	AllowedGuilds   []string
+	AllowedChannels []string
+	Approvers       []string
+	// EditInterval is the least time between two edits of a streamed
+	// reply (1s).
+	EditInterval time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.APIURL == "" {
+		c.APIURL = "https://discord.com/api/v10/"
+	}
+	if !strings.HasSuffix(c.APIURL, "/") {
+		c.APIURL += "/"
+	}
+	if c.EditInterval <= 0 {
+		c.EditInterval = time.Second
+	}
+	return c
+}
+
+// Sessions is what the listener needs of the session manager.
+type Sessions interface {
+	Attach(ctx context.Context, opts sessions.AttachOptions) (*sessions.Subscription, error)
+	Submit(ctx context.Context, sessionID string, in switchboard.Input) (*sessions.Receipt, error)
+	Bind(ctx context.Context, channel, address, sessionID string) (switchboard.Binding, error)
+	Binding(ctx context.Context, channel, address string) (switchboard.Binding, error)
+	Rendered(ctx context.Context, b switchboard.Binding, seq int64) error
+	SetState(ctx context.Context, b switchboard.Binding, state string) error
+	SetFollower(channel string, f sessions.Follower)
+	CatchUp(ctx context.Context, channel string) error
+	FindUI(ctx context.Context, sessionID, uiID string) (switchboard.UI, error)
+}
+
+// Listener is the Discord listener. Create it with New, start it with Run.
+type Listener struct {
+	cfg       Config
+	sessions  Sessions
+	log       *slog.Logger
+	dg        *discordgo.Session
+	publicKey ed25519.PublicKey
+
+	botUserID string
+	appID     string
+
+	names *nameCache
+
+	// work runs inbound events in order per place, places in parallel.
+	work []chan func()
+
+	// tokens are the latest interaction of each person in each place
+	// ("channel/user"), valid 15 minutes: what a notice meant for them
+	// alone is sent with (an ephemeral follow-up).
+	tokensMu sync.Mutex
+	tokens   map[string]interactionToken
+
+	// Followers, as in the Slack listener: the places being rendered,
+	// and those named before Run started.
+	followMu  sync.Mutex
+	following map[string]*follow
+	early     []switchboard.Binding
+	ctx       context.Context
+	wg        sync.WaitGroup
+	ready     chan struct{}
+}
+
+type interactionToken struct {
+	i  *discordgo.Interaction
+	at time.Time
+}
+
+// New checks the configuration, points discordgo at cfg.APIURL and
+// returns a listener registered with s as the follower of Discord places
+// (so turns resumed at start-up reach their threads); nothing is contacted
+// until Run.
+func New(cfg Config, s Sessions, log *slog.Logger) (*Listener, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Token == "" {
+		return nil, errors.New("discord: no bot token (listeners.discord.token)")
+	}
+	var pub ed25519.PublicKey
+	if cfg.PublicKey != "" {
+		k, err := hex.DecodeString(cfg.PublicKey)
+		if err != nil || len(k) != ed25519.PublicKeySize {
+			return nil, errors.New("discord: listeners.discord.public_key: want 64 hex characters")
+		}
+		pub = k
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	pointDiscordgo(cfg.APIURL)
+	dg, err := discordgo.New("Bot " + cfg.Token)
+	if err != nil {
+		return nil, fmt.Errorf("discord: %w", err)
+	}
+	// Only what the listener reads: messages in servers and DMs, and their
+	// text (a privileged intent, turned on in the developer portal).
+	dg.Identify.Intents = discordgo.IntentsGuildMessages | discordgo.IntentsDirectMessages | discordgo.IntentsMessageContent
+	dg.StateEnabled = false
+	dg.ShouldRetryOnRateLimit = true
+	l := &Listener{
+		cfg: cfg, sessions: s, log: log.With("listener", Channel), dg: dg, publicKey: pub,
+		names: newNameCache(), tokens: map[string]interactionToken{},
+		following: map[string]*follow{}, ready: make(chan struct{}),
+	}
+	s.SetFollower(Channel, l)
+	return l, nil
+}
+
+// pointDiscordgo sets discordgo's endpoints to apiURL. discordgo keeps
+// them in package variables derived at init from discord.com: this is the
+// one place they are set, before any session opens (New), and it is why a
+// process runs one Discord listener. Tests point them at a fake.
+func pointDiscordgo(apiURL string) {
+	discordgo.APIVersion = "10"
+	if i := strings.Index(apiURL, "/api/"); i >= 0 {
+		discordgo.EndpointDiscord = apiURL[:i+1]
+	}
+	discordgo.EndpointAPI = apiURL
+	discordgo.EndpointGuilds = apiURL + "guilds/"
+	discordgo.EndpointChannels = apiURL + "channels/"
+	discordgo.EndpointUsers = apiURL + "users/"
+	discordgo.EndpointGateway = apiURL + "gateway"
+	discordgo.EndpointGatewayBot = discordgo.EndpointGateway + "/bot"
+	discordgo.EndpointWebhooks = apiURL + "webhooks/"
+	discordgo.EndpointStickers = apiURL + "stickers/"
+	discordgo.EndpointStageInstances = apiURL + "stage-instances"
+	discordgo.EndpointSKUs = apiURL + "skus"
+	discordgo.EndpointVoice = apiURL + "/voice/"
+	discordgo.EndpointVoiceRegions = discordgo.EndpointVoice + "regions"
+	discordgo.EndpointNitroStickersPacks = apiURL + "/sticker-packs"
+	discordgo.EndpointGuildCreate = apiURL + "guilds"
+	discordgo.EndpointApplications = apiURL + "applications"
+	discordgo.EndpointOAuth2 = apiURL + "oauth2/"
+	discordgo.EndpointOAuth2Applications = discordgo.EndpointOAuth2 + "applications"
+	discordgo.EndpointOauth2 = discordgo.EndpointOAuth2
+	discordgo.EndpointOauth2Applications = discordgo.EndpointOAuth2Applications
+}
+
+// Run connects to the Gateway, registers /switchboard, and serves until
+// ctx ends; discordgo resumes or reconnects when the socket drops.
+func (l *Listener) Run(ctx context.Context) error {
+	l.work = make([]chan func(), 16)
+	for i := range l.work {
+		ch := make(chan func(), 64)
+		l.work[i] = ch
+		l.wg.Go(func() {
+			for {
+				select {
+				case f := <-ch:
+					f()
+				case <-ctx.Done():
+					return
+				}
+			}
+		})
+	}
+	readyOnce := sync.Once{}
+	l.dg.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) {
+		readyOnce.Do(func() {
+			l.botUserID = r.User.ID
+			if l.cfg.ApplicationID == "" && r.Application != nil {
+				l.cfg.ApplicationID = r.Application.ID
+			}
+			l.appID = l.cfg.ApplicationID
+			close(l.ready)
+		})
+	})
+	l.dg.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) { l.onMessage(ctx, m.Message) })
+	l.dg.AddHandler(func(_ *discordgo.Session, i *discordgo.InteractionCreate) { l.onInteraction(ctx, i.Interaction, nil) })
+	if err := l.dg.Open(); err != nil {
+		l.wg.Wait()
+		return fmt.Errorf("discord: gateway: %w", err)
+	}
+	defer l.dg.Close()
+	select {
+	case <-l.ready:
+	case <-ctx.Done():
+		l.wg.Wait()
+		return nil
+	case <-time.After(30 * time.Second):
+		return errors.New("discord: no READY from the gateway within 30s")
+	}
+	l.log.Info("discord connected", "bot", l.botUserID, "application", l.appID)
+	if err := l.registerCommands(ctx); err != nil {
+		l.log.Error("discord: registering /switchboard", "err", err)
+	}
+
+	defer l.sessions.SetFollower(Channel, nil)
+	l.followMu.Lock()
+	l.ctx = ctx
+	early := l.early
+	l.early = nil
+	l.followMu.Unlock()
+	for _, b := range early {
+		l.Follow(b)
+	}
+	if err := l.sessions.CatchUp(ctx, Channel); err != nil {
+		l.log.Error("discord: catching up", "err", err)
+	}
+	<-ctx.Done()
+	l.wg.Wait()
+	return nil
+}
+
+// registerCommands puts /switchboard in place by bulk overwrite, once per
+// start: in one server when GuildID is set (instant), else globally.
+func (l *Listener) registerCommands(ctx context.Context) error {
+	sub := func(name, desc string, opts ...*discordgo.ApplicationCommandOption) *discordgo.ApplicationCommandOption {
+		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionSubCommand, Name: name, Description: desc, Options: opts}
+	}
+	cmd := &discordgo.ApplicationCommand{
+		Name: "switchboard", Description: "The assistant of this thread",
+		Options: []*discordgo.ApplicationCommandOption{
+			sub("help", "What the assistant can do here"),
+			sub("guide", "Show the guide, or switch to another",
+				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "name", Description: "The guide to switch to"}),
+			sub("tools", "The tools and who must approve them"),
+			sub("usage", "Tokens used in this conversation"),
+			sub("stop", "Stop the answer under way"),
+			sub("reset", "Start a new conversation in this thread"),
+		},
+	}
+	_, err := l.dg.ApplicationCommandBulkOverwrite(l.appID, l.cfg.GuildID, []*discordgo.ApplicationCommand{cmd}, discordgo.WithContext(ctx))
+	return err
+}
+
+// run queues f on the worker of a place: a thread's events in order,
+// threads in parallel, no lock shared between them.
+func (l *Listener) run(place string, f func()) {
+	h := fnv.New32a()
+	h.Write([]byte(place))
+	select {
+	case l.work[h.Sum32()%uint32(len(l.work))] <- f:
+	case <-l.done():
+	}
+}
+
+func (l *Listener) done() <-chan struct{} {
+	l.followMu.Lock()
+	defer l.followMu.Unlock()
+	if l.ctx == nil {
+		return nil
+	}
+	return l.ctx.Done()
+}
+
+// role is what the listener grants a Discord user: configured approvers
+// (by user id or one of their roles) approve everywhere.
+func (l *Listener) role(userID string, roles []string) collaboration.Role {
+	for _, a := range l.cfg.Approvers {
+		if a == userID || slices.Contains(roles, a) {
+			return collaboration.Approver
+		}
+	}
+	return ""
+}
+
+func (l *Listener) allowed(guildID, channelID, parentID string) bool {
+	if guildID != "" && len(l.cfg.AllowedGuilds) > 0 && !slices.Contains(l.cfg.AllowedGuilds, guildID) {
+		return false
+	}
+	if guildID != "" && len(l.cfg.AllowedChannels) > 0 &&
+		!slices.Contains(l.cfg.AllowedChannels, channelID) && !slices.Contains(l.cfg.AllowedChannels, parentID) {
+		return false
+	}
+	return true
+}
+
+// nameCache remembers channels' kinds (thread or not, and the parent),
+// which decide whether a mention opens a thread.
+type nameCache struct {
+	mu sync.Mutex
+	ch map[string]*discordgo.Channel
+}
+
+func newNameCache() *nameCache { return &nameCache{ch: map[string]*discordgo.Channel{}} }
+
+func (l *Listener) channel(ctx context.Context, id string) (*discordgo.Channel, error) {
+	l.names.mu.Lock()
+	c, ok := l.names.ch[id]
+	l.names.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	c, err := l.dg.Channel(id, discordgo.WithContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	l.names.mu.Lock()
+	if len(l.names.ch) > 10_000 {
+		clear(l.names.ch)
+	}
+	l.names.ch[id] = c
+	l.names.mu.Unlock()
+	return c, nil
+}
+
+// authorOf is a Discord user as a session author, named as the server
+// shows them: the member's nick, else their global name, else username.
+func authorOf(u *discordgo.User, m *discordgo.Member) switchboard.Author {
+	name := u.Username
+	if u.GlobalName != "" {
+		name = u.GlobalName
+	}
+	if m != nil && m.Nick != "" {
+		name = m.Nick
+	}
+	return switchboard.Author{Channel: Channel, ID: u.ID, Name: name}
+}

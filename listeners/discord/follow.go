@@ -1,0 +1,545 @@
+package discord
+
+// Render: a bound session's events, whoever caused them, into its Discord
+// place. One follower per place runs while the session is loaded. It
+// attaches from how far the place was rendered, sends a reply and edits
+// it as the model writes (at most once per EditInterval; discordgo honours
+// the rate-limit headers and 429s), continues a long reply in the next
+// message, shows the typing indicator while the model thinks or a tool
+// runs, and turns approval requests into messages with buttons that are
+// edited when answered anywhere.
+//
+// Discord messages carry no metadata, so what a restart needs to finish
+// (the messages of the reply under way, the open approval cards) is kept
+// with the binding (Binding.State); other events are recorded as rendered
+// as soon as they are posted.
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/sessions"
+)
+
+// contentLimit is the most characters of a message's content.
+const contentLimit = 2000
+
+// Follow is told by the session manager that a bound session is loaded (or
+// has events its place was not shown): it starts rendering that place,
+// unless it already does.
+func (l *Listener) Follow(b switchboard.Binding) {
+	l.followMu.Lock()
+	defer l.followMu.Unlock()
+	if l.ctx == nil {
+		l.early = append(l.early, b) // Run starts it
+		return
+	}
+	if f, ok := l.following[b.Address]; ok {
+		f.again, f.next = true, b
+		if b.SessionID != f.b.SessionID && f.cancel != nil {
+			f.cancel() // the place shows another session now (/reset)
+		}
+		return
+	}
+	f := &follow{l: l, b: b}
+	l.following[b.Address] = f
+	l.wg.Go(f.run)
+}
+
+// follow renders one place.
+type follow struct {
+	l *Listener
+	b switchboard.Binding
+
+	// Set by Follow while this runs; guarded by l.followMu.
+	again  bool
+	next   switchboard.Binding
+	cancel context.CancelFunc
+
+	rendered int64
+	// settled is the last event after which a restart may resume (not in
+	// the middle of a reply), recorded the seq last stored.
+	settled, recorded int64
+	reply             *streamed
+	state             placeState
+	reqs              map[string]switchboard.ConfirmationRequestData // open requests, for their answered card
+	typing            time.Time                                      // when the typing indicator was last sent; zero: off
+}
+
+// placeState is what a restart needs to finish in a place, kept with its
+// binding.
+type placeState struct {
+	Reply  string            `json:"reply,omitempty"`  // the reply under way
+	Pieces []string          `json:"pieces,omitempty"` // its messages
+	Cards  map[string]string `json:"cards,omitempty"`  // open approval cards: confirmation id → message id
+}
+
+// streamed is an assistant reply being shown.
+type streamed struct {
+	id      string
+	text    strings.Builder
+	posted  []postedPiece
+	dirty   bool
+	lastOut time.Time
+}
+
+type postedPiece struct{ id, text string }
+
+func (f *follow) run() {
+	ctx := f.l.ctx
+	for {
+		runCtx, cancel := context.WithCancel(ctx)
+		f.l.followMu.Lock()
+		f.cancel = cancel
+		f.l.followMu.Unlock()
+		f.once(runCtx)
+		cancel()
+		f.l.followMu.Lock()
+		if !f.again || ctx.Err() != nil {
+			delete(f.l.following, f.b.Address)
+			f.l.followMu.Unlock()
+			return
+		}
+		f.again = false
+		if f.next.SessionID != f.b.SessionID {
+			f.b, f.rendered, f.reply = f.next, f.next.RenderedSeq, nil
+			f.settled, f.recorded = 0, 0
+		}
+		f.l.followMu.Unlock()
+	}
+}
+
+// once attaches and renders until the session unloads.
+func (f *follow) once(ctx context.Context) {
+	if b, err := f.l.sessions.Binding(ctx, Channel, f.b.Address); err == nil && b.SessionID == f.b.SessionID {
+		f.b = b // its state and progress as stored now
+	}
+	if f.rendered < f.b.RenderedSeq {
+		f.rendered = f.b.RenderedSeq
+	}
+	f.recorded = max(f.recorded, f.b.RenderedSeq)
+	f.state = placeState{}
+	if f.b.State != "" {
+		_ = json.Unmarshal([]byte(f.b.State), &f.state)
+	}
+	if f.reqs == nil {
+		f.reqs = map[string]switchboard.ConfirmationRequestData{}
+	}
+	sub, err := f.l.sessions.Attach(ctx, sessions.AttachOptions{SessionID: f.b.SessionID, Follow: Channel, AfterSeq: f.rendered})
+	if err != nil {
+		if ctx.Err() == nil {
+			f.l.log.Error("discord: follow a session", "session", f.b.SessionID, "place", f.b.Address, "err", err)
+		}
+		return
+	}
+	defer sub.Close()
+	tick := time.NewTicker(f.l.cfg.EditInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case ev, ok := <-sub.Events():
+			if !ok {
+				f.endReply(ctx)
+				f.record(ctx)
+				return
+			}
+			f.render(ctx, ev)
+		case <-tick.C:
+			f.flush(ctx, false)
+			f.record(ctx)
+			f.keepTyping(ctx)
+		case <-ctx.Done():
+			f.record(ctx) // stopping: keep how far the place was shown
+			return
+		}
+	}
+}
+
+// render shows one event.
+func (f *follow) render(ctx context.Context, ev switchboard.Event) {
+	if ev.Seq > 0 && ev.Seq <= f.rendered {
+		return
+	}
+	p, err := ev.Payload()
+	if err != nil {
+		f.l.log.Error("discord: event", "session", ev.Session, "err", err)
+		return
+	}
+	done := true
+	switch d := p.(type) {
+	case *switchboard.DeltaData:
+		if f.reply == nil || f.reply.id != d.MessageID {
+			f.endReply(ctx)
+			f.reply = f.newReply(d.MessageID)
+		}
+		f.reply.text.WriteString(d.Content)
+		f.reply.dirty = true
+		if time.Since(f.reply.lastOut) >= f.l.cfg.EditInterval {
+			f.flush(ctx, false)
+		}
+		done = false
+	case *switchboard.MessageData:
+		f.message(ctx, d)
+	case *switchboard.ToolCallData:
+		f.send(ctx, &discordgo.MessageSend{Content: toolCallLine(*d)})
+	case *switchboard.ToolResponseData:
+		f.send(ctx, &discordgo.MessageSend{Content: toolResultLine(*d)})
+	case *switchboard.ConfirmationRequestData:
+		f.reqs[d.ConfirmationID] = *d
+		if _, ok := f.state.Cards[d.ConfirmationID]; !ok { // not posted before a restart
+			if m := f.send(ctx, approvalMessage(*d)); m != nil {
+				if f.state.Cards == nil {
+					f.state.Cards = map[string]string{}
+				}
+				f.state.Cards[d.ConfirmationID] = m.ID
+				f.save(ctx)
+				f.settled = ev.Seq // a wait for a person: the place is shown up to here
+				f.record(ctx)
+			}
+		}
+	case *switchboard.ConfirmationResolvedData:
+		f.resolved(ctx, d, ev.Time)
+	case *switchboard.UI:
+		msgs, uploads := uiMessages(*d)
+		for _, m := range msgs {
+			f.send(ctx, m)
+		}
+		for _, img := range uploads {
+			f.upload(ctx, img, d.Title)
+		}
+	case *switchboard.ErrorData:
+		f.notice(ctx, ev, d)
+	case *switchboard.StateData:
+		if d.State == switchboard.StateThinking || d.State == switchboard.StateExecutingTool {
+			f.typing = time.Time{}
+			f.startTyping(ctx)
+		} else {
+			f.typing = time.Time{} // idle, or waiting for a person
+		}
+		done = f.reply == nil
+	default:
+		done = f.reply == nil
+	}
+	if ev.Seq > 0 {
+		f.rendered = ev.Seq
+		if done && f.reply == nil {
+			f.settled = ev.Seq
+		}
+		// A turn's end, or a wait for a person: a point to record now.
+		if st, ok := p.(*switchboard.StateData); ok && st.State != switchboard.StateThinking && st.State != switchboard.StateExecutingTool {
+			f.record(ctx)
+		}
+	}
+}
+
+// record keeps how far the place was rendered: at a turn's end, on the
+// ticker and when the session unloads, not after every event (each is a
+// write; a restart that replays a few events finds them shown).
+func (f *follow) record(ctx context.Context) {
+	if f.settled <= f.recorded {
+		return
+	}
+	// Also while stopping: the store outlives the listeners.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := f.l.sessions.Rendered(ctx, f.b, f.settled); err != nil {
+		f.l.log.Warn("discord: recording progress", "place", f.b.Address, "err", err)
+		return
+	}
+	f.recorded = f.settled
+}
+
+// newReply starts showing a reply, adopting the messages a restart left
+// of it.
+func (f *follow) newReply(id string) *streamed {
+	r := &streamed{id: id}
+	if f.state.Reply == id {
+		for _, p := range f.state.Pieces {
+			r.posted = append(r.posted, postedPiece{id: p})
+		}
+	}
+	return r
+}
+
+// message shows a whole message.
+func (f *follow) message(ctx context.Context, d *switchboard.MessageData) {
+	switch d.Role {
+	case switchboard.RoleAssistant:
+		if f.reply == nil || f.reply.id != d.ID {
+			f.endReply(ctx)
+			f.reply = f.newReply(d.ID)
+		}
+		f.reply.text.Reset()
+		f.reply.text.WriteString(d.Content)
+		f.reply.dirty = true
+		f.endReply(ctx)
+	case switchboard.RoleSystem:
+		for _, piece := range splitDiscord("```\n"+strings.ReplaceAll(d.Content, "```", "`\u200b``")+"\n```", contentLimit) {
+			f.send(ctx, &discordgo.MessageSend{Content: piece})
+		}
+	case switchboard.RoleUser:
+		if d.Channel == Channel {
+			return // Discord's own are in the thread already
+		}
+		who := d.Author
+		if d.Channel != "" {
+			who += " · " + channelName(d.Channel)
+		}
+		for _, piece := range splitDiscord("**"+who+"**: "+toDiscord(d.Content), contentLimit) {
+			f.send(ctx, &discordgo.MessageSend{Content: piece})
+		}
+	}
+}
+
+// flush shows the reply as it is now: the first pieces edit the messages
+// already sent, new pieces are sent after them.
+func (f *follow) flush(ctx context.Context, force bool) {
+	r := f.reply
+	if r == nil || !r.dirty || (!force && time.Since(r.lastOut) < f.l.cfg.EditInterval) {
+		return
+	}
+	pieces := splitDiscord(toDiscord(r.text.String()), contentLimit)
+	for i, text := range pieces {
+		if i < len(r.posted) {
+			if r.posted[i].text == text {
+				continue
+			}
+			content := text
+			_, err := f.l.dg.ChannelMessageEditComplex(&discordgo.MessageEdit{
+				ID: r.posted[i].id, Channel: f.b.Address, Content: &content, AllowedMentions: noMentions,
+			}, discordgo.WithContext(ctx))
+			if err != nil {
+				f.l.log.Warn("discord: edit a reply", "place", f.b.Address, "err", err)
+				continue
+			}
+			r.posted[i].text = text
+			continue
+		}
+		m := f.send(ctx, &discordgo.MessageSend{Content: text})
+		if m == nil {
+			break // sent at the next flush
+		}
+		r.posted = append(r.posted, postedPiece{id: m.ID, text: text})
+		f.state.Reply, f.state.Pieces = r.id, append(f.state.Pieces[:0:0], pieceIDs(r.posted)...)
+		f.save(ctx)
+	}
+	r.dirty = len(r.posted) < len(pieces)
+	r.lastOut = time.Now()
+}
+
+func pieceIDs(ps []postedPiece) []string {
+	ids := make([]string, len(ps))
+	for i, p := range ps {
+		ids[i] = p.id
+	}
+	return ids
+}
+
+// endReply shows the reply for the last time and forgets it.
+func (f *follow) endReply(ctx context.Context) {
+	if f.reply == nil {
+		return
+	}
+	f.flush(ctx, true)
+	f.reply = nil
+	if f.state.Reply != "" {
+		f.state.Reply, f.state.Pieces = "", nil
+		f.save(ctx)
+	}
+}
+
+// resolved edits an approval card to say who decided and when, without
+// its buttons.
+func (f *follow) resolved(ctx context.Context, d *switchboard.ConfirmationResolvedData, at time.Time) {
+	req, known := f.reqs[d.ConfirmationID]
+	delete(f.reqs, d.ConfirmationID)
+	msgID, ok := f.state.Cards[d.ConfirmationID]
+	if !ok {
+		f.send(ctx, &discordgo.MessageSend{Content: resolvedText(*d)})
+		return
+	}
+	var edit *discordgo.MessageEdit
+	if known {
+		edit = resolvedEdit(req, *d, d.By, at)
+	} else {
+		// Requested before a restart: keep the card as it is, take its
+		// buttons away and say what was decided.
+		text, none := resolvedText(*d), []discordgo.MessageComponent{}
+		edit = &discordgo.MessageEdit{Content: &text, Components: &none}
+	}
+	edit.ID, edit.Channel = msgID, f.b.Address
+	if _, err := f.l.dg.ChannelMessageEditComplex(edit, discordgo.WithContext(ctx)); err != nil {
+		f.l.log.Warn("discord: edit an approval card", "place", f.b.Address, "err", err)
+		f.send(ctx, &discordgo.MessageSend{Content: resolvedText(*d)})
+	}
+	delete(f.state.Cards, d.ConfirmationID)
+	f.save(ctx)
+}
+
+func resolvedText(d switchboard.ConfirmationResolvedData) string {
+	switch {
+	case d.By == "expired", d.By == "cancelled":
+		return "-# The tool call was " + d.By + "."
+	case d.Approved && d.Scope == switchboard.ScopeSession:
+		return "-# Always allowed by " + d.By + "."
+	case d.Approved:
+		return "-# Approved by " + d.By + "."
+	}
+	return "-# Denied by " + d.By + "."
+}
+
+// notice shows an error: one meant for one person to them alone; a
+// redelivery's "already received" to no one.
+func (f *follow) notice(ctx context.Context, ev switchboard.Event, d *switchboard.ErrorData) {
+	if d.Code == switchboard.ErrCodeDuplicate {
+		return
+	}
+	if user, ok := strings.CutPrefix(d.For, Channel+":"); ok && ev.Seq == 0 {
+		f.l.tell(ctx, f.b.Address, user, d.Message)
+		return
+	}
+	if d.For != "" && ev.Seq == 0 {
+		return // someone else's, in another channel
+	}
+	f.send(ctx, &discordgo.MessageSend{Content: errorLine(*d)})
+}
+
+// send sends a message in the place; one Discord refuses (50035) is sent
+// again as plain text, so nothing is lost.
+func (f *follow) send(ctx context.Context, m *discordgo.MessageSend) *discordgo.Message {
+	m.AllowedMentions = noMentions
+	// A send under way finishes even if the listener is stopping: cut
+	// off, Discord may have the message while we lose its id.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	msg, err := f.l.dg.ChannelMessageSendComplex(f.b.Address, m, discordgo.WithContext(sctx))
+	if err != nil && (len(m.Embeds) > 0 || len(m.Components) > 0) && isInvalidForm(err) {
+		f.l.log.Warn("discord: message refused, sent as plain text", "place", f.b.Address, "err", err,
+			"content_chars", len(m.Content), "embeds", len(m.Embeds), "components", len(m.Components))
+		return f.send(ctx, &discordgo.MessageSend{Content: plainOf(m)})
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			f.l.log.Error("discord: send a message", "place", f.b.Address, "err", err)
+		}
+		return nil
+	}
+	return msg
+}
+
+func isInvalidForm(err error) bool {
+	var re *discordgo.RESTError
+	if errors.As(err, &re) && re.Message != nil {
+		return re.Message.Code == discordgo.ErrCodeInvalidFormBody
+	}
+	return false
+}
+
+// plainOf is a refused message's content as text: its content, its
+// embeds' titles, text and fields.
+func plainOf(m *discordgo.MessageSend) string {
+	var b strings.Builder
+	b.WriteString(m.Content)
+	for _, e := range m.Embeds {
+		for _, s := range []string{e.Title, e.Description} {
+			if s != "" {
+				b.WriteString("\n" + s)
+			}
+		}
+		for _, fl := range e.Fields {
+			b.WriteString("\n" + fl.Name + ": " + fl.Value)
+		}
+	}
+	text := strings.TrimSpace(b.String())
+	if text == "" {
+		text = "(A card could not be shown here.)"
+	}
+	return splitDiscord(text, contentLimit)[0]
+}
+
+// save keeps the place's state with its binding.
+func (f *follow) save(ctx context.Context) {
+	raw, _ := json.Marshal(f.state)
+	state := string(raw)
+	if state == "{}" {
+		state = ""
+	}
+	// What was just posted must be noted even if the listener is
+	// stopping now: the store outlives the listeners.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := f.l.sessions.SetState(ctx, f.b, state); err != nil {
+		f.l.log.Warn("discord: keeping the place's state", "place", f.b.Address, "err", err)
+	}
+}
+
+// startTyping shows "… is typing" (Discord shows it 10 seconds).
+func (f *follow) startTyping(ctx context.Context) {
+	if err := f.l.dg.ChannelTyping(f.b.Address, discordgo.WithContext(ctx)); err == nil {
+		f.typing = time.Now()
+	}
+}
+
+// keepTyping renews the indicator while the model thinks or a tool runs.
+func (f *follow) keepTyping(ctx context.Context) {
+	if !f.typing.IsZero() && f.reply == nil && time.Since(f.typing) > 8*time.Second {
+		f.startTyping(ctx)
+	}
+}
+
+// maxUpload is the largest inline image attached to a message.
+const maxUpload = 8 << 20
+
+// upload attaches a card's inline image to a message of its own.
+func (f *follow) upload(ctx context.Context, img *switchboard.UIImage, title string) {
+	data := img.Data
+	if rest, ok := strings.CutPrefix(data, "data:"); ok {
+		if _, b64, ok := strings.Cut(rest, ","); ok {
+			data = b64
+		}
+	}
+	raw, err := base64.StdEncoding.DecodeString(data)
+	if err != nil || len(raw) == 0 || len(raw) > maxUpload {
+		f.send(ctx, &discordgo.MessageSend{Content: "-# (An image could not be shown: it is not valid image data, or larger than 8 MiB.)"})
+		return
+	}
+	f.send(ctx, &discordgo.MessageSend{
+		Content: cmp.Or(title, img.Alt),
+		Files:   []*discordgo.File{{Name: "image" + imageExt(img.MIMEType), ContentType: cmp.Or(img.MIMEType, "image/png"), Reader: bytes.NewReader(raw)}},
+	})
+}
+
+func imageExt(mime string) string {
+	switch mime {
+	case "image/jpeg":
+		return ".jpg"
+	case "image/gif":
+		return ".gif"
+	case "image/webp":
+		return ".webp"
+	}
+	return ".png"
+}
+
+func channelName(c string) string {
+	switch c {
+	case "web":
+		return "Web"
+	case "stdin":
+		return "Terminal"
+	case "slack":
+		return "Slack"
+	case "discord":
+		return "Discord"
+	}
+	return c
+}

@@ -1,0 +1,423 @@
+package discord
+
+// Inbound: Discord messages, clicks, modal submissions and commands become
+// session inputs. A place (a thread, a DM) is addressed by its channel id:
+// a thread started from a message has that message's id, so a replayed
+// MESSAGE_CREATE finds the thread it already opened.
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/sessions"
+	"github.com/switchboard-gw/switchboard/tools"
+)
+
+// noMentions: what the bot writes never pings anyone; a model's "@everyone"
+// stays text.
+var noMentions = &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
+
+// onMessage submits a message to its place's session: a DM, a thread that
+// is a session, or a mention, which opens a thread from the message.
+func (l *Listener) onMessage(ctx context.Context, m *discordgo.Message) {
+	if m.Author == nil || m.Author.Bot || m.Author.ID == l.botUserID || m.WebhookID != "" {
+		return // ourselves, other bots, webhooks: bots talking to bots never end
+	}
+	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
+		return // joins, pins, thread notices
+	}
+	mentioned := false
+	for _, u := range m.Mentions {
+		if u.ID == l.botUserID {
+			mentioned = true
+		}
+	}
+	author := authorOf(m.Author, m.Member)
+	var roles []string
+	if m.Member != nil {
+		roles = m.Member.Roles
+	}
+	// The thread a mention opens has the message's id: work on it in that
+	// place's order, so a replay of the message finds it.
+	place := m.ChannelID
+	if mentioned && m.GuildID != "" {
+		place = m.ID
+	}
+	l.run(place, func() {
+		text := strings.TrimSpace(strings.NewReplacer("<@"+l.botUserID+">", "", "<@!"+l.botUserID+">", "").Replace(m.Content))
+		b, err := l.placeOf(ctx, m, mentioned, text, author, roles)
+		if err != nil {
+			if !errors.Is(err, switchboard.ErrNotFound) && !errors.Is(err, errNotHere) {
+				l.log.Error("discord: session for a message", "channel", m.ChannelID, "err", err)
+			}
+			if errors.Is(err, errNotHere) && (mentioned || m.GuildID == "") {
+				l.reply(ctx, m, "Sorry, I'm not set up to answer here. Ask the server's admins to add this channel.")
+			}
+			return
+		}
+		if text == "" {
+			text = "Hello!"
+		}
+		l.submitText(ctx, b, author, typedAnswer(text), m.ID)
+	})
+}
+
+var errNotHere = errors.New("not an allowed place")
+
+// placeOf finds the binding of the place a message belongs to, opening one
+// for a mention or a DM.
+func (l *Listener) placeOf(ctx context.Context, m *discordgo.Message, mentioned bool, text string, author switchboard.Author, roles []string) (switchboard.Binding, error) {
+	if m.GuildID == "" { // a DM: always a conversation
+		return l.sessionAt(ctx, m.ChannelID, author, roles, true)
+	}
+	if b, err := l.sessions.Binding(ctx, Channel, m.ChannelID); err == nil {
+		ch, cerr := l.channel(ctx, m.ChannelID)
+		if cerr == nil && !l.allowed(m.GuildID, ch.ID, ch.ParentID) {
+			return b, errNotHere
+		}
+		return l.sessionAt(ctx, b.Address, author, roles, false)
+	} else if !errors.Is(err, switchboard.ErrNotFound) {
+		return b, err
+	}
+	if !mentioned {
+		return switchboard.Binding{}, switchboard.ErrNotFound // not for us
+	}
+	ch, err := l.channel(ctx, m.ChannelID)
+	if err != nil {
+		return switchboard.Binding{}, err
+	}
+	if !l.allowed(m.GuildID, ch.ID, ch.ParentID) {
+		return switchboard.Binding{}, errNotHere
+	}
+	if ch.IsThread() { // a mention in a thread someone else opened: it becomes one
+		return l.sessionAt(ctx, ch.ID, author, roles, true)
+	}
+	if b, err := l.sessions.Binding(ctx, Channel, m.ID); err == nil {
+		return b, nil // replayed: the thread is open already
+	}
+	th, err := l.dg.MessageThreadStartComplex(m.ChannelID, m.ID, &discordgo.ThreadStart{
+		Name: threadName(text), AutoArchiveDuration: 1440,
+	}, discordgo.WithContext(ctx))
+	if err != nil {
+		return switchboard.Binding{}, err
+	}
+	return l.sessionAt(ctx, th.ID, author, roles, true)
+}
+
+// threadName is a thread's title from the message that opened it.
+func threadName(text string) string {
+	name := strings.Join(strings.Fields(text), " ")
+	if name == "" {
+		name = "Conversation"
+	}
+	if r := []rune(name); len(r) > 90 {
+		name = string(r[:89]) + "…"
+	}
+	return name
+}
+
+// sessionAt returns a place's binding; with create, a place without one
+// gets a new session owned by author, bound to it. A configured approver
+// is made one in the session.
+func (l *Listener) sessionAt(ctx context.Context, addr string, author switchboard.Author, roles []string, create bool) (switchboard.Binding, error) {
+	b, err := l.sessions.Binding(ctx, Channel, addr)
+	if err == nil {
+		if role := l.role(author.ID, roles); role != "" {
+			sub, err := l.sessions.Attach(ctx, sessions.AttachOptions{SessionID: b.SessionID, Author: author, Role: role, AfterSeq: -1})
+			if err != nil {
+				return b, err
+			}
+			sub.Close()
+		}
+		return b, nil
+	}
+	if !errors.Is(err, switchboard.ErrNotFound) || !create {
+		return b, err
+	}
+	// The key finds the session again if we stopped between creating and
+	// binding it.
+	sub, err := l.sessions.Attach(ctx, sessions.AttachOptions{Key: Channel + ":" + addr, Author: author, AfterSeq: -1})
+	if err != nil {
+		return b, err
+	}
+	sub.Close()
+	return l.sessions.Bind(ctx, Channel, addr, sub.Ready.Session)
+}
+
+// submitText gives a place's session a message or command; /reset binds
+// the place to the new conversation once it exists.
+func (l *Listener) submitText(ctx context.Context, b switchboard.Binding, author switchboard.Author, text, clientID string) {
+	r, err := l.sessions.Submit(ctx, b.SessionID, switchboard.Input{
+		Kind: switchboard.InputText, Author: author, Text: text, ClientID: clientID,
+	})
+	if err != nil {
+		l.refused(ctx, b.Address, author.ID, err)
+		return
+	}
+	name, _, _ := strings.Cut(strings.TrimSpace(text), " ")
+	if !strings.EqualFold(name, "/reset") {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := r.Wait(wctx); err != nil || r.NewSession == "" {
+		return
+	}
+	if _, err := l.sessions.Bind(ctx, Channel, b.Address, r.NewSession); err != nil {
+		l.log.Error("discord: bind the new conversation", "place", b.Address, "err", err)
+	}
+}
+
+// typedAnswer lets a person answer an approval by writing "approve",
+// "deny" or "approve always" where buttons are not at hand.
+func typedAnswer(text string) string {
+	switch strings.ToLower(strings.TrimRight(strings.TrimSpace(text), ".!")) {
+	case "approve", "approved":
+		return "/approve"
+	case "deny", "denied":
+		return "/deny"
+	case "approve always", "always allow", "always":
+		return "/approve always"
+	}
+	return text
+}
+
+// refused tells the writer why their input was not taken: privately when
+// an interaction of theirs allows it, else in the place.
+func (l *Listener) refused(ctx context.Context, place, user string, err error) {
+	msg := "Sorry, that did not go through. Please try again."
+	switch {
+	case errors.Is(err, sessions.ErrBusy):
+		msg = "I'm still working on the previous messages here; send this again in a moment."
+	case errors.Is(err, sessions.ErrForbidden):
+		msg = "You can't do that in this conversation."
+	}
+	l.log.Warn("discord: input refused", "place", place, "user", user, "err", err)
+	l.tell(ctx, place, user, msg)
+}
+
+// tell shows text to one person: an ephemeral follow-up of their latest
+// interaction in the place (valid 15 minutes), else a message there that
+// names them.
+func (l *Listener) tell(ctx context.Context, place, user, text string) {
+	l.tokensMu.Lock()
+	tok, ok := l.tokens[place+"/"+user]
+	l.tokensMu.Unlock()
+	if ok && time.Since(tok.at) < 14*time.Minute {
+		_, err := l.dg.FollowupMessageCreate(tok.i, false, &discordgo.WebhookParams{
+			Content: text, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions,
+		}, discordgo.WithContext(ctx))
+		if err == nil {
+			return
+		}
+		l.log.Info("discord: ephemeral follow-up failed, writing in the place", "err", err)
+	}
+	_, err := l.dg.ChannelMessageSendComplex(place, &discordgo.MessageSend{
+		Content: "<@" + user + "> " + text, AllowedMentions: &discordgo.MessageAllowedMentions{Users: []string{user}},
+	}, discordgo.WithContext(ctx))
+	if err != nil {
+		l.log.Warn("discord: telling someone", "place", place, "err", err)
+	}
+}
+
+// reply answers a message in its channel.
+func (l *Listener) reply(ctx context.Context, m *discordgo.Message, text string) {
+	_, err := l.dg.ChannelMessageSendComplex(m.ChannelID, &discordgo.MessageSend{
+		Content: text, Reference: m.Reference(), AllowedMentions: noMentions,
+	}, discordgo.WithContext(ctx))
+	if err != nil {
+		l.log.Warn("discord: reply", "channel", m.ChannelID, "err", err)
+	}
+}
+
+// respond answers an interaction: over HTTP when it came that way (httpOut
+// set), else with the callback endpoint. Every interaction is answered
+// first, within Discord's 3 seconds, and worked on after.
+func (l *Listener) respond(ctx context.Context, i *discordgo.Interaction, resp *discordgo.InteractionResponse, httpOut func(*discordgo.InteractionResponse)) {
+	if httpOut != nil {
+		httpOut(resp)
+		return
+	}
+	if err := l.dg.InteractionRespond(i, resp, discordgo.WithContext(ctx)); err != nil {
+		l.log.Warn("discord: answering an interaction", "type", i.Type, "err", err)
+	}
+}
+
+func ephemeral(text string) *discordgo.InteractionResponse {
+	return &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
+		Data: &discordgo.InteractionResponseData{Content: text, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions}}
+}
+
+var deferredUpdate = &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}
+
+// onInteraction handles a click, a modal's submission or /switchboard.
+func (l *Listener) onInteraction(ctx context.Context, i *discordgo.Interaction, httpOut func(*discordgo.InteractionResponse)) {
+	user, member := i.User, i.Member
+	if member != nil && member.User != nil {
+		user = member.User
+	}
+	if user == nil {
+		return
+	}
+	author := authorOf(user, member)
+	var roles []string
+	if member != nil {
+		roles = member.Roles
+	}
+	place := i.ChannelID
+	l.tokensMu.Lock()
+	if len(l.tokens) > 10_000 {
+		clear(l.tokens)
+	}
+	l.tokens[place+"/"+user.ID] = interactionToken{i: i, at: time.Now()}
+	l.tokensMu.Unlock()
+
+	switch i.Type {
+	case discordgo.InteractionPing:
+		l.respond(ctx, i, &discordgo.InteractionResponse{Type: discordgo.InteractionResponsePong}, httpOut)
+	case discordgo.InteractionMessageComponent:
+		data := i.MessageComponentData()
+		if actionID, ok := strings.CutPrefix(data.CustomID, "sb:form:"); ok {
+			l.openForm(ctx, i, place, actionID, httpOut) // a modal must be the first answer
+			return
+		}
+		l.respond(ctx, i, deferredUpdate, httpOut)
+		l.run(place, func() {
+			b, err := l.sessionAt(ctx, place, author, roles, false)
+			if err != nil {
+				l.tell(ctx, place, user.ID, "This conversation is no longer here; mention me to start a new one.")
+				return
+			}
+			in, ok := l.componentInput(ctx, b.SessionID, data, author)
+			if !ok {
+				return
+			}
+			if _, err := l.sessions.Submit(ctx, b.SessionID, in); err != nil {
+				l.refused(ctx, place, user.ID, err)
+			}
+		})
+	case discordgo.InteractionModalSubmit:
+		data := i.ModalSubmitData()
+		actionID, ok := strings.CutPrefix(data.CustomID, "sb:modal:")
+		l.respond(ctx, i, deferredUpdate, httpOut)
+		if !ok {
+			return
+		}
+		l.run(place, func() {
+			b, err := l.sessionAt(ctx, place, author, roles, false)
+			if err != nil {
+				return
+			}
+			ui, err := l.card(ctx, b.SessionID, actionID)
+			if err != nil || ui.Form == nil {
+				l.tell(ctx, place, user.ID, "That form is no longer available.")
+				return
+			}
+			in := switchboard.Input{Kind: switchboard.InputAction, Author: author, ActionID: actionID, Value: formValues(*ui.Form, data)}
+			if _, err := l.sessions.Submit(ctx, b.SessionID, in); err != nil {
+				l.refused(ctx, place, user.ID, err)
+			}
+		})
+	case discordgo.InteractionApplicationCommand:
+		l.onCommand(ctx, i, place, author, roles, httpOut)
+	}
+}
+
+// componentInput turns a click or a choice into the session's input.
+func (l *Listener) componentInput(ctx context.Context, sessionID string, data discordgo.MessageComponentInteractionData, author switchboard.Author) (switchboard.Input, bool) {
+	id := data.CustomID
+	for prefix, approved := range map[string]bool{"sb:approve:": true, "sb:deny:": false, "sb:always:": true} {
+		if conf, ok := strings.CutPrefix(id, prefix); ok {
+			in := switchboard.Input{Kind: switchboard.InputConfirm, Author: author, ConfirmationID: conf, Approved: approved}
+			if prefix == "sb:always:" {
+				in.Scope = switchboard.ScopeSession
+			}
+			return in, true
+		}
+	}
+	if actionID, ok := strings.CutPrefix(id, "sb:btn:"); ok {
+		return switchboard.Input{Kind: switchboard.InputAction, Author: author, ActionID: actionID}, true
+	}
+	if strings.HasPrefix(id, "sb:sel:") && len(data.Values) == 1 {
+		actionID, pos, _ := strings.Cut(data.Values[0], "|")
+		n, err := strconv.Atoi(pos)
+		ui, uerr := l.card(ctx, sessionID, actionID)
+		if err != nil || uerr != nil || ui.Select == nil || n < 0 || n >= len(ui.Select.Options) {
+			l.log.Warn("discord: a choice from a card that is gone", "session", sessionID, "value", data.Values[0])
+			return switchboard.Input{}, false
+		}
+		return switchboard.Input{Kind: switchboard.InputAction, Author: author, ActionID: actionID, Value: ui.Select.Options[n].Value}, true
+	}
+	return switchboard.Input{}, false
+}
+
+// card finds the stored card an action id belongs to.
+func (l *Listener) card(ctx context.Context, sessionID, actionID string) (switchboard.UI, error) {
+	uiID, _, _, err := tools.ParseActionID(actionID)
+	if err != nil {
+		return switchboard.UI{}, err
+	}
+	return l.sessions.FindUI(ctx, sessionID, uiID)
+}
+
+// openForm answers a form's button with its modal.
+func (l *Listener) openForm(ctx context.Context, i *discordgo.Interaction, place, actionID string, httpOut func(*discordgo.InteractionResponse)) {
+	b, err := l.sessions.Binding(ctx, Channel, place)
+	if err != nil {
+		l.respond(ctx, i, ephemeral("This conversation is no longer here; mention me to start a new one."), httpOut)
+		return
+	}
+	ui, err := l.card(ctx, b.SessionID, actionID)
+	if err != nil || ui.Form == nil {
+		l.respond(ctx, i, ephemeral("That form is no longer available."), httpOut)
+		return
+	}
+	l.respond(ctx, i, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseModal, Data: formModal(*ui.Form, ui.Title, actionID)}, httpOut)
+}
+
+// commandHelp is /switchboard help, for the caller alone.
+const commandHelp = "Mention me in a channel and I answer in a thread opened from your message; " +
+	"in that thread I answer every message, and in a DM every message too. Tool calls that need consent " +
+	"show Approve and Deny buttons (or write `approve` / `deny`).\n" +
+	"`/switchboard guide|tools|usage|stop|reset` in a thread or DM runs that command in its conversation."
+
+// onCommand handles /switchboard <subcommand>: help for the caller alone,
+// the rest in the conversation of the thread or DM it was used in.
+func (l *Listener) onCommand(ctx context.Context, i *discordgo.Interaction, place string, author switchboard.Author, roles []string, httpOut func(*discordgo.InteractionResponse)) {
+	data := i.ApplicationCommandData()
+	if data.Name != "switchboard" || len(data.Options) == 0 {
+		l.respond(ctx, i, ephemeral(commandHelp), httpOut)
+		return
+	}
+	sub := data.Options[0]
+	if sub.Name == "help" {
+		l.respond(ctx, i, ephemeral(commandHelp), httpOut)
+		return
+	}
+	text := "/" + sub.Name
+	for _, o := range sub.Options {
+		if o.Name == "name" {
+			text += " " + o.StringValue()
+		}
+	}
+	b, err := l.sessions.Binding(ctx, Channel, place)
+	if err != nil && i.GuildID != "" {
+		l.respond(ctx, i, ephemeral("Use this in a thread I answer in, or mention me to start one."), httpOut)
+		return
+	}
+	l.respond(ctx, i, ephemeral(text+": done, answered here."), httpOut)
+	l.run(place, func() {
+		if err != nil { // a DM without a conversation yet
+			if b, err = l.sessionAt(ctx, place, author, roles, true); err != nil {
+				return
+			}
+		}
+		l.submitText(ctx, b, author, text, "cmd:"+i.ID)
+	})
+}
