@@ -18,7 +18,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -149,6 +151,7 @@ func New(cfg Config, s Sessions, log *slog.Logger) (*Listener, error) {
 	dg.Identify.Intents = discordgo.IntentsGuildMessages | discordgo.IntentsDirectMessages | discordgo.IntentsMessageContent
 	dg.StateEnabled = false
 	dg.ShouldRetryOnRateLimit = true
+	dg.Client = &http.Client{Timeout: 20 * time.Second, Transport: &globalLimit{next: http.DefaultTransport}}
 	l := &Listener{
 		cfg: cfg, sessions: s, log: log.With("listener", Channel), dg: dg, publicKey: pub,
 		names: newNameCache(), tokens: map[string]interactionToken{},
@@ -358,4 +361,40 @@ func authorOf(u *discordgo.User, m *discordgo.Member) switchboard.Author {
 		name = m.Nick
 	}
 	return switchboard.Author{Channel: Channel, ID: u.ID, Name: name}
+}
+
+// globalLimit holds every request back after a global 429 until Discord's
+// Retry-After has passed. discordgo waits out a 429 for the request that
+// got it, and blocks all routes only when the answer also carries
+// X-RateLimit-Reset-After, which a global limit need not.
+type globalLimit struct {
+	next  http.RoundTripper
+	mu    sync.Mutex
+	until time.Time
+}
+
+func (g *globalLimit) RoundTrip(r *http.Request) (*http.Response, error) {
+	g.mu.Lock()
+	wait := time.Until(g.until)
+	g.mu.Unlock()
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return nil, r.Context().Err()
+		}
+	}
+	resp, err := g.next.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("X-RateLimit-Global") != "" {
+		if secs, perr := strconv.ParseFloat(resp.Header.Get("Retry-After"), 64); perr == nil && secs > 0 {
+			g.mu.Lock()
+			if until := time.Now().Add(time.Duration(secs * float64(time.Second))); until.After(g.until) {
+				g.until = until
+			}
+			g.mu.Unlock()
+		}
+	}
+	return resp, err
 }

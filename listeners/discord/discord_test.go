@@ -633,3 +633,43 @@ func TestEditsWithinTheRateAndTyping(t *testing.T) {
 		t.Error("no typing indicator in the thread")
 	}
 }
+
+// A global 429 holds back every request, from every thread, until its
+// Retry-After has passed; nothing is lost. Thread B writes only once
+// thread A's reply got the 429, so without the hold B's reply would go out
+// at once.
+func TestGlobalRateLimitBacksOffEverything(t *testing.T) {
+	const retry = 3 * time.Second
+	r := newRig(t, nil)
+	r.gw.LLM.Push(openaitest.Reply{Text: []string{"A opened."}}, openaitest.Reply{Text: []string{"B opened."}})
+	_, a := r.mention(alice, "thread a")
+	r.eventually("thread A answered", func() bool { return strings.Contains(allContent(r.botMessages(a)), "A opened.") })
+	_, b := r.mention(bob, "thread b")
+	r.eventually("thread B answered", func() bool { return strings.Contains(allContent(r.botMessages(b)), "B opened.") })
+
+	r.fake.RateLimit(discordtest.RouteCreateMessage, retry, 1, true)
+	r.gw.LLM.Push(openaitest.Reply{Text: []string{"A again."}})
+	r.post(discordtest.UserMessage{ChannelID: a, AuthorID: alice, Content: "again"})
+	var limited time.Time
+	r.eventually("A's reply limited", func() bool {
+		for _, req := range r.fake.Requests(discordtest.RouteCreateMessage) {
+			if req.Status == http.StatusTooManyRequests {
+				limited = req.Received
+				return true
+			}
+		}
+		return false
+	})
+	r.gw.LLM.Push(openaitest.Reply{Text: []string{"B again."}})
+	r.post(discordtest.UserMessage{ChannelID: b, AuthorID: bob, Content: "again"})
+	r.eventually("both answers", func() bool {
+		return strings.Contains(allContent(r.botMessages(a)), "A again.") && strings.Contains(allContent(r.botMessages(b)), "B again.")
+	})
+	for _, route := range []string{discordtest.RouteCreateMessage, discordtest.RouteEditMessage, discordtest.RouteTriggerTyping} {
+		for _, req := range r.fake.Requests(route) {
+			if d := req.Received.Sub(limited); d > 0 && d < retry-200*time.Millisecond {
+				t.Errorf("%s sent %s after a global 429 of %s", route, d, retry)
+			}
+		}
+	}
+}
