@@ -113,6 +113,28 @@ type Binding struct {
 	State string
 }
 
+// Invite lets others into a session with a role (/share). Only the hash
+// of its code is stored.
+type Invite struct {
+	CodeHash  string
+	SessionID string
+	Role      string
+	UsesLeft  int
+	ExpiresAt time.Time
+	CreatedBy string // Author.Key()
+	CreatedAt time.Time
+	Revoked   bool
+}
+
+// Why an invite code lets no one in: each is one clear message and
+// changes nothing.
+var (
+	ErrInviteUnknown = errors.New("that invite code is not known")
+	ErrInviteExpired = errors.New("that invite code has expired")
+	ErrInviteUsedUp  = errors.New("that invite code has been used as many times as it allows")
+	ErrInviteRevoked = errors.New("that invite code was withdrawn")
+)
+
 // ErrNotFound is returned (wrapped) by stores for a missing record.
 var ErrNotFound = errors.New("not found")
 

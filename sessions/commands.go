@@ -71,6 +71,10 @@ func (s *session) command(ctx context.Context, j job, cmd command) {
 		s.answerCommand(ctx, in, cmd)
 	case "revoke":
 		s.revoke(ctx, in.Author, cmd.args)
+	case "share":
+		s.share(ctx, in.Author, cmd.args)
+	case "unshare":
+		s.unshare(ctx, in.Author)
 	default:
 		if _, ok := s.m.cfg.Tools.Lookup(cmd.name); ok {
 			s.runToolDirectly(ctx, in.Author, cmd)

@@ -68,6 +68,11 @@ type Store interface {
 	SessionBindings(ctx context.Context, sessionID string) ([]switchboard.Binding, error)
 	BindingsBehind(ctx context.Context, channel string) ([]switchboard.Binding, error)
 	SetRendered(ctx context.Context, channel, address, sessionID string, seq int64) error
+
+	// Invites (invites.go).
+	CreateInvite(ctx context.Context, inv switchboard.Invite) error
+	RedeemInvite(ctx context.Context, codeHash string, now time.Time) (switchboard.Invite, error)
+	RevokeInvites(ctx context.Context, sessionID string, now time.Time) (int, error)
 	SetBindingState(ctx context.Context, channel, address, sessionID, state string) error
 
 	// Expired and DeleteSessions serve retention.
@@ -105,6 +110,10 @@ type Config struct {
 	// Retention deletes sessions whose last turn ended longer ago than
 	// this, with everything they hold (0: keep them).
 	Retention time.Duration
+
+	// PublicURL is the origin invite links point at (/s/<code>); empty:
+	// links are left out and the code alone is given.
+	PublicURL string
 
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -190,8 +199,10 @@ type Manager struct {
 	liveCount atomic.Int64
 	working   atomic.Int64 // session goroutines up: sessions with work
 
-	// creators limits new sessions per author; guarded by loadMu.
+	// creators limits new sessions per author, joiners attempts to join
+	// with a code; both guarded by loadMu.
 	creators map[string]*rate.Limiter
+	joiners  map[string]*rate.Limiter
 
 	// followers render bound sessions, by channel (bindings.go).
 	followMu  sync.RWMutex
@@ -204,6 +215,7 @@ func NewManager(ctx context.Context, cfg Config) *Manager {
 	m := &Manager{cfg: cfg.withDefaults(), ctx: ctx, draining: make(chan struct{})}
 	m.turns, m.stopTurns = context.WithCancelCause(ctx)
 	m.creators = map[string]*rate.Limiter{}
+	m.joiners = map[string]*rate.Limiter{}
 	m.followers = map[string]Follower{}
 	if m.cfg.Retention > 0 {
 		m.bg.Go(m.retain)
