@@ -117,8 +117,10 @@ type MessageData struct {
 	Author   string      `json:"author"`
 	AuthorID string      `json:"author_id,omitempty"`
 	Channel  string      `json:"channel,omitempty"`
-	Content  string      `json:"content"`
-	Format   string      `json:"format"`
+	// Place is Input.Place: where a person's message was written.
+	Place   string `json:"place,omitempty"`
+	Content string `json:"content"`
+	Format  string `json:"format"`
 	// Model names the model that wrote an assistant message; the offline
 	// demo model is labelled as such here.
 	Model string `json:"model,omitempty"`

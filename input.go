@@ -20,6 +20,10 @@ type Input struct {
 	Kind     InputKind
 	ClientID string
 	Author   Author
+	// Place is where the input was written, in a channel that can show a
+	// session in several places ("slack:T1:C1:1700000000.000100"): those
+	// places show it to the others, and not back where it came from.
+	Place string
 
 	Text string // InputText
 

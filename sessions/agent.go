@@ -60,7 +60,7 @@ func (s *session) userTurn(ctx context.Context, j job, text string) {
 	}
 	ev, ok := s.event(switchboard.EventMessage, switchboard.MessageData{
 		ID: newID("m_"), Role: switchboard.RoleUser, Author: in.Author.DisplayName(),
-		AuthorID: in.Author.ID, Channel: in.Author.Channel, Content: text, Format: switchboard.FormatText,
+		AuthorID: in.Author.ID, Channel: in.Author.Channel, Place: in.Place, Content: text, Format: switchboard.FormatText,
 	})
 	if !ok {
 		return

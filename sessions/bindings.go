@@ -52,9 +52,25 @@ func (m *Manager) follower(channel string) Follower {
 // current end, so the place is not flooded with history. A place bound to
 // another session before now shows this one instead.
 func (m *Manager) Bind(ctx context.Context, channel, address, sessionID string) (switchboard.Binding, error) {
+	return m.BindWithRecap(ctx, channel, address, sessionID, 0)
+}
+
+// BindWithRecap is Bind for a place that joins a conversation under way:
+// it is first shown the session's last recap messages (and what came with
+// them), not the whole history.
+func (m *Manager) BindWithRecap(ctx context.Context, channel, address, sessionID string, recap int) (switchboard.Binding, error) {
 	seq, err := m.cfg.Store.LastSeq(ctx, sessionID)
 	if err != nil {
 		return switchboard.Binding{}, fmt.Errorf("sessions: bind %s: %w", sessionID, err)
+	}
+	if recap > 0 && seq > 0 {
+		msgs, err := m.cfg.Store.RecentMessages(ctx, sessionID, recap, seq)
+		if err != nil {
+			return switchboard.Binding{}, fmt.Errorf("sessions: bind %s: recap: %w", sessionID, err)
+		}
+		if len(msgs) > 0 {
+			seq = msgs[0].Seq - 1
+		}
 	}
 	b := switchboard.Binding{Channel: channel, Address: address, SessionID: sessionID, RenderedSeq: seq, CreatedAt: m.cfg.Now().UTC()}
 	if err := m.cfg.Store.Bind(ctx, b); err != nil {

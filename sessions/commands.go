@@ -41,6 +41,9 @@ const Help = `Commands:
   /approve [id] [always]    approve a waiting tool call (always: this tool, for the rest of the session)
   /deny [id]                deny a waiting tool call
   /revoke <tool>            ask again before <tool> runs (undoes "always")
+  /share [role] [uses N] [expires 24h]
+                            an invite code for others (viewer, member or approver)
+  /unshare                  withdraw the open invite codes
   /usage                    tokens used in this session
   /stop                     stop the running turn
   /reset                    start a new conversation

@@ -82,6 +82,8 @@ type Sessions interface {
 	SetFollower(channel string, f sessions.Follower)
 	CatchUp(ctx context.Context, channel string) error
 	FindUI(ctx context.Context, sessionID, uiID string) (switchboard.UI, error)
+	Join(ctx context.Context, code string, author switchboard.Author) (string, collaboration.Role, error)
+	BindWithRecap(ctx context.Context, channel, address, sessionID string, recap int) (switchboard.Binding, error)
 }
 
 // Listener is the Discord listener. Create it with New, start it with Run.
@@ -273,6 +275,8 @@ func (l *Listener) registerCommands(ctx context.Context) error {
 			sub("usage", "Tokens used in this conversation"),
 			sub("stop", "Stop the answer under way"),
 			sub("reset", "Start a new conversation in this thread"),
+			sub("join", "Show a shared conversation here, with its invite code",
+				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "code", Description: "The invite code", Required: true}),
 		},
 	}
 	_, err := l.dg.ApplicationCommandBulkOverwrite(l.appID, l.cfg.GuildID, []*discordgo.ApplicationCommand{cmd}, discordgo.WithContext(ctx))

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -671,5 +672,72 @@ func TestGlobalRateLimitBacksOffEverything(t *testing.T) {
 				t.Errorf("%s sent %s after a global 429 of %s", route, d, retry)
 			}
 		}
+	}
+}
+
+// A Discord DM joins a conversation started on the web with an invite
+// code: a recap, then the live exchange labelled with who and where; what
+// is written in Discord reaches the web once.
+func TestJoinASharedConversation(t *testing.T) {
+	r := newRig(t, nil)
+	ctx := context.Background()
+	web := switchboard.Author{Channel: "web", ID: "alice-web", Name: "Alice"}
+	sub, err := r.gw.Manager.Attach(ctx, sessions.AttachOptions{Author: web, AfterSeq: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	id := sub.Ready.Session
+	say := func(text string) {
+		t.Helper()
+		rec, err := r.gw.Manager.Submit(ctx, id, switchboard.Input{Kind: switchboard.InputText, Author: web, Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rec.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Before you came."}})
+	say("an early question")
+	say("/share member")
+	var code string
+	for code == "" {
+		select {
+		case ev := <-sub.Events():
+			if m := regexp.MustCompile(`Invite code ([a-z2-7]{26})`).FindStringSubmatch(string(ev.Data)); m != nil {
+				code = m[1]
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no invite code")
+		}
+	}
+	dm := r.fake.DM(bob)
+	r.post(discordtest.UserMessage{ChannelID: dm.ID, AuthorID: bob, Content: "/join " + code})
+	r.eventually("the recap in the DM", func() bool {
+		text := allContent(r.botMessages(dm.ID))
+		return strings.Contains(text, "Before you came.") && strings.Contains(text, "Alice · Web")
+	})
+	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Answer to Bob."}})
+	r.post(discordtest.UserMessage{ChannelID: dm.ID, AuthorID: bob, Content: "hello from discord"})
+	seen := 0
+	deadline := time.After(15 * time.Second)
+	for done := false; !done; {
+		select {
+		case ev := <-sub.Events():
+			if ev.Type == switchboard.EventMessage && strings.Contains(string(ev.Data), "hello from discord") {
+				seen++
+			}
+			done = ev.Type == switchboard.EventMessage && strings.Contains(string(ev.Data), "Answer to Bob.")
+		case <-deadline:
+			t.Fatal("the web never saw the Discord exchange")
+		}
+	}
+	if seen != 1 {
+		t.Fatalf("the web saw Bob's message %d times", seen)
+	}
+	r.eventually("the answer in the DM", func() bool { return strings.Contains(allContent(r.botMessages(dm.ID)), "Answer to Bob.") })
+	if strings.Contains(allContent(r.botMessages(dm.ID)), "Bob · Discord") {
+		t.Fatal("Bob's own message was echoed back to his DM")
 	}
 }

@@ -287,9 +287,10 @@ func (f *follow) message(ctx context.Context, d *switchboard.MessageData) {
 			f.send(ctx, &discordgo.MessageSend{Content: piece})
 		}
 	case switchboard.RoleUser:
-		if d.Channel == Channel {
-			return // Discord's own are in the thread already
+		if d.Place == Channel+":"+f.b.Address || d.Place == "" && d.Channel == Channel {
+			return // written here: it is in the thread already
 		}
+
 		who := d.Author
 		if d.Channel != "" {
 			who += " · " + channelName(d.Channel)

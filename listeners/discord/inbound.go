@@ -51,6 +51,10 @@ func (l *Listener) onMessage(ctx context.Context, m *discordgo.Message) {
 	}
 	l.run(place, func() {
 		text := strings.TrimSpace(strings.NewReplacer("<@"+l.botUserID+">", "", "<@!"+l.botUserID+">", "").Replace(m.Content))
+		if code, ok := joinCode(text); ok && (mentioned || m.GuildID == "") {
+			l.joinFrom(ctx, m, code, author)
+			return
+		}
 		b, err := l.placeOf(ctx, m, mentioned, text, author, roles)
 		if err != nil {
 			if !errors.Is(err, switchboard.ErrNotFound) && !errors.Is(err, errNotHere) {
@@ -154,7 +158,7 @@ func (l *Listener) sessionAt(ctx context.Context, addr string, author switchboar
 // the place to the new conversation once it exists.
 func (l *Listener) submitText(ctx context.Context, b switchboard.Binding, author switchboard.Author, text, clientID string) {
 	r, err := l.sessions.Submit(ctx, b.SessionID, switchboard.Input{
-		Kind: switchboard.InputText, Author: author, Text: text, ClientID: clientID,
+		Kind: switchboard.InputText, Author: author, Text: text, ClientID: clientID, Place: Channel + ":" + b.Address,
 	})
 	if err != nil {
 		l.refused(ctx, b.Address, author.ID, err)
@@ -172,6 +176,88 @@ func (l *Listener) submitText(ctx context.Context, b switchboard.Binding, author
 	if _, err := l.sessions.Bind(ctx, Channel, b.Address, r.NewSession); err != nil {
 		l.log.Error("discord: bind the new conversation", "place", b.Address, "err", err)
 	}
+}
+
+// joinCode reads "/join CODE" (or "join CODE").
+func joinCode(text string) (string, bool) {
+	f := strings.Fields(text)
+	if len(f) == 2 && (strings.EqualFold(f[0], "/join") || strings.EqualFold(f[0], "join")) {
+		return f[1], true
+	}
+	return "", false
+}
+
+// joinCommand is /switchboard join code: in a DM or a thread, that place
+// shows the shared conversation; in a channel, a mention opens a thread.
+func (l *Listener) joinCommand(ctx context.Context, i *discordgo.Interaction, place string, author switchboard.Author, sub *discordgo.ApplicationCommandInteractionDataOption, httpOut func(*discordgo.InteractionResponse)) {
+	code := ""
+	for _, o := range sub.Options {
+		if o.Name == "code" {
+			code = o.StringValue()
+		}
+	}
+	if i.GuildID != "" {
+		ch, err := l.channel(ctx, place)
+		if err != nil || !ch.IsThread() {
+			l.respond(ctx, i, ephemeral("To join in a channel, mention me with the code: @Switchboard /join "+code+" (a thread opens from your message)."), httpOut)
+			return
+		}
+	}
+	sessionID, role, err := l.sessions.Join(ctx, code, author)
+	if err != nil {
+		l.respond(ctx, i, ephemeral(joinRefusal(err)), httpOut)
+		return
+	}
+	if _, err := l.sessions.BindWithRecap(ctx, Channel, place, sessionID, joinRecap); err != nil {
+		l.respond(ctx, i, ephemeral("Joined, but this place could not show the conversation; try again."), httpOut)
+		return
+	}
+	l.respond(ctx, i, ephemeral("Joined as "+string(role)+": this place now shows the shared conversation."), httpOut)
+}
+
+// joinRecap is how many of the last messages a joined place is shown.
+const joinRecap = 6
+
+// joinFrom joins the shared session a code names from a message: a DM
+// joins itself, a mention in a channel opens a thread from the message and
+// that thread joins.
+func (l *Listener) joinFrom(ctx context.Context, m *discordgo.Message, code string, author switchboard.Author) {
+	sessionID, role, err := l.sessions.Join(ctx, code, author)
+	if err != nil {
+		l.reply(ctx, m, joinRefusal(err))
+		return
+	}
+	place := m.ChannelID
+	if m.GuildID != "" {
+		ch, err := l.channel(ctx, m.ChannelID)
+		if err != nil || !l.allowed(m.GuildID, ch.ID, ch.ParentID) {
+			l.reply(ctx, m, "Sorry, I'm not set up to answer here. Ask the server's admins to add this channel.")
+			return
+		}
+		if !ch.IsThread() {
+			th, err := l.dg.MessageThreadStartComplex(m.ChannelID, m.ID, &discordgo.ThreadStart{Name: "Shared conversation", AutoArchiveDuration: 1440}, discordgo.WithContext(ctx))
+			if err != nil {
+				l.log.Warn("discord: a thread for a joined conversation", "err", err)
+				l.reply(ctx, m, "I could not open a thread here to show the conversation.")
+				return
+			}
+			place = th.ID
+		}
+	}
+	if _, err := l.sessions.BindWithRecap(ctx, Channel, place, sessionID, joinRecap); err != nil {
+		l.log.Error("discord: bind a joined session", "place", place, "err", err)
+		return
+	}
+	l.log.Info("discord: joined a shared session", "place", place, "session", sessionID, "role", role)
+}
+
+func joinRefusal(err error) string {
+	for _, known := range []error{switchboard.ErrInviteUnknown, switchboard.ErrInviteExpired, switchboard.ErrInviteUsedUp, switchboard.ErrInviteRevoked, sessions.ErrTooManyJoins} {
+		if errors.Is(err, known) {
+			return "Not joined: " + known.Error() + "."
+		}
+	}
+	return "That invite code did not work. Ask for a new one."
 }
 
 // typedAnswer lets a person answer an approval by writing "approve",
@@ -298,6 +384,7 @@ func (l *Listener) onInteraction(ctx context.Context, i *discordgo.Interaction, 
 			if !ok {
 				return
 			}
+			in.Place = Channel + ":" + b.Address
 			if _, err := l.sessions.Submit(ctx, b.SessionID, in); err != nil {
 				l.refused(ctx, place, user.ID, err)
 			}
@@ -319,7 +406,7 @@ func (l *Listener) onInteraction(ctx context.Context, i *discordgo.Interaction, 
 				l.tell(ctx, place, user.ID, "That form is no longer available.")
 				return
 			}
-			in := switchboard.Input{Kind: switchboard.InputAction, Author: author, ActionID: actionID, Value: formValues(*ui.Form, data)}
+			in := switchboard.Input{Kind: switchboard.InputAction, Author: author, ActionID: actionID, Value: formValues(*ui.Form, data), Place: Channel + ":" + b.Address}
 			if _, err := l.sessions.Submit(ctx, b.SessionID, in); err != nil {
 				l.refused(ctx, place, user.ID, err)
 			}
@@ -398,6 +485,10 @@ func (l *Listener) onCommand(ctx context.Context, i *discordgo.Interaction, plac
 	sub := data.Options[0]
 	if sub.Name == "help" {
 		l.respond(ctx, i, ephemeral(commandHelp), httpOut)
+		return
+	}
+	if sub.Name == "join" {
+		l.joinCommand(ctx, i, place, author, sub, httpOut)
 		return
 	}
 	text := "/" + sub.Name

@@ -311,10 +311,12 @@ func (f *follow) message(ctx context.Context, d *switchboard.MessageData) {
 		// its lines kept.
 		f.post(ctx, mrkdwnEscape(d.Content), nil)
 	case switchboard.RoleUser:
-		if d.Channel == Channel {
+		if d.Place == Channel+":"+f.b.Address || d.Place == "" && d.Channel == Channel {
 			f.asker = d.AuthorID // a stream into a channel names its reader
-			return
+			return               // written here: it is in the thread already
 		}
+		// Written elsewhere: shown with who and where; its answer is
+		// edited into place here (a stream would need a reader here).
 		f.asker = ""
 		who := d.Author
 		if d.Channel != "" {

@@ -137,6 +137,11 @@ func (l *Listener) onMessage(ctx context.Context, in incoming) {
 		if isBot {
 			return
 		}
+		text := strings.TrimSpace(strings.ReplaceAll(in.text, "<@"+l.botUserID+">", ""))
+		if code, ok := joinCode(text); ok && (in.start || isDM(in.at.channel)) {
+			l.join(ctx, in.at, author, code)
+			return
+		}
 		b, err := l.sessionAt(ctx, addr, author, in.start)
 		if err != nil {
 			if !errors.Is(err, switchboard.ErrNotFound) {
@@ -145,7 +150,6 @@ func (l *Listener) onMessage(ctx context.Context, in incoming) {
 			}
 			return
 		}
-		text := strings.TrimSpace(strings.ReplaceAll(in.text, "<@"+l.botUserID+">", ""))
 		if text == "" {
 			text = "Hello!"
 		}
@@ -161,7 +165,7 @@ func (l *Listener) onMessage(ctx context.Context, in incoming) {
 // a new conversation there: the place is bound to it once it exists.
 func (l *Listener) submitText(ctx context.Context, b switchboard.Binding, at place, author switchboard.Author, text, clientID string) {
 	r, err := l.sessions.Submit(ctx, b.SessionID, switchboard.Input{
-		Kind: switchboard.InputText, Author: author, Text: text, ClientID: clientID,
+		Kind: switchboard.InputText, Author: author, Text: text, ClientID: clientID, Place: Channel + ":" + b.Address,
 	})
 	if err != nil {
 		l.refused(ctx, at, author.ID, err)
@@ -194,6 +198,48 @@ func typedAnswer(text string) string {
 		return "/approve always"
 	}
 	return text
+}
+
+// joinCode reads "/join CODE" (or "join CODE").
+func joinCode(text string) (string, bool) {
+	f := strings.Fields(text)
+	if len(f) == 2 && (strings.EqualFold(f[0], "/join") || strings.EqualFold(f[0], "join")) {
+		return f[1], true
+	}
+	return "", false
+}
+
+// join puts this place into the shared session an invite code names: the
+// code makes the person a member with its role, and the place (a new
+// thread, a DM) then shows that session, beginning with a short recap.
+func (l *Listener) join(ctx context.Context, at place, author switchboard.Author, code string) {
+	sessionID, role, err := l.sessions.Join(ctx, code, author)
+	if err != nil {
+		msg := "That invite code did not work. Ask for a new one."
+		for _, known := range []error{switchboard.ErrInviteUnknown, switchboard.ErrInviteExpired, switchboard.ErrInviteUsedUp, switchboard.ErrInviteRevoked, sessions.ErrTooManyJoins} {
+			if errors.Is(err, known) {
+				msg = "Not joined: " + known.Error() + "."
+			}
+		}
+		l.ephemeral(ctx, at, author.ID, msg)
+		return
+	}
+	if _, err := l.sessions.BindWithRecap(ctx, Channel, l.address(at), sessionID, joinRecap); err != nil {
+		l.log.Error("slack: bind a joined session", "place", l.address(at), "err", err)
+		l.ephemeral(ctx, at, author.ID, "Joined, but this place could not show the conversation; try again.")
+		return
+	}
+	l.ephemeral(ctx, at, author.ID, fmt.Sprintf("Joined as %s: this %s now shows the shared conversation.", role, placeKind(at)))
+}
+
+// joinRecap is how many of the last messages a joined place is shown.
+const joinRecap = 6
+
+func placeKind(at place) string {
+	if at.threadTS == "" {
+		return "conversation"
+	}
+	return "thread"
 }
 
 // isReset reports whether text is the /reset command.
@@ -303,6 +349,7 @@ func (l *Listener) onInteraction(ctx context.Context, cb slackapi.InteractionCal
 			if !ok {
 				return
 			}
+			in.Place = Channel + ":" + b.Address
 			if _, err := l.sessions.Submit(ctx, b.SessionID, in); err != nil {
 				l.refused(ctx, at, user, err)
 			}
@@ -396,7 +443,7 @@ func (l *Listener) onFormSubmitted(ctx context.Context, cb slackapi.InteractionC
 		if err != nil || ui.Form == nil {
 			return
 		}
-		in := switchboard.Input{Kind: switchboard.InputAction, Author: author, ActionID: meta.ActionID,
+		in := switchboard.Input{Kind: switchboard.InputAction, Author: author, ActionID: meta.ActionID, Place: Channel + ":" + b.Address,
 			Value: formSubmission(*ui.Form, cb.View.State.Values)}
 		if _, err := l.sessions.Submit(ctx, b.SessionID, in); err != nil {
 			l.refused(ctx, at, user, err)
@@ -419,6 +466,17 @@ func (l *Listener) onCommand(ctx context.Context, cmd slackapi.SlashCommand) any
 		return reply("Sorry, I'm not set up to answer you here.")
 	}
 	at, ok := place{channel: cmd.ChannelID}, true
+	if code, isJoin := joinCode(text); isJoin {
+		if !isDM(cmd.ChannelID) {
+			return reply("To join here, mention me with the code: @" + l.botName + " /join " + code + " (a thread opens under your message).")
+		}
+		user := cmd.UserID
+		l.run(l.address(at), func() {
+			author, _ := l.users.author(ctx, user)
+			l.join(ctx, at, author, code)
+		})
+		return nil
+	}
 	if !isDM(cmd.ChannelID) {
 		if at, ok = l.lastPlace(cmd.ChannelID, cmd.UserID); !ok {
 			return reply("Which conversation? Mention me in its thread with the command: @" + l.botName + " /" + text)

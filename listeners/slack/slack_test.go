@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -894,4 +895,88 @@ func TestRefusedBlocksAreSentAsText(t *testing.T) {
 	r.eventually("the approval card", func() (ok bool) { card, ok = r.approvalCard("C1", root); return ok })
 	r.click(alice.ID, "C1", card.TS, "sb_approve")
 	r.eventually("the answer", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "Done.") })
+}
+
+// A Slack DM joins a conversation started on the web with an invite code:
+// it is shown a short recap, then everything live, labelled with who wrote
+// it and where; what is written in Slack reaches the web once; a bad code
+// is refused privately and binds nothing.
+func TestJoinASharedConversation(t *testing.T) {
+	r := newRig(t, nil)
+	ctx := context.Background()
+	web := switchboard.Author{Channel: "web", ID: "alice-web", Name: "Alice"}
+	sub, err := r.gw.Manager.Attach(ctx, sessions.AttachOptions{Author: web, AfterSeq: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	id := sub.Ready.Session
+	say := func(text string) {
+		t.Helper()
+		rec, err := r.gw.Manager.Submit(ctx, id, switchboard.Input{Kind: switchboard.InputText, Author: web, Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rec.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Before you came."}})
+	say("an early question")
+	say("/share member")
+	var code string
+	for code == "" {
+		select {
+		case ev := <-sub.Events():
+			if m := regexp.MustCompile(`Invite code ([a-z2-7]{26})`).FindStringSubmatch(string(ev.Data)); m != nil {
+				code = m[1]
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no invite code")
+		}
+	}
+
+	r.send(r.fake.MessageEvent(slacktest.UserMessage{Channel: "D0BOBDM1", User: bob.ID, Text: "/join notacode"}))
+	r.eventually("a bad code refused privately", func() bool {
+		for _, e := range r.fake.Ephemerals("D0BOBDM1") {
+			if strings.Contains(e.Text, "not known") {
+				return true
+			}
+		}
+		return false
+	})
+	r.send(r.fake.MessageEvent(slacktest.UserMessage{Channel: "D0BOBDM1", User: bob.ID, Text: "/join " + code}))
+	r.eventually("the recap in the DM", func() bool {
+		text := allText(r.botReplies("D0BOBDM1", ""))
+		return strings.Contains(text, "Before you came.") && strings.Contains(text, "Alice · Web")
+	})
+
+	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Answer to the web."}})
+	say("a live question")
+	r.eventually("the live exchange in the DM", func() bool {
+		text := allText(r.botReplies("D0BOBDM1", ""))
+		return strings.Contains(text, "a live question") && strings.Contains(text, "Answer to the web.")
+	})
+
+	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Answer to Bob."}})
+	r.send(r.fake.MessageEvent(slacktest.UserMessage{Channel: "D0BOBDM1", User: bob.ID, Text: "hello from slack"}))
+	seen := 0
+	deadline := time.After(15 * time.Second)
+	for done := false; !done; {
+		select {
+		case ev := <-sub.Events():
+			if ev.Type == switchboard.EventMessage && strings.Contains(string(ev.Data), "hello from slack") {
+				seen++
+			}
+			done = ev.Type == switchboard.EventMessage && strings.Contains(string(ev.Data), "Answer to Bob.")
+		case <-deadline:
+			t.Fatal("the web never saw the Slack exchange")
+		}
+	}
+	if seen != 1 {
+		t.Fatalf("the web saw Bob's message %d times", seen)
+	}
+	if text := allText(r.botReplies("D0BOBDM1", "")); strings.Contains(text, "Bob Stone · Slack") {
+		t.Fatalf("Bob's own message was echoed back to his DM:\n%s", text)
+	}
 }
