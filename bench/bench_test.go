@@ -19,7 +19,7 @@ import (
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
-		case "llm", "echo", "relay":
+		case "llm", "llm-tools", "echo", "relay":
 			if err := run(context.Background(), os.Args[1:]); err != nil {
 				log("%v", err)
 				os.Exit(1)
@@ -31,8 +31,9 @@ func TestMain(m *testing.M) {
 }
 
 // TestReportRuns is make bench in miniature: a real gateway, the floors,
-// Slack threads against the fake Slack, idle connections and the context
-// build on a tiny load, and a report with every section and no errors.
+// Slack threads against the fake Slack, Discord threads against the fake
+// Discord, idle connections and the context build on a tiny load, and a
+// report with every section and no errors.
 // It asserts what was measured, never how fast: that is for people. The
 // gateway is built without -race (the packages' own tests race it) and
 // through go run's executable cache, so after the first run it costs a
@@ -43,13 +44,14 @@ func TestReportRuns(t *testing.T) {
 	}
 	dir := t.TempDir()
 	gateway := buildGateway(t, dir)
-	settle, loads := idleSettle, contextLoads
-	idleSettle, contextLoads = 100*time.Millisecond, 20
-	t.Cleanup(func() { idleSettle, contextLoads = settle, loads })
+	settle, loads, every := idleSettle, contextLoads, discordApprovalEvery
+	// Every other Discord turn an approval, so the short run clicks.
+	idleSettle, contextLoads, discordApprovalEvery = 100*time.Millisecond, 20, 2
+	t.Cleanup(func() { idleSettle, contextLoads, discordApprovalEvery = settle, loads, every })
 	out := filepath.Join(dir, "benchmarks.md")
 	err := run(t.Context(), []string{
 		"--gateway", gateway, "--levels", "1,2", "--warmup", "50ms", "--duration", "200ms",
-		"--idle", "5", "--context", "50,500", "--slack-levels", "1,2", "--out", out,
+		"--idle", "5", "--context", "50,500", "--slack-levels", "1,2", "--discord-levels", "1,2", "--out", out,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -89,9 +91,31 @@ func TestReportRuns(t *testing.T) {
 			t.Errorf("Slack at %s threads: %s turns/s, %s Web API calls a turn, %s errors", r[1], r[2], r[3], r[4])
 		}
 	}
+	// | threads | turns/s | p50 | p99 | first text p50 | first text p99 | calls / plain turn | calls / approval turn | new conns / call | clicks | ack p99 | ack max | CPU | errors |
+	_, discord, _ := strings.Cut(report, "## Discord\n")
+	discord, _, _ = strings.Cut(discord, "\n## ")
+	discordRows := regexp.MustCompile(`(?m)^\| (\d+) \| (\d+) \|(?: [^|]+ \|){4} ([\d.]+) \|(?: [^|]+ \|){2} (\d+) \|(?: [^|]+ \|){3} (\d+) \|$`).
+		FindAllStringSubmatch(discord, -1)
+	if len(discordRows) != 2 {
+		t.Fatalf("%d Discord rows, want 2 levels:\n%s", len(discordRows), report)
+	}
+	clicks := 0
+	for _, r := range discordRows {
+		turns, _ := strconv.Atoi(r[2])
+		calls, _ := strconv.ParseFloat(r[3], 64)
+		n, _ := strconv.Atoi(r[4])
+		clicks += n
+		if turns == 0 || calls == 0 || r[5] != "0" {
+			t.Errorf("Discord at %s threads: %s turns/s, %s REST calls a plain turn, %s errors", r[1], r[2], r[3], r[5])
+		}
+	}
+	if clicks == 0 {
+		t.Errorf("no Approve clicked in the Discord runs:\n%s", discord)
+	}
 	for _, want := range []string{
 		"Gateway turns/s as a share of the thin relay's (sessions):",
 		"Web API calls per turn by method, at 1 thread: `chat.",
+		"REST calls per plain turn by route, at 1 thread: `POST /channels/",
 		"5 WebSocket connections, each its own session",
 		"Median and p99 of 20 loads.",
 		"| 50 | ", "| 500 | ",

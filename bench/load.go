@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"slices"
 	"strconv"
 	"sync"
@@ -224,4 +227,120 @@ func runLoad(ctx context.Context, url string, n int, warmup, d time.Duration, on
 	r.turns = len(r.latencies)
 	slices.Sort(r.latencies)
 	return r, nil
+}
+
+// measureWindow is the measured part of a chat app's run: once every
+// thread is open (opened) and the warm-up has passed, it measures for d,
+// then stops the threads and waits for their turns to end (running). It
+// returns the window's bounds and the gateway's CPU time in it.
+func measureWindow(ctx context.Context, gw *child, opened, running *sync.WaitGroup, stop chan struct{}, warmup, d time.Duration) (t0, t1 time.Time, cpu time.Duration) {
+	allOpen := make(chan struct{})
+	go func() { opened.Wait(); close(allOpen) }()
+	select {
+	case <-allOpen:
+	case <-ctx.Done():
+	}
+	select {
+	case <-time.After(warmup):
+	case <-ctx.Done():
+	}
+	cpu0, _ := cpuTime(gw.pid())
+	t0 = time.Now()
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+	}
+	t1 = time.Now()
+	cpu1, _ := cpuTime(gw.pid())
+	close(stop)
+	running.Wait() // every turn ends, answered or timed out
+	return t0, t1, cpu1 - cpu0
+}
+
+// forward relays one request to url with the named headers, writes the
+// upstream's answer back, and returns it with the time it was read; ok is
+// false when there was none (the client got an error answer).
+func forward(w http.ResponseWriter, r *http.Request, client *http.Client, url string, body []byte, headers ...string) (answer []byte, status int, at time.Time, ok bool) {
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, url, bytes.NewReader(body))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return nil, 0, at, false
+	}
+	for _, h := range headers {
+		if v := r.Header.Get(h); v != "" {
+			req.Header.Set(h, v)
+		}
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return nil, 0, at, false
+	}
+	answer, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	at = time.Now()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return nil, 0, at, false
+	}
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(answer)
+	return answer, resp.StatusCode, at, true
+}
+
+// relayServer is the loopback server a tap relays a chat app's API
+// through, and its client to the fake behind it.
+type relayServer struct {
+	url    string
+	client *http.Client
+	srv    *http.Server
+}
+
+// startRelay serves h on a free loopback port; onConn is called for each
+// connection the gateway opens to it.
+func startRelay(h http.Handler, onConn func()) (*relayServer, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	rs := &relayServer{
+		url:    "http://" + ln.Addr().String(),
+		client: &http.Client{Transport: &http.Transport{MaxIdleConns: 2048, MaxIdleConnsPerHost: 2048, IdleConnTimeout: time.Minute}},
+		srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
+			ConnState: func(_ net.Conn, s http.ConnState) {
+				if s == http.StateNew {
+					onConn()
+				}
+			}},
+	}
+	go func() { _ = rs.srv.Serve(ln) }()
+	return rs, nil
+}
+
+func (rs *relayServer) close() {
+	_ = rs.srv.Close()
+	rs.client.CloseIdleConnections()
+}
+
+// turnClock is when a chat app's turn showed its first text and became
+// whole; done closes at the end.
+type turnClock struct {
+	done            chan struct{}
+	firstAt, doneAt time.Time // set once, before done closes
+}
+
+// finish ends the turn at at, once; it reports whether this call did.
+func (c *turnClock) finish(at time.Time) bool {
+	if !c.doneAt.IsZero() {
+		return false
+	}
+	if c.firstAt.IsZero() {
+		c.firstAt = at
+	}
+	c.doneAt = at
+	close(c.done)
+	return true
 }

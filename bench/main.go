@@ -2,13 +2,15 @@
 // against a scripted model, next to two floors driven by the same client —
 // a bare gorilla/websocket server sending the same frames, and a thin relay
 // that streams the same model with no sessions or storage — then turns
-// through the Slack listener against the fake Slack (slack.go), the memory
+// through the Slack listener against the fake Slack (slack.go) and through
+// the Discord listener against the fake Discord (discord.go), the memory
 // of idle connections and the cost of building a turn's context, and
 // writes docs/benchmarks.md.
 //
 // Every server runs as its own process on loopback (bench llm|echo|relay
-// are the floors and the model; the gateway is bin/gateway; the fake Slack
-// runs in the bench process), so CPU and memory are read per process from
+// are the floors and the model, bench llm-tools the model of the Discord
+// rows; the gateway is bin/gateway; the fake Slack and the fake Discord
+// run in the bench process), so CPU and memory are read per process from
 // /proc. The numbers are for people to read: no test asserts one.
 package main
 
@@ -45,6 +47,8 @@ func run(ctx context.Context, args []string) error {
 		switch args[0] {
 		case "llm":
 			return serveChild(ctx, llmHandler())
+		case "llm-tools":
+			return serveChild(ctx, toolLLMHandler())
 		case "echo":
 			sizes, err := parseInts(args[1])
 			if err != nil {
@@ -69,6 +73,8 @@ func run(ctx context.Context, args []string) error {
 	soakTurns := fs.Int("soak-turns", 5, "turns per session in the soak")
 	slackOn := fs.Bool("slack", true, "measure the Slack listener against the fake Slack (listeners/slack/slacktest)")
 	slackLevels := fs.String("slack-levels", "1,100", "concurrent Slack threads per run")
+	discordOn := fs.Bool("discord", true, "measure the Discord listener against the fake Discord (listeners/discord/discordtest)")
+	discordLevels := fs.String("discord-levels", "1,100", "concurrent Discord threads per run")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -79,6 +85,10 @@ func run(ctx context.Context, args []string) error {
 	slv, err := parseInts(*slackLevels)
 	if err != nil {
 		return fmt.Errorf("--slack-levels: %w", err)
+	}
+	dlv, err := parseInts(*discordLevels)
+	if err != nil {
+		return fmt.Errorf("--discord-levels: %w", err)
 	}
 	raiseFileLimit()
 	dir, err := os.MkdirTemp("", "switchboard-bench-")
@@ -155,6 +165,21 @@ func run(ctx context.Context, args []string) error {
 			n, row.turnsPerSec(), round(percentile(row.latencies, 50)), round(percentile(row.latencies, 99)), round(percentile(row.firstText, 50)),
 			row.callsPerTurn(), round(percentile(row.acks, 99)), round(percentile(row.acks, 100)), row.cpuPer1k, row.conns, row.errors())
 		rep.slack = append(rep.slack, row)
+	}
+
+	if !*discordOn {
+		dlv = nil
+	}
+	for _, n := range dlv {
+		row, err := measureDiscord(ctx, *gateway, dir, n, *warmup, *duration)
+		if err != nil {
+			return fmt.Errorf("discord at %d threads: %w", n, err)
+		}
+		log("discord %5d threads: %8.0f turns/s  p50 %-9v p99 %-9v first text p50 %-9v  %.2f REST calls/plain turn  %.2f/approval turn  %d clicks  ack p99 %v max %v  CPU %.2fs/1k turns  %.2f new conns/call  errors %d",
+			n, row.turnsPerSec(), round(percentile(row.latencies, 50)), round(percentile(row.latencies, 99)), round(percentile(row.firstText, 50)),
+			row.callsPerTurn(), row.callsPerApproval(), len(row.acks)+row.unacked, round(percentile(row.acks, 99)), round(percentile(row.acks, 100)),
+			row.cpuPer1k, row.connsPerCall(), row.errors())
+		rep.discord = append(rep.discord, row)
 	}
 
 	if *idle > 0 {

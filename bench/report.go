@@ -67,6 +67,7 @@ type report struct {
 	framesPerTurn int
 	rows          []row
 	slack         []slackRow
+	discord       []discordRow
 	idle          idleResult
 	context       []contextResult
 }
@@ -119,6 +120,9 @@ func (r report) markdown() string {
 	}
 	if len(r.slack) > 0 {
 		r.slackSection(p)
+	}
+	if len(r.discord) > 0 {
+		r.discordSection(p)
 	}
 	if r.idle.conns > 0 {
 		p("## Idle connections\n\n")

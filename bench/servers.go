@@ -22,20 +22,25 @@ import (
 // tokensPerReply is how many content chunks the scripted model streams.
 const tokensPerReply = 20
 
+// sseChunk is one server-sent event of a chat-completions stream.
+func sseChunk(v any) []byte {
+	b, _ := json.Marshal(v)
+	return []byte("data: " + string(b) + "\n\n")
+}
+
+// streamChoice is a chat.completion.chunk with one choice.
+func streamChoice(delta map[string]any, finish any) map[string]any {
+	return map[string]any{
+		"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1, "model": "bench-model",
+		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}},
+	}
+}
+
 // llmStream is the scripted model's whole answer in the OpenAI
 // chat-completions streaming format, split into the chunks it is flushed
 // in: a role chunk, 20 content chunks, the finish chunk, usage, [DONE].
 func llmStream() [][]byte {
-	chunk := func(v any) []byte {
-		b, _ := json.Marshal(v)
-		return []byte("data: " + string(b) + "\n\n")
-	}
-	choice := func(delta map[string]any, finish any) map[string]any {
-		return map[string]any{
-			"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1, "model": "bench-model",
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}},
-		}
-	}
+	chunk, choice := sseChunk, streamChoice
 	out := [][]byte{chunk(choice(map[string]any{"role": "assistant", "content": ""}, nil))}
 	for i := range tokensPerReply {
 		out = append(out, chunk(choice(map[string]any{"content": fmt.Sprintf("tok%02d ", i)}, nil)))

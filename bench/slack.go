@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -127,7 +125,7 @@ func measureSlack(ctx context.Context, bin, dir, llmURL string, n int, warmup, d
 	if err := tap.start(); err != nil {
 		return slackRow{}, err
 	}
-	defer tap.close()
+	defer tap.relayServer.close()
 	row := slackRow{threads: n}
 	var err error
 	if row.hop, err = tap.hop(ctx, fake); err != nil {
@@ -187,26 +185,7 @@ func measureSlack(ctx context.Context, bin, dir, llmURL string, n int, warmup, d
 			}
 		})
 	}
-	allOpen := make(chan struct{})
-	go func() { opened.Wait(); close(allOpen) }()
-	select {
-	case <-allOpen:
-	case <-ctx.Done():
-	}
-	select {
-	case <-time.After(warmup):
-	case <-ctx.Done():
-	}
-	cpu0, _ := cpuTime(gw.pid())
-	t0 := time.Now()
-	select {
-	case <-time.After(d):
-	case <-ctx.Done():
-	}
-	t1 := time.Now()
-	cpu1, _ := cpuTime(gw.pid())
-	close(stop)
-	wg.Wait() // every turn ends, answered or timed out
+	t0, t1, cpu := measureWindow(ctx, gw, &opened, &wg, stop, warmup, d)
 
 	row.elapsed = t1.Sub(t0)
 	in := func(t time.Time) bool { return !t.Before(t0) && !t.After(t1) }
@@ -226,7 +205,7 @@ func measureSlack(ctx context.Context, bin, dir, llmURL string, n int, warmup, d
 	slices.Sort(row.latencies)
 	slices.Sort(row.firstText)
 	if row.turns > 0 {
-		row.cpuPer1k = (cpu1 - cpu0).Seconds() / float64(row.turns) * 1000
+		row.cpuPer1k = cpu.Seconds() / float64(row.turns) * 1000
 	}
 	row.calls, row.conns = tap.counts(t0, t1)
 
@@ -311,15 +290,14 @@ type slackSlot struct {
 }
 
 type slackTurn struct {
-	done            chan struct{}
-	firstAt, doneAt time.Time // set once, before done closes
+	turnClock
 }
 
 // turn sends one message, the mention that opens the thread or a reply in
 // it, and waits until the bot's answer is whole in the fake. It returns
 // when the envelope was sent, the first text shown and the answer whole.
 func (s *slackSlot) turn(ctx context.Context, fake *slacktest.Server, open bool) (sent, first, end time.Time, err error) {
-	t := &slackTurn{done: make(chan struct{})}
+	t := &slackTurn{turnClock{done: make(chan struct{})}}
 	s.mu.Lock()
 	s.cur = t
 	s.mu.Unlock()
@@ -361,16 +339,9 @@ func (s *slackSlot) shown(at time.Time) {
 func (s *slackSlot) finished(at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := s.cur
-	if t == nil || !t.doneAt.IsZero() {
-		return
+	if s.cur != nil && s.cur.finish(at) {
+		s.cur = nil
 	}
-	if t.firstAt.IsZero() {
-		t.firstAt = at
-	}
-	t.doneAt = at
-	close(t.done)
-	s.cur = nil
 }
 
 // slackTap relays the gateway's Web API calls to the fake and watches the
@@ -381,10 +352,7 @@ type slackTap struct {
 	upstream string // the fake's APIURL
 	want     string // the text of a whole answer
 	slots    map[string]*slackSlot
-	url      string
-
-	client *http.Client
-	srv    *http.Server
+	*relayServer
 
 	mu    sync.Mutex
 	calls []tapCall
@@ -397,27 +365,16 @@ type tapCall struct {
 }
 
 func (t *slackTap) start() error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	rs, err := startRelay(t, func() {
+		t.mu.Lock()
+		t.conns = append(t.conns, time.Now())
+		t.mu.Unlock()
+	})
 	if err != nil {
 		return err
 	}
-	t.url = "http://" + ln.Addr().String()
-	t.client = &http.Client{Transport: &http.Transport{MaxIdleConns: 2048, MaxIdleConnsPerHost: 2048, IdleConnTimeout: time.Minute}}
-	t.srv = &http.Server{Handler: t, ReadHeaderTimeout: 10 * time.Second,
-		ConnState: func(_ net.Conn, s http.ConnState) {
-			if s == http.StateNew {
-				t.mu.Lock()
-				t.conns = append(t.conns, time.Now())
-				t.mu.Unlock()
-			}
-		}}
-	go func() { _ = t.srv.Serve(ln) }()
+	t.relayServer = rs
 	return nil
-}
-
-func (t *slackTap) close() {
-	_ = t.srv.Close()
-	t.client.CloseIdleConnections()
 }
 
 // counts returns the calls answered between t0 and t1 by method, and the
@@ -452,38 +409,15 @@ func (t *slackTap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.RawQuery != "" {
 		u += "?" + r.URL.RawQuery
 	}
-	req, err := http.NewRequestWithContext(r.Context(), r.Method, u, bytes.NewReader(body))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	answer, status, at, ok := forward(w, r, t.client, u, body, "Content-Type", "Authorization")
+	if !ok {
 		return
 	}
-	for _, h := range []string{"Content-Type", "Authorization"} {
-		if v := r.Header.Get(h); v != "" {
-			req.Header.Set(h, v)
-		}
-	}
-	resp, err := t.client.Do(req)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	answer, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	at := time.Now()
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	for k, v := range resp.Header {
-		w.Header()[k] = v
-	}
-	w.WriteHeader(resp.StatusCode)
-	_, _ = w.Write(answer)
 
 	t.mu.Lock()
 	t.calls = append(t.calls, tapCall{method, at})
 	t.mu.Unlock()
-	if resp.StatusCode == http.StatusOK && strings.HasPrefix(method, "chat.") {
+	if status == http.StatusOK && strings.HasPrefix(method, "chat.") {
 		t.observe(method, r, body, answer, at)
 	}
 }

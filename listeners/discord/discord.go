@@ -153,7 +153,11 @@ func New(cfg Config, s Sessions, log *slog.Logger) (*Listener, error) {
 	dg.Identify.Intents = discordgo.IntentsGuildMessages | discordgo.IntentsDirectMessages | discordgo.IntentsMessageContent
 	dg.StateEnabled = false
 	dg.ShouldRetryOnRateLimit = true
-	dg.Client = &http.Client{Timeout: 20 * time.Second, Transport: &globalLimit{next: http.DefaultTransport}}
+	// Keep connections to Discord open for reuse (the default transport
+	// keeps two, so a busy gateway would open one for most calls).
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.MaxIdleConnsPerHost = 64
+	dg.Client = &http.Client{Timeout: 20 * time.Second, Transport: &globalLimit{next: transport}}
 	l := &Listener{
 		cfg: cfg, sessions: s, log: log.With("listener", Channel), dg: dg, publicKey: pub,
 		names: newNameCache(), tokens: map[string]interactionToken{},

@@ -483,11 +483,16 @@ func (f *follow) save(ctx context.Context) {
 	}
 }
 
-// startTyping shows "… is typing" (Discord shows it 10 seconds).
+// startTyping shows "… is typing" (Discord shows it 10 seconds), on the
+// side: the reply's first text does not wait for it.
 func (f *follow) startTyping(ctx context.Context) {
-	if err := f.l.dg.ChannelTyping(f.b.Address, discordgo.WithContext(ctx)); err == nil {
-		f.typing = time.Now()
-	}
+	f.typing = time.Now()
+	channel := f.b.Address
+	go func() {
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_ = f.l.dg.ChannelTyping(channel, discordgo.WithContext(tctx))
+	}()
 }
 
 // keepTyping renews the indicator while the model thinks or a tool runs.
