@@ -317,6 +317,13 @@ func TestWidgetInBrowser(t *testing.T) {
 		if len(xs) != 8 || xs[0] != xs[2] || xs[0] != xs[4] || xs[0] != xs[6] || !(xs[1] < xs[3] && xs[3] < xs[5] && xs[5] < xs[7]) {
 			t.Fatalf("/help commands are not one per line (left, top of /help /guide /tools /revoke): %v", xs)
 		}
+
+		// /share's private answer is the gateway's own line, not an alert.
+		p.say("/share viewer")
+		p.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=system]')].some(m => /Invite code [a-z2-7]{26}/.test(m.textContent))`)
+		if n := eval[int](p, `[...`+root+`.querySelectorAll('.notice')].filter(e => e.textContent.includes('Invite code')).length`); n != 0 {
+			t.Fatal("the invite code was shown as an error")
+		}
 	})
 
 	t.Run("a card button click reaches the session", func(t *testing.T) {

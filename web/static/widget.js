@@ -441,6 +441,13 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
         return;
       }
       if (d.code === "duplicate") return; // a resend after a reconnect: expected, and answered once
+      if (d.code === "info") {
+        // A private answer, not an error (the invite code /share made):
+        // shown as the gateway's own line, its text there to copy.
+        const b = el("div", { class: "msg", "data-role": "system" }, el("div", { class: "body", text: d.message || "" }));
+        this.show(b);
+        return;
+      }
       if (d.code === "interrupted") {
         // What was streamed of the cut answer stays, marked, and a new
         // answer follows in its own bubble.
