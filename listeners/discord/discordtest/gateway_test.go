@@ -312,7 +312,6 @@ func TestReconnectResumesAndReplaysMissedDispatches(t *testing.T) {
 	}
 }
 
-
 func TestInvalidSessionMakesDiscordgoIdentifyAgain(t *testing.T) {
 	srv := newServer(t)
 	_, ev := openSession(t, srv, defaultIntents)
