@@ -791,7 +791,7 @@ func TestInlineImageIsUploaded(t *testing.T) {
 	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "chart"})
 	r.send(ev)
 	root := ev["ts"].(string)
-	r.eventually("the image uploaded", func() bool { return len(r.fake.Files()) == 1 })
+	r.eventually("the image uploaded", func() bool { fs := r.fake.Files(); return len(fs) == 1 && fs[0].Completed })
 	f := r.fake.Files()[0]
 	if !strings.HasSuffix(f.Name, ".png") || len(f.Content) < 60 || !f.Completed || f.ThreadTS != root || f.AltText != "a dot" {
 		t.Fatalf("file %+v, want the PNG completed into thread %s", f, root)

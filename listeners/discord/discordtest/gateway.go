@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -168,6 +169,7 @@ type logged struct {
 }
 
 type gwConn struct {
+	killOnce sync.Once
 	n        int
 	info     *Connection
 	ws       *websocket.Conn
@@ -200,12 +202,12 @@ func (c *gwConn) send(f outFrame) {
 }
 
 func (c *gwConn) kill() {
-	select {
-	case <-c.closed:
-	default:
+	// Once: the reader, the writer and the test may all kill a connection
+	// at the same moment.
+	c.killOnce.Do(func() {
 		close(c.closed)
 		_ = c.ws.Close()
-	}
+	})
 }
 
 // handleGateway accepts a gateway WebSocket: ?v=…&encoding=json with an
