@@ -13,6 +13,8 @@ import (
 	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
+
+	"github.com/switchboard-gw/switchboard/mdbounds"
 )
 
 // The model writes CommonMark with GitHub's extensions; Slack shows its own
@@ -26,17 +28,9 @@ import (
 // mdParser parses the model's Markdown; only its parser is used.
 var mdParser = goldmark.New(goldmark.WithExtensions(extension.GFM))
 
-// Bounds on what goes through the parser, which is quadratic on some
-// inputs (see listeners/websocket/markdown.go): long text is parsed in
-// chunks cut at blank lines outside code blocks, and a chunk past these
-// bounds is shown as escaped text.
-const (
-	mdChunk     = 16 << 10 // bytes of Markdown parsed at once, where a blank line allows
-	mdMaxChunk  = 64 << 10 // a chunk that could not be cut smaller is shown as text past this
-	mdMaxDepth  = 16       // containers (quotes, list items) opened on one line
-	mdMaxLinks  = 512      // "](" per chunk
-	mdMaxDelims = 4096     // * _ [ per chunk, outside code blocks
-)
+// mdMaxChunk is the largest chunk parsed (mdbounds): one that could not be
+// cut smaller is shown as escaped text past this.
+const mdMaxChunk = 64 << 10
 
 // toMrkdwn converts Markdown to Slack mrkdwn (see the comment at the top of
 // this file). The result has no trailing whitespace on any line and no blank
@@ -53,9 +47,9 @@ func mdConvert(src string, plain bool) string {
 	src = strings.ReplaceAll(src, "\r\n", "\n")
 	src = strings.ReplaceAll(src, "\r", "\n")
 	var parts []string
-	for _, chunk := range mdChunks(src) {
+	for _, chunk := range mdbounds.Chunks(src) {
 		var out string
-		if mdParseable(chunk) {
+		if mdbounds.Parseable(chunk, mdMaxChunk) {
 			b := []byte(chunk)
 			doc := mdParser.Parser().Parse(text.NewReader(b))
 			c := mdConverter{src: b, plain: plain}
@@ -313,7 +307,7 @@ func (c *mdConverter) inline(b *strings.Builder, node ast.Node, mode mdInlineMod
 		if n.IsRaw() {
 			b.WriteString(mrkdwnEscape(string(v)))
 		} else {
-			b.WriteString(mrkdwnEscape(mdUnescape(v)))
+			b.WriteString(mrkdwnEscape(mdbounds.Unescape(v)))
 		}
 		if n.HardLineBreak() || n.SoftLineBreak() {
 			b.WriteString("\n")
@@ -403,7 +397,7 @@ func (c *mdConverter) link(b *strings.Builder, dest, label string, mode mdInline
 	u, ok := mdLinkURL(dest)
 	if !ok {
 		if label == "" {
-			label = mrkdwnEscape(mdUnescape([]byte(dest)))
+			label = mrkdwnEscape(mdbounds.Unescape([]byte(dest)))
 		}
 		b.WriteString(label)
 		return
@@ -461,132 +455,6 @@ func mdLinkURL(dest string) (string, bool) {
 		return "", false
 	}
 	return v, true
-}
-
-// mdUnescape resolves backslash escapes and character references.
-func mdUnescape(v []byte) string {
-	if !strings.ContainsAny(string(v), `\&`) {
-		return string(v)
-	}
-	v = util.UnescapePunctuations(v)
-	v = util.ResolveNumericReferences(v)
-	v = util.ResolveEntityNames(v)
-	return string(v)
-}
-
-// mdChunks cuts src at blank lines outside code blocks into pieces of
-// about mdChunk bytes, so that long text is parsed in bounded pieces.
-func mdChunks(src string) []string {
-	if len(src) <= mdChunk {
-		return []string{src}
-	}
-	var chunks []string
-	var cur strings.Builder
-	var fence string
-	for line := range strings.Lines(src) {
-		trimmed := strings.TrimLeft(line, " ")
-		if f := mdFenceOf(trimmed); f != "" && len(line)-len(trimmed) < 4 {
-			switch {
-			case fence == "":
-				fence = f
-			case f[0] == fence[0] && len(f) >= len(fence) && strings.TrimSpace(trimmed[len(f):]) == "":
-				fence = ""
-			}
-		}
-		if fence == "" && strings.TrimSpace(line) == "" && cur.Len() >= mdChunk {
-			chunks = append(chunks, cur.String())
-			cur.Reset()
-			continue
-		}
-		cur.WriteString(line)
-	}
-	if cur.Len() > 0 {
-		chunks = append(chunks, cur.String())
-	}
-	return chunks
-}
-
-// mdParseable reports whether a chunk is within the bounds goldmark is
-// given: its size, the containers opened at the start of any one line,
-// and, outside code blocks, the links and emphasis delimiters.
-func mdParseable(src string) bool {
-	if len(src) > mdMaxChunk {
-		return false
-	}
-	links, delims := 0, 0
-	var fence string
-	for line := range strings.Lines(src) {
-		if mdContainerDepth(line) > mdMaxDepth {
-			return false
-		}
-		trimmed := strings.TrimLeft(line, " ")
-		if f := mdFenceOf(trimmed); f != "" && len(line)-len(trimmed) < 4 {
-			switch {
-			case fence == "":
-				fence = f
-				continue
-			case f[0] == fence[0] && len(f) >= len(fence) && strings.TrimSpace(trimmed[len(f):]) == "":
-				fence = ""
-				continue
-			}
-		}
-		if fence != "" {
-			continue
-		}
-		links += strings.Count(line, "](")
-		delims += strings.Count(line, "*") + strings.Count(line, "_") + strings.Count(line, "[")
-		if links > mdMaxLinks || delims > mdMaxDelims {
-			return false
-		}
-	}
-	return true
-}
-
-// mdFenceOf is the code fence (``` or ~~~, or longer) that line starts with.
-func mdFenceOf(line string) string {
-	if line == "" || (line[0] != '`' && line[0] != '~') {
-		return ""
-	}
-	n := 0
-	for n < len(line) && line[n] == line[0] {
-		n++
-	}
-	if n < 3 {
-		return ""
-	}
-	return line[:n]
-}
-
-// mdContainerDepth counts the block quote and list markers a line opens
-// before its text: "> > - 1. x" opens four.
-func mdContainerDepth(line string) int {
-	depth := 0
-	for i := 0; i < len(line); {
-		switch ch := line[i]; {
-		case ch == ' ' || ch == '\t':
-			i++
-		case ch == '>':
-			depth++
-			i++
-		case (ch == '-' || ch == '*' || ch == '+') && (i+1 == len(line) || line[i+1] == ' ' || line[i+1] == '\t'):
-			depth++
-			i++
-		case ch >= '0' && ch <= '9':
-			j := i
-			for j < len(line) && line[j] >= '0' && line[j] <= '9' {
-				j++
-			}
-			if j < len(line) && (line[j] == '.' || line[j] == ')') {
-				depth++
-				i = j + 1
-				continue
-			}
-			return depth
-		default:
-			return depth
-		}
-	}
-	return depth
 }
 
 // splitMrkdwn cuts mrkdwn into pieces of at most limit characters (runes),

@@ -14,6 +14,8 @@ import (
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/renderer"
 	"github.com/yuin/goldmark/util"
+
+	"github.com/switchboard-gw/switchboard/mdbounds"
 )
 
 // markdown renders model output to HTML that is safe to insert into a page.
@@ -40,9 +42,6 @@ type markdown struct {
 // Bounds on what goes through the Markdown parser.
 const (
 	maxMarkdownInput  = 32 << 10  // bytes of Markdown
-	maxMarkdownDepth  = 16        // containers (quotes, list items) opened on one line
-	maxMarkdownLinks  = 512       // "](" link openings, closed or not
-	maxMarkdownDelims = 4096      // emphasis delimiters (* _) and link brackets ([) outside code blocks
 	maxMarkdownOutput = 256 << 10 // bytes of HTML
 )
 
@@ -138,89 +137,9 @@ func plainHTML(src string) string {
 	return "<pre>" + html.EscapeString(src) + "</pre>\n"
 }
 
-// parseable reports whether src is within the bounds goldmark is given:
-// its size, the containers opened at the start of any one line, and, in
-// text outside fenced code blocks, the link openings, emphasis delimiters
-// and brackets (goldmark's cost grows with the square of those).
-func parseable(src string) bool {
-	if len(src) > maxMarkdownInput {
-		return false
-	}
-	links, delims := 0, 0
-	var fence string // the open code fence, if any
-	for line := range strings.Lines(src) {
-		if containerDepth(line) > maxMarkdownDepth {
-			return false
-		}
-		trimmed := strings.TrimLeft(line, " ")
-		if f := fenceOf(trimmed); f != "" && len(line)-len(trimmed) < 4 {
-			switch {
-			case fence == "":
-				fence = f
-				continue
-			case f[0] == fence[0] && len(f) >= len(fence) && strings.TrimSpace(trimmed[len(f):]) == "":
-				fence = ""
-				continue
-			}
-		}
-		if fence != "" {
-			continue
-		}
-		links += strings.Count(line, "](")
-		delims += strings.Count(line, "*") + strings.Count(line, "_") + strings.Count(line, "[")
-		if links > maxMarkdownLinks || delims > maxMarkdownDelims {
-			return false
-		}
-	}
-	return true
-}
-
-// fenceOf is the code fence (``` or ~~~, or longer) that line starts with.
-func fenceOf(line string) string {
-	if line == "" || (line[0] != '`' && line[0] != '~') {
-		return ""
-	}
-	n := 0
-	for n < len(line) && line[n] == line[0] {
-		n++
-	}
-	if n < 3 {
-		return ""
-	}
-	return line[:n]
-}
-
-// containerDepth counts the block quote and list markers a line opens
-// before its text: "> > - 1. x" opens four.
-func containerDepth(line string) int {
-	depth := 0
-	for i := 0; i < len(line); {
-		switch c := line[i]; {
-		case c == ' ' || c == '\t':
-			i++
-		case c == '>':
-			depth++
-			i++
-		case (c == '-' || c == '*' || c == '+') && (i+1 == len(line) || line[i+1] == ' ' || line[i+1] == '\t'):
-			depth++
-			i++
-		case c >= '0' && c <= '9':
-			j := i
-			for j < len(line) && line[j] >= '0' && line[j] <= '9' {
-				j++
-			}
-			if j < len(line) && (line[j] == '.' || line[j] == ')') {
-				depth++
-				i = j + 1
-				continue
-			}
-			return depth
-		default:
-			return depth
-		}
-	}
-	return depth
-}
+// parseable reports whether src is within the bounds goldmark is given
+// (mdbounds), at most maxMarkdownInput bytes.
+func parseable(src string) bool { return mdbounds.Parseable(src, maxMarkdownInput) }
 
 // imageOrLink renders an image the policy allows as <img>, and any other
 // as a link to it, labelled with its alt text.
