@@ -85,7 +85,7 @@ func (l *Listener) placeOf(ctx context.Context, m *discordgo.Message, mentioned 
 		if cerr == nil && !l.allowed(m.GuildID, ch.ID, ch.ParentID) {
 			return b, errNotHere
 		}
-		return l.sessionAt(ctx, b.Address, author, roles, false)
+		return b, l.grant(ctx, b, author, roles) // read once, not again by sessionAt
 	} else if !errors.Is(err, switchboard.ErrNotFound) {
 		return b, err
 	}
@@ -132,14 +132,7 @@ func threadName(text string) string {
 func (l *Listener) sessionAt(ctx context.Context, addr string, author switchboard.Author, roles []string, create bool) (switchboard.Binding, error) {
 	b, err := l.sessions.Binding(ctx, Channel, addr)
 	if err == nil {
-		if role := l.role(author.ID, roles); role != "" {
-			sub, err := l.sessions.Attach(ctx, sessions.AttachOptions{SessionID: b.SessionID, Author: author, Role: role, AfterSeq: -1})
-			if err != nil {
-				return b, err
-			}
-			sub.Close()
-		}
-		return b, nil
+		return b, l.grant(ctx, b, author, roles)
 	}
 	if !errors.Is(err, switchboard.ErrNotFound) || !create {
 		return b, err
@@ -152,6 +145,20 @@ func (l *Listener) sessionAt(ctx context.Context, addr string, author switchboar
 	}
 	sub.Close()
 	return l.sessions.Bind(ctx, Channel, addr, sub.Ready.Session)
+}
+
+// grant makes a configured approver (by user or role) one in b's session.
+func (l *Listener) grant(ctx context.Context, b switchboard.Binding, author switchboard.Author, roles []string) error {
+	role := l.role(author.ID, roles)
+	if role == "" {
+		return nil
+	}
+	sub, err := l.sessions.Attach(ctx, sessions.AttachOptions{SessionID: b.SessionID, Author: author, Role: role, AfterSeq: -1})
+	if err != nil {
+		return err
+	}
+	sub.Close()
+	return nil
 }
 
 // submitText gives a place's session a message or command; /reset binds
