@@ -21,6 +21,10 @@ const (
 	EventState                EventType = "state"
 	EventUsage                EventType = "usage"
 	EventError                EventType = "error"
+	// EventMembers tells who is in a session and who is here now. Like a
+	// notice it has no seq and is not stored: it is the present, sent on
+	// every change (someone attaches, leaves, joins, changes role).
+	EventMembers EventType = "members"
 )
 
 // Event is the envelope every listener consumes. Seq is per session, starts
@@ -67,6 +71,8 @@ func (e Event) Payload() (any, error) {
 		v = &UsageData{}
 	case EventError:
 		v = &ErrorData{}
+	case EventMembers:
+		v = &MembersData{}
 	default:
 		return nil, fmt.Errorf("event %d: unknown type %q", e.Seq, e.Type)
 	}
@@ -89,6 +95,9 @@ type ReadyData struct {
 	// one that attaches without replay (a terminal after a restart, a
 	// channel joining late) can still show and answer them.
 	Pending []ConfirmationRequestData `json:"pending,omitempty"`
+	// Members are the people in the session as the listener attaches;
+	// EventMembers brings the changes.
+	Members []MemberData `json:"members,omitempty"`
 	// Greeting and Suggestions are the guide's welcome and its suggested
 	// first prompts, for channels that show an empty conversation.
 	Greeting    string   `json:"greeting,omitempty"`
@@ -164,6 +173,9 @@ type ConfirmationResolvedData struct {
 	ConfirmationID string `json:"confirmation_id"`
 	Approved       bool   `json:"approved"`
 	By             string `json:"by"`
+	// Channel is where the answer was given ("slack"), empty for an
+	// expiry or a cancellation.
+	Channel string `json:"channel,omitempty"`
 	// Scope is ScopeSession when the approver allowed the tool for the
 	// rest of the session ("Always allow"); empty for this call only.
 	Scope string `json:"scope,omitempty"`
@@ -191,6 +203,23 @@ type UsageData struct {
 	Model   string `json:"model,omitempty"`
 }
 
+// MembersData is EventMembers: everyone in the session.
+type MembersData struct {
+	Members []MemberData `json:"members"`
+}
+
+// MemberData is one person of MembersData. ID is Author.ID in Channel;
+// Here says they have a place open on the session now (a browser tab, the
+// terminal); LastSeen is when they last wrote or left.
+type MemberData struct {
+	ID       string     `json:"id"`
+	Name     string     `json:"name"`
+	Channel  string     `json:"channel"`
+	Role     string     `json:"role"`
+	Here     bool       `json:"here"`
+	LastSeen *time.Time `json:"last_seen,omitempty"`
+}
+
 // ErrorData is a user-facing error. Codes are stable strings listeners and
 // clients may switch on.
 type ErrorData struct {
@@ -201,6 +230,9 @@ type ErrorData struct {
 	// A channel that renders for many people (a Slack thread) shows it to
 	// that person alone.
 	For string `json:"for,omitempty"`
+	// Link is a URL the notice is about, for a client to offer as such
+	// (the invite link of /share).
+	Link string `json:"link,omitempty"`
 }
 
 // Error codes.

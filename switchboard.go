@@ -9,6 +9,7 @@ package switchboard
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -111,6 +112,30 @@ type Binding struct {
 	// State is the listener's own note about the place (what it had under
 	// way there), kept across restarts; empty for none.
 	State string
+}
+
+// Member is a person in a session: their role and the name they last
+// wrote or attached under. LastSeen is when they last wrote or left; a
+// member attached now is "here" (presence comes from attachments).
+type Member struct {
+	Key      string // Author.Key()
+	Name     string
+	Role     string
+	LastSeen time.Time
+}
+
+// Channel is the listener part of Key ("slack" of "slack:U1").
+func (m Member) Channel() string {
+	ch, _, _ := strings.Cut(m.Key, ":")
+	return ch
+}
+
+// Decision is an answered approval request, as /approvals lists it.
+type Decision struct {
+	Seq      int64 // of the answer
+	Time     time.Time
+	Request  ConfirmationRequestData // empty when the request is gone
+	Resolved ConfirmationResolvedData
 }
 
 // Invite lets others into a session with a role (/share). Only the hash

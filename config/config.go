@@ -42,7 +42,9 @@ type HTTP struct {
 	// PublicURL is the origin the gateway is reached at from outside
 	// ("https://chat.example.com"), if any. With auth mode none, requests
 	// are served only for a loopback Host or this URL's host (DNS
-	// rebinding); its origin is the gateway's own for /ws and images.
+	// rebinding); its origin is the gateway's own for /ws and images, and
+	// invite links (/share) point at it. Empty: the links use Addr
+	// (InviteBase).
 	PublicURL string `koanf:"public_url"`
 	// IdleTimeout closes a keep-alive connection idle this long.
 	IdleTimeout Duration `koanf:"idle_timeout"`
@@ -331,6 +333,25 @@ type Sessions struct {
 	MaxLive int `koanf:"max_live"`
 	// NewPerMinute bounds the sessions one user may start a minute.
 	NewPerMinute int `koanf:"new_per_minute"`
+	// MaxBindings bounds the places one session is shown in (Slack and
+	// Discord threads, terminals that joined it).
+	MaxBindings int `koanf:"max_bindings"`
+}
+
+// InviteBase is the origin invite links point at: PublicURL, or else the
+// listen address, with localhost for an address that names no host.
+func (h HTTP) InviteBase() string {
+	if h.PublicURL != "" {
+		return strings.TrimRight(h.PublicURL, "/")
+	}
+	host, port, err := net.SplitHostPort(h.Addr)
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // Duration is a time.Duration written the Go way in YAML ("30s", "10m").
@@ -391,6 +412,7 @@ func defaults() map[string]any {
 		"sessions.idle_timeout":                   Duration(15 * time.Second),
 		"sessions.max_live":                       10000,
 		"sessions.new_per_minute":                 20,
+		"sessions.max_bindings":                   20,
 		"storage.retention":                       Duration(0),
 		"sessions.approval_timeout":               Duration(10 * time.Minute),
 		"sessions.tool_timeout":                   Duration(30 * time.Second),
@@ -723,6 +745,9 @@ func (c Config) Validate() error {
 	}
 	if ss.NewPerMinute < 1 {
 		bad("sessions.new_per_minute", "must be at least 1")
+	}
+	if ss.MaxBindings < 1 {
+		bad("sessions.max_bindings", "must be at least 1")
 	}
 	if c.Storage.Retention < 0 {
 		bad("storage.retention", "must be 0 (keep everything) or a duration, e.g. \"2160h\" for 90 days")

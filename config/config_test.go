@@ -59,7 +59,7 @@ func TestDefaults(t *testing.T) {
 	if l.Slack.APIURL != "https://slack.com/api/" || l.Discord.APIURL != "https://discord.com/api/v10/" {
 		t.Errorf("api urls: %q %q", l.Slack.APIURL, l.Discord.APIURL)
 	}
-	want := Sessions{QueueSize: 64, IdleTimeout: Duration(15 * time.Second), ApprovalTimeout: Duration(10 * time.Minute), ToolTimeout: Duration(30 * time.Second), SubscriberBuffer: 256, ShutdownGrace: Duration(10 * time.Second), MaxLive: 10000, NewPerMinute: 20}
+	want := Sessions{QueueSize: 64, IdleTimeout: Duration(15 * time.Second), ApprovalTimeout: Duration(10 * time.Minute), ToolTimeout: Duration(30 * time.Second), SubscriberBuffer: 256, ShutdownGrace: Duration(10 * time.Second), MaxLive: 10000, NewPerMinute: 20, MaxBindings: 20}
 	if c.Sessions != want {
 		t.Errorf("sessions: %+v, want %+v", c.Sessions, want)
 	}
@@ -327,6 +327,8 @@ func TestBadValues(t *testing.T) {
 			want: []string{`listeners.websocket.max_conns_per_ip: must be at least 1, or -1 for no bound`}},
 		{name: "new sessions a minute", sets: []string{"sessions.new_per_minute=0"},
 			want: []string{`sessions.new_per_minute: must be at least 1`}},
+		{name: "places per session", sets: []string{"sessions.max_bindings=0"},
+			want: []string{`sessions.max_bindings: must be at least 1`}},
 		{name: "live sessions", sets: []string{"sessions.max_live=-1"},
 			want: []string{`sessions.max_live: must be 0 (no bound) or more`}},
 		{name: "retention", sets: []string{"storage.retention=-1h"},
@@ -416,5 +418,23 @@ func TestShippedConfig(t *testing.T) {
 	}
 	if got := strings.Join(kinds, " "); got != "openai/gpt-4o-mini anthropic/claude-sonnet-4-5 gemini/gemini-2.5-flash ollama/llama3.2" {
 		t.Errorf("uncommented examples: %s", got)
+	}
+}
+
+func TestInviteBase(t *testing.T) {
+	for _, c := range []struct {
+		h    HTTP
+		want string
+	}{
+		{HTTP{Addr: "127.0.0.1:8080"}, "http://127.0.0.1:8080"},
+		{HTTP{Addr: ":8080"}, "http://localhost:8080"},
+		{HTTP{Addr: "0.0.0.0:9000"}, "http://localhost:9000"},
+		{HTTP{Addr: "[::]:9000"}, "http://localhost:9000"},
+		{HTTP{Addr: "[::1]:9000"}, "http://[::1]:9000"},
+		{HTTP{Addr: "0.0.0.0:9000", PublicURL: "https://chat.example.com/"}, "https://chat.example.com"},
+	} {
+		if got := c.h.InviteBase(); got != c.want {
+			t.Errorf("%+v: InviteBase = %q, want %q", c.h, got, c.want)
+		}
 	}
 }

@@ -187,7 +187,7 @@ func (s *session) confirm(ctx context.Context, in switchboard.Input) {
 		s.tell(in.Author, switchboard.ErrCodeBadInput, fmt.Sprintf("Unknown approval scope %s: leave it out (this call) or send \"session\" (the rest of the session).", quoteID(in.Scope)))
 		return
 	}
-	s.resolve(ctx, c, in.Approved, in.Author.DisplayName(), in.Scope)
+	s.resolve(ctx, c, in.Approved, in.Author, in.Scope)
 }
 
 // expire treats an unanswered request whose time ran out as denied.
@@ -196,7 +196,7 @@ func (s *session) expire(ctx context.Context, id string) {
 		return
 	}
 	if c := s.pending.find(id); c != nil && !c.Resolved {
-		s.resolve(ctx, c, false, "expired", "")
+		s.resolve(ctx, c, false, switchboard.Author{Name: "expired"}, "")
 	}
 }
 
@@ -204,7 +204,8 @@ func (s *session) expire(ctx context.Context, id string) {
 // the turn goes on. An approval for the session (scope) allows the tool
 // from now on, and answers the turn's other open requests for it too: the
 // allowance is stored in the same write as the answers.
-func (s *session) resolve(ctx context.Context, c *confirmation, approved bool, by, scope string) {
+func (s *session) resolve(ctx context.Context, c *confirmation, approved bool, who switchboard.Author, scope string) {
+	by := who.DisplayName()
 	p := s.pending
 	answered := []*confirmation{c}
 	var allowed []string
@@ -224,7 +225,7 @@ func (s *session) resolve(ctx context.Context, c *confirmation, approved bool, b
 		for _, c := range answered {
 			c.Resolved, c.Approved, c.By = true, approved, by
 			s.emit(ctx, switchboard.EventConfirmationResolved, switchboard.ConfirmationResolvedData{
-				ConfirmationID: c.ID, Approved: approved, By: by, Scope: scope,
+				ConfirmationID: c.ID, Approved: approved, By: by, Channel: who.Channel, Scope: scope,
 			})
 		}
 		if !approved {

@@ -14,9 +14,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/switchboard-gw/switchboard"
 )
+
+// ErrTooManyPlaces: the session is shown in as many places as it may be
+// (Config.MaxBindings).
+var ErrTooManyPlaces = errors.New("this conversation is already shown in as many places as it may be; /leave in one of them first")
 
 // Follower renders a channel's bound sessions; a listener registers one for
 // its channel with SetFollower.
@@ -59,6 +64,14 @@ func (m *Manager) Bind(ctx context.Context, channel, address, sessionID string) 
 // it is first shown the session's last recap messages (and what came with
 // them), not the whole history.
 func (m *Manager) BindWithRecap(ctx context.Context, channel, address, sessionID string, recap int) (switchboard.Binding, error) {
+	bs, err := m.cfg.Store.SessionBindings(ctx, sessionID)
+	if err != nil {
+		return switchboard.Binding{}, fmt.Errorf("sessions: bind %s: %w", sessionID, err)
+	}
+	if len(bs) >= m.cfg.MaxBindings && !slices.ContainsFunc(bs, func(b switchboard.Binding) bool { return b.Channel == channel && b.Address == address }) {
+		m.cfg.Metrics.Refused("bindings_per_session")
+		return switchboard.Binding{}, fmt.Errorf("sessions: bind %s: %w", sessionID, ErrTooManyPlaces)
+	}
 	seq, err := m.cfg.Store.LastSeq(ctx, sessionID)
 	if err != nil {
 		return switchboard.Binding{}, fmt.Errorf("sessions: bind %s: %w", sessionID, err)

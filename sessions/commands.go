@@ -30,6 +30,10 @@ func parseCommand(text string) (command, bool) {
 	return command{name: strings.ToLower(name), args: strings.TrimSpace(args)}, true
 }
 
+// readOnly are the commands a viewer may use: they change nothing in the
+// conversation (leaving changes only where it is shown).
+var readOnly = map[string]bool{"help": true, "who": true, "approvals": true, "pending": true, "tools": true, "usage": true, "leave": true}
+
 func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
 
 // Help lists the slash commands every channel understands.
@@ -44,6 +48,10 @@ const Help = `Commands:
   /share [role] [uses N] [expires 24h]
                             an invite code for others (viewer, member or approver)
   /unshare                  withdraw the open invite codes
+  /who                      the people here, their role and channel
+  /role <name> <role>       give someone another role (owner)
+  /approvals                the last tool calls approved or denied, by whom
+  /leave                    stop showing this conversation here
   /usage                    tokens used in this session
   /stop                     stop the running turn
   /reset                    start a new conversation
@@ -78,6 +86,14 @@ func (s *session) command(ctx context.Context, j job, cmd command) {
 		s.share(ctx, in.Author, cmd.args)
 	case "unshare":
 		s.unshare(ctx, in.Author)
+	case "who":
+		s.who(in.Author)
+	case "role":
+		s.setRole(ctx, in.Author, cmd.args)
+	case "leave":
+		s.leave(ctx, in)
+	case "approvals":
+		s.approvals(ctx, in.Author)
 	default:
 		if _, ok := s.m.cfg.Tools.Lookup(cmd.name); ok {
 			s.runToolDirectly(ctx, in.Author, cmd)

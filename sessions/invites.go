@@ -114,10 +114,12 @@ func (s *session) share(ctx context.Context, by switchboard.Author, args string)
 	}
 	msg := fmt.Sprintf("Invite code %s: joins as %s, %d use(s), until %s UTC. Others join with /join %s",
 		code, role, uses, now.Add(ttl).Format("2006-01-02 15:04"), code)
+	link := ""
 	if base := strings.TrimRight(s.m.cfg.PublicURL, "/"); base != "" {
-		msg += " or at " + base + "/s/" + code
+		link = base + "/s/" + code
+		msg += " or at " + link
 	}
-	s.tell(by, NoticeInfo, msg+". /unshare withdraws it.")
+	s.tellLink(by, msg+". /unshare withdraws it.", link)
 }
 
 // unshare withdraws every open invite of the session.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,7 +30,8 @@ func TestShareAndJoin(t *testing.T) {
 	notice := owner.errorEvent()
 	m := inviteCodeRE.FindStringSubmatch(notice.Message)
 	if notice.Code != sessions.NoticeInfo || notice.For != alice.Key() || m == nil ||
-		!strings.Contains(notice.Message, "https://chat.example.com/s/"+m[1]) || !strings.Contains(notice.Message, "approver, 2 use(s)") {
+		!strings.Contains(notice.Message, "https://chat.example.com/s/"+m[1]) || !strings.Contains(notice.Message, "approver, 2 use(s)") ||
+		notice.Link != "https://chat.example.com/s/"+m[1] {
 		t.Fatalf("share notice: %+v", notice)
 	}
 	code := m[1]
@@ -47,7 +49,7 @@ func TestShareAndJoin(t *testing.T) {
 		t.Fatalf("join: %s, %s, %v", id, role, err)
 	}
 	members, _ := h.db.Members(ctx, owner.id)
-	if members[bob.Key()] != "approver" {
+	if !slices.ContainsFunc(members, func(m switchboard.Member) bool { return m.Key == bob.Key() && m.Role == "approver" }) {
 		t.Fatalf("members: %v", members)
 	}
 	dan := switchboard.Author{Channel: "stdin", ID: "dan"}

@@ -36,8 +36,11 @@ type Store interface {
 	ClearSessionKey(ctx context.Context, id string) error
 	SetSessionGuide(ctx context.Context, id, guide string) error
 
-	SetMember(ctx context.Context, sessionID, authorKey, role string) error
-	Members(ctx context.Context, sessionID string) (map[string]string, error)
+	SetMember(ctx context.Context, sessionID string, m switchboard.Member) error
+	RemoveMember(ctx context.Context, sessionID, authorKey string) error
+	SeenMembers(ctx context.Context, sessionID string, seen map[string]time.Time) error
+	Members(ctx context.Context, sessionID string) ([]switchboard.Member, error)
+	Decisions(ctx context.Context, sessionID string, n int) ([]switchboard.Decision, error)
 
 	// AppendEvents queues events; published is told once they are stored.
 	AppendEvents(ctx context.Context, published func([]switchboard.Event, error), evs ...switchboard.Event) error
@@ -111,6 +114,10 @@ type Config struct {
 	// this, with everything they hold (0: keep them).
 	Retention time.Duration
 
+	// MaxBindings bounds the places one session is shown in (Bind): 20
+	// when 0.
+	MaxBindings int
+
 	// PublicURL is the origin invite links point at (/s/<code>); empty:
 	// links are left out and the code alone is given.
 	PublicURL string
@@ -139,6 +146,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.JoinRole == "" {
 		c.JoinRole = collaboration.Member
+	}
+	if c.MaxBindings <= 0 {
+		c.MaxBindings = 20
 	}
 	if c.NewPerMinute <= 0 {
 		c.NewPerMinute = 20
@@ -194,6 +204,9 @@ type Manager struct {
 	// goroutine starts after it (kick), so wg can be waited on.
 	startMu  sync.RWMutex
 	stopping bool
+	// stopped is closed once ctx has ended and the parked sessions have
+	// been shut down.
+	stopped chan struct{}
 
 	loadMu    sync.Mutex // serialises loading, never held on the hot path
 	liveCount atomic.Int64
@@ -220,7 +233,11 @@ func NewManager(ctx context.Context, cfg Config) *Manager {
 	if m.cfg.Retention > 0 {
 		m.bg.Go(m.retain)
 	}
-	context.AfterFunc(ctx, func() { m.stopStarting(false) })
+	m.stopped = make(chan struct{})
+	context.AfterFunc(ctx, func() {
+		m.stopStarting(false)
+		close(m.stopped)
+	})
 	m.cfg.Metrics.GaugeFunc("switchboard_sessions_live", "Sessions loaded in memory.", func() float64 { return float64(m.liveCount.Load()) })
 	m.cfg.Metrics.GaugeFunc("switchboard_sessions_working", "Sessions with work under way: each has a goroutine; an idle session has none.", func() float64 { return float64(m.working.Load()) })
 	return m
@@ -235,6 +252,7 @@ func (m *Manager) Working() int { return int(m.working.Load()) }
 // Wait blocks until every session goroutine, and the manager's own, have
 // stopped.
 func (m *Manager) Wait() {
+	<-m.stopped // parked sessions have let go (and stored who was last seen)
 	m.wg.Wait()
 	m.bg.Wait()
 }
@@ -390,8 +408,12 @@ func (m *Manager) Attach(ctx context.Context, opts AttachOptions) (*Subscription
 		Session: s.id, Guide: g.Name, Role: string(role), LastSeq: last,
 		User:     &switchboard.ReadyUser{ID: opts.Author.ID, Name: opts.Author.DisplayName()},
 		Pending:  s.openRequests(),
+		Members:  s.readyMembers(),
 		Greeting: g.Greeting, Suggestions: g.Suggestions,
 	}
+	s.mu.Lock()
+	s.membersChangedExceptLocked(sub) // the others see the newcomer here
+	s.mu.Unlock()
 	return sub, nil
 }
 
@@ -488,7 +510,7 @@ func (m *Manager) create(ctx context.Context, key, guide string, author switchbo
 	if key != "" {
 		// A keyed session is found by its key (the terminal, a thread):
 		// stored at once, so two attaches cannot make two.
-		if err := m.store(ctx, rec); err != nil {
+		if err := m.store(ctx, rec, author.Name); err != nil {
 			return nil, err
 		}
 		return m.load(ctx, rec.ID)
@@ -502,6 +524,7 @@ func (m *Manager) create(ctx context.Context, key, guide string, author switchbo
 	s := m.newSession(rec, g, m.cfg.QueueSize)
 	s.unstored.Store(true)
 	s.roles[author.Key()] = collaboration.Owner
+	s.names[author.Key()] = author.Name
 	m.live.Store(rec.ID, s)
 	m.liveCount.Add(1)
 	s.mu.Lock()
@@ -511,11 +534,11 @@ func (m *Manager) create(ctx context.Context, key, guide string, author switchbo
 }
 
 // store writes a new session's record and its owner.
-func (m *Manager) store(ctx context.Context, rec switchboard.Session) error {
+func (m *Manager) store(ctx context.Context, rec switchboard.Session, ownerName string) error {
 	if err := m.cfg.Store.CreateSession(ctx, rec); err != nil {
 		return fmt.Errorf("sessions: create: %w", err)
 	}
-	if err := m.cfg.Store.SetMember(ctx, rec.ID, rec.Owner, string(collaboration.Owner)); err != nil {
+	if err := m.cfg.Store.SetMember(ctx, rec.ID, switchboard.Member{Key: rec.Owner, Name: ownerName, Role: string(collaboration.Owner), LastSeen: rec.CreatedAt}); err != nil {
 		return fmt.Errorf("sessions: create: %w", err)
 	}
 	m.cfg.Logger.Info("session created", "session", rec.ID, "key", rec.Key, "guide", rec.Guide, "owner", rec.Owner)

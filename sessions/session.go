@@ -95,6 +95,9 @@ type session struct {
 	running    bool                          // the session's goroutine is up (see run, kick)
 	idle       *time.Timer                   // unloads the session once idle (armIdleLocked)
 	roles      map[string]collaboration.Role // author key → role
+	names      map[string]string             // author key → the name they last used
+	seen       map[string]time.Time          // author key → last wrote or left (people.go)
+	unsaved    map[string]time.Time          // of seen, what the store has not been told
 	shownGuide guides.Guide                  // the guide, for other goroutines (guideSnapshot)
 	// membersMayStop is the guide's members_may_stop, for submit.
 	membersMayStop bool
@@ -149,8 +152,12 @@ func (m *Manager) restore(ctx context.Context, id string) (*session, error) {
 	// Room for what was accepted before a restart, and the turn it cut.
 	s := m.newSession(rec, g, max(m.cfg.QueueSize, len(queued)+1))
 	s.window, s.seq, s.published = window, seq, seq
-	for k, r := range members {
-		s.roles[k] = collaboration.Role(r)
+	for _, mb := range members {
+		s.roles[mb.Key] = collaboration.Role(mb.Role)
+		s.names[mb.Key] = mb.Name
+		if !mb.LastSeen.IsZero() {
+			s.seen[mb.Key] = mb.LastSeen
+		}
 	}
 	// What was under way comes first, then what was waiting: in the
 	// order they were accepted.
@@ -171,7 +178,8 @@ func (m *Manager) newSession(rec switchboard.Session, g guides.Guide, queue int)
 		inbox: make(chan job, queue),
 		rec:   rec, guide: g,
 		subs: map[*Subscription]struct{}{}, listeners: map[*Subscription]struct{}{},
-		roles: map[string]collaboration.Role{}, shownGuide: g, membersMayStop: g.MembersMayStop,
+		roles: map[string]collaboration.Role{}, names: map[string]string{}, seen: map[string]time.Time{}, unsaved: map[string]time.Time{},
+		shownGuide: g, membersMayStop: g.MembersMayStop,
 	}
 	s.onCommit = s.committed
 	return s
@@ -188,7 +196,10 @@ func (s *session) persist(ctx context.Context) error {
 	if !s.unstored.Load() {
 		return nil
 	}
-	if err := s.m.store(ctx, s.rec); err != nil {
+	s.mu.Lock()
+	owner := s.names[s.rec.Owner]
+	s.mu.Unlock()
+	if err := s.m.store(ctx, s.rec, owner); err != nil {
 		return err
 	}
 	s.unstored.Store(false)
@@ -309,8 +320,11 @@ func (s *session) shutdown(flush bool) {
 	if s.idle != nil {
 		s.idle.Stop()
 	}
+	unsaved := s.unsaved
+	s.unsaved = map[string]time.Time{}
 	s.mu.Unlock()
 	s.stopTimers()
+	s.saveSeen(unsaved)
 }
 
 // shutdownIfParked lets a parked session's listeners go; a running one
@@ -376,7 +390,7 @@ func (s *session) mayQueueLocked(in switchboard.Input) error {
 	switch {
 	case s.closed:
 		return ErrClosed
-	case !role.CanWrite():
+	case !role.CanWrite() && !readOnlyCommand(in.Text):
 		return fmt.Errorf("%w: %s is a %s in this session and may not write", ErrForbidden, in.Author.DisplayName(), role)
 	case len(s.inbox) >= cap(s.inbox):
 		return ErrBusy
@@ -409,13 +423,22 @@ func (s *session) accept(ctx context.Context, in switchboard.Input) (*Receipt, e
 	}
 	_, command := parseCommand(in.Text)
 	direct := !s.running && len(s.inbox) == 0 && !command // parked: nothing under way
-	s.accepting++                                         // the session stays loaded until the job is queued
+	_, member := s.roles[in.Author.Key()]
+	s.sawLocked(in.Author.Key())
+	s.accepting++ // the session stays loaded until the job is queued
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		s.accepting--
 		s.mu.Unlock()
 	}()
+	if !member {
+		// Someone writing where they may (a Slack thread's other people)
+		// is one of the session's people from now on: /who lists them.
+		if _, err := s.join(ctx, in.Author, ""); err != nil {
+			s.log.Warn("writer not recorded as a member", "author", in.Author.Key(), "err", err)
+		}
+	}
 
 	if direct {
 		return s.handOver(ctx, in)
@@ -487,9 +510,13 @@ func (s *session) schedule(j job) {
 func (s *session) join(ctx context.Context, a switchboard.Author, role collaboration.Role) (collaboration.Role, error) {
 	s.mu.Lock()
 	cur, known := s.roles[a.Key()]
+	renamed := a.Name != "" && s.names[a.Key()] != a.Name
 	s.mu.Unlock()
-	if known && (role == "" || role == cur) {
+	if known && (role == "" || role == cur) && !renamed {
 		return cur, nil
+	}
+	if known && role == "" {
+		role = cur // a new name only
 	}
 	if role == "" {
 		role = s.m.cfg.JoinRole
@@ -498,11 +525,17 @@ func (s *session) join(ctx context.Context, a switchboard.Author, role collabora
 	if err := s.persist(ctx); err != nil {
 		return "", fmt.Errorf("sessions: join: %w", err)
 	}
-	if err := s.m.cfg.Store.SetMember(ctx, s.id, a.Key(), string(role)); err != nil {
+	if err := s.m.cfg.Store.SetMember(ctx, s.id, switchboard.Member{Key: a.Key(), Name: a.Name, Role: string(role)}); err != nil {
 		return "", fmt.Errorf("sessions: join: %w", err)
 	}
 	s.mu.Lock()
 	s.roles[a.Key()] = role
+	if a.Name != "" {
+		s.names[a.Key()] = a.Name
+	}
+	if !known || role != cur {
+		s.membersChangedLocked()
+	}
 	s.mu.Unlock()
 	return role, nil
 }
@@ -727,10 +760,22 @@ func (s *session) tell(to switchboard.Author, code, msg string) {
 	s.noticeToLocked(to.Key(), code, msg)
 }
 
+// tellLink is tell for an info notice about a link.
+func (s *session) tellLink(to switchboard.Author, msg, link string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sendNoticeLocked(switchboard.ErrorData{Code: NoticeInfo, Message: msg, For: to.Key(), Link: link})
+}
+
 // noticeToLocked sends a notice to the listeners of author key to, or to
 // all of them when to is empty.
 func (s *session) noticeToLocked(to, code, msg string) {
-	raw, _ := json.Marshal(switchboard.ErrorData{Code: code, Message: msg, For: to})
+	s.sendNoticeLocked(switchboard.ErrorData{Code: code, Message: msg, For: to})
+}
+
+func (s *session) sendNoticeLocked(d switchboard.ErrorData) {
+	to := d.For
+	raw, _ := json.Marshal(d)
 	ev := switchboard.Event{
 		Time: s.m.cfg.Now().UTC().Truncate(time.Millisecond), Session: s.id,
 		Agent: s.shownGuide.Name, Type: switchboard.EventError, Data: raw,
@@ -939,6 +984,10 @@ func (sub *Subscription) detach() {
 		s.following--
 	}
 	delete(s.listeners, sub)
+	if sub.author != "" && sub.follow == "" {
+		s.sawLocked(sub.author)
+		s.membersChangedLocked()
+	}
 	if len(s.listeners) == s.following && !s.running {
 		s.armIdleLocked() // the idle time counts from the last listener's leaving
 	}
@@ -971,6 +1020,11 @@ func (sub *Subscription) send(ctx context.Context, ev switchboard.Event) bool {
 // quoteID shows an id or name a client chose, quoted and cut to a length
 // that cannot carry a message of its own.
 func quoteID(id string) string { return strconv.Quote(preview(id, 40)) }
+
+func readOnlyCommand(text string) bool {
+	cmd, ok := parseCommand(text)
+	return ok && readOnly[cmd.name]
+}
 
 // stops reports whether an input stops the running turn.
 func stops(in switchboard.Input) bool {

@@ -109,6 +109,48 @@ func (db *DB) RecentMessages(ctx context.Context, sessionID string, n int, throu
 	return evs, nil
 }
 
+// Decisions returns the last n answered approval requests of a session,
+// oldest first: each confirmation_resolved event (who, from where, when)
+// with the confirmation_request it answered (which tool, which arguments).
+// The event log is the record: nothing is stored twice.
+func (db *DB) Decisions(ctx context.Context, sessionID string, n int) ([]switchboard.Decision, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT r.seq, r.time, r.type, r.agent, r.data, q.data FROM events r
+		LEFT JOIN events q ON q.session_id = r.session_id AND q.type = 'confirmation_request'
+		  AND q.seq < r.seq AND json_valid(q.data) AND json_valid(r.data)
+		  AND json_extract(q.data, '$.confirmation_id') = json_extract(r.data, '$.confirmation_id')
+		WHERE r.session_id = ? AND r.type = 'confirmation_resolved'
+		ORDER BY r.seq DESC LIMIT ?`, sessionID, n)
+	if err != nil {
+		return nil, fmt.Errorf("storage: decisions: %w", err)
+	}
+	defer rows.Close()
+	var ds []switchboard.Decision
+	for rows.Next() {
+		var (
+			ms              int64
+			typ, agent, res string
+			req             sql.NullString
+			d               switchboard.Decision
+		)
+		if err := rows.Scan(&d.Seq, &ms, &typ, &agent, &res, &req); err != nil {
+			return nil, fmt.Errorf("storage: decisions: %w", err)
+		}
+		d.Time = fromMillis(ms)
+		if err := json.Unmarshal([]byte(res), &d.Resolved); err != nil {
+			continue // a row this gateway did not write: nothing to list
+		}
+		if req.Valid {
+			_ = json.Unmarshal([]byte(req.String), &d.Request)
+		}
+		ds = append(ds, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: decisions: %w", err)
+	}
+	slices.Reverse(ds)
+	return ds, nil
+}
+
 func scanEvents(sessionID string, rows *sql.Rows) ([]switchboard.Event, error) {
 	defer rows.Close()
 	var evs []switchboard.Event

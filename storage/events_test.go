@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -626,5 +627,49 @@ func TestRecentMessages(t *testing.T) {
 	}
 	if none, err := db.RecentMessages(ctx, "nobody", 3, 100); err != nil || len(none) != 0 {
 		t.Fatalf("recap of an unknown session = %v, %v", none, err)
+	}
+}
+
+func TestDecisionsPairAnswersWithTheirRequests(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openFile(t)
+	newSession(t, db, "s1", "")
+	newSession(t, db, "s2", "")
+	evs := []switchboard.Event{
+		ev("s1", 1, switchboard.EventConfirmationRequest, `{"confirmation_id":"c1","tool_name":"shell","args":{"cmd":"ls"}}`),
+		ev("s1", 2, switchboard.EventConfirmationResolved, `{"confirmation_id":"c1","approved":true,"by":"Carol","channel":"slack"}`),
+		ev("s1", 3, switchboard.EventConfirmationRequest, `{"confirmation_id":"c2","tool_name":"deploy","args":{}}`),
+		ev("s1", 4, switchboard.EventMessage, `{"role":"user","content":"hi"}`),
+		ev("s1", 5, switchboard.EventConfirmationResolved, `{"confirmation_id":"c2","approved":false,"by":"expired"}`),
+		ev("s1", 6, switchboard.EventConfirmationResolved, `not json`),
+		ev("s1", 7, switchboard.EventConfirmationResolved, `{"confirmation_id":"c9","approved":true,"by":"Dan","channel":"discord"}`),
+	}
+	if err := writeTurn(ctx, db, "s1", switchboard.TurnWrite{Events: evs}); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeTurn(ctx, db, "s2", switchboard.TurnWrite{Events: []switchboard.Event{
+		ev("s2", 1, switchboard.EventConfirmationResolved, `{"confirmation_id":"c1","approved":false,"by":"Eve"}`),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Decisions(ctx, "s1", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		seq             int64
+		tool, by, where string
+		approved        bool
+	}
+	var rows []row
+	for _, d := range got {
+		rows = append(rows, row{d.Seq, d.Request.ToolName, d.Resolved.By, d.Resolved.Channel, d.Resolved.Approved})
+	}
+	want := []row{{2, "shell", "Carol", "slack", true}, {5, "deploy", "expired", "", false}, {7, "", "Dan", "discord", true}}
+	if !slices.Equal(rows, want) {
+		t.Errorf("Decisions = %+v, want %+v (oldest first; a request that is gone leaves the tool empty; other sessions' and malformed rows left out)", rows, want)
+	}
+	if got, _ := db.Decisions(ctx, "s1", 1); len(got) != 1 || got[0].Seq != 7 {
+		t.Errorf("Decisions(1) = %+v, want the last answer only", got)
 	}
 }

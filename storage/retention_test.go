@@ -17,7 +17,7 @@ func TestExpiredSessionsAreDeletedWithEverythingTheyHold(t *testing.T) {
 	for _, id := range []string{"old", "busy", "waiting", "recent"} {
 		newSession(t, db, id, "")
 	}
-	if err := db.SetMember(ctx, "old", "web:ann", "owner"); err != nil {
+	if err := db.SetMember(ctx, "old", switchboard.Member{Key: "web:ann", Role: "owner"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.WriteTurn(ctx, "old", switchboard.TurnWrite{

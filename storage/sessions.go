@@ -172,14 +172,53 @@ func (db *DB) updateSession(ctx context.Context, op, id, query string, args ...a
 	return nil
 }
 
-// SetMember grants authorKey a role in a session, replacing any it had.
-func (db *DB) SetMember(ctx context.Context, sessionID, authorKey, role string) error {
-	_, err := db.write.ExecContext(ctx, `INSERT INTO members (session_id, author_key, role) VALUES (?, ?, ?)
-		ON CONFLICT (session_id, author_key) DO UPDATE SET role = excluded.role`, sessionID, authorKey, role)
+// SetMember grants a member their role in a session under the name given,
+// replacing what was there; a LastSeen of zero keeps the stored one.
+func (db *DB) SetMember(ctx context.Context, sessionID string, m switchboard.Member) error {
+	_, err := db.write.ExecContext(ctx, `INSERT INTO members (session_id, author_key, role, name, last_seen, joined_at) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (session_id, author_key) DO UPDATE SET role = excluded.role, name = excluded.name,
+		last_seen = max(last_seen, excluded.last_seen)`, sessionID, m.Key, m.Role, m.Name, unixMilli(m.LastSeen), time.Now().UnixMilli())
 	if err != nil {
-		return fmt.Errorf("storage: set member %s in %s: %w", authorKey, sessionID, err)
+		return fmt.Errorf("storage: set member %s in %s: %w", m.Key, sessionID, err)
 	}
 	return nil
+}
+
+// RemoveMember takes a member out of a session (/leave); removing one who
+// is not there is no error.
+func (db *DB) RemoveMember(ctx context.Context, sessionID, authorKey string) error {
+	if _, err := db.write.ExecContext(ctx, `DELETE FROM members WHERE session_id = ? AND author_key = ?`, sessionID, authorKey); err != nil {
+		return fmt.Errorf("storage: remove member %s from %s: %w", authorKey, sessionID, err)
+	}
+	return nil
+}
+
+// SeenMembers records when members were last seen (key → time), in one
+// transaction; a time earlier than the stored one changes nothing.
+func (db *DB) SeenMembers(ctx context.Context, sessionID string, seen map[string]time.Time) error {
+	if len(seen) == 0 {
+		return nil
+	}
+	err := db.inBatch(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		for k, t := range seen {
+			if _, err := tx.ExecContext(ctx, `UPDATE members SET last_seen = max(last_seen, ?) WHERE session_id = ? AND author_key = ?`,
+				t.UnixMilli(), sessionID, k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("storage: members seen in %s: %w", sessionID, err)
+	}
+	return nil
+}
+
+func unixMilli(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
 
 // Member returns authorKey's role in a session.
@@ -196,23 +235,27 @@ func (db *DB) Member(ctx context.Context, sessionID, authorKey string) (string, 
 	return role, nil
 }
 
-// Members returns every member of a session: author key → role.
-func (db *DB) Members(ctx context.Context, sessionID string) (map[string]string, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT author_key, role FROM members WHERE session_id = ?`, sessionID)
+// Members returns every member of a session, in the order they joined.
+func (db *DB) Members(ctx context.Context, sessionID string) ([]switchboard.Member, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT author_key, role, name, last_seen FROM members WHERE session_id = ? ORDER BY joined_at, author_key`, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("storage: members of %s: %w", sessionID, err)
 	}
 	defer rows.Close()
-	m := map[string]string{}
+	var ms []switchboard.Member
 	for rows.Next() {
-		var k, r string
-		if err := rows.Scan(&k, &r); err != nil {
+		var m switchboard.Member
+		var seen int64
+		if err := rows.Scan(&m.Key, &m.Role, &m.Name, &seen); err != nil {
 			return nil, fmt.Errorf("storage: members of %s: %w", sessionID, err)
 		}
-		m[k] = r
+		if seen > 0 {
+			m.LastSeen = time.UnixMilli(seen).UTC()
+		}
+		ms = append(ms, m)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("storage: members of %s: %w", sessionID, err)
 	}
-	return m, nil
+	return ms, nil
 }

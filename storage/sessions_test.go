@@ -3,8 +3,8 @@ package storage
 import (
 	"context"
 	"errors"
-	"maps"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -111,7 +111,7 @@ func TestMembers(t *testing.T) {
 	}
 	set := func(s, a, r string) {
 		t.Helper()
-		if err := db.SetMember(ctx, s, a, r); err != nil {
+		if err := db.SetMember(ctx, s, switchboard.Member{Key: a, Role: r, Name: "name of " + a}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -127,14 +127,34 @@ func TestMembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]string{"stdin:me": "owner", "web:u1": "member"}; !maps.Equal(got, want) {
-		t.Errorf("Members = %v, want %v", got, want)
+	want := []switchboard.Member{{Key: "stdin:me", Name: "name of stdin:me", Role: "owner"}, {Key: "web:u1", Name: "name of web:u1", Role: "member"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("Members = %v, want %v (in the order they joined)", got, want)
+	}
+	// Last seen only moves forward, and survives a change of role.
+	t1 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	if err := db.SeenMembers(ctx, "s1", map[string]time.Time{"web:u1": t1, "web:nobody": t1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SeenMembers(ctx, "s1", map[string]time.Time{"web:u1": t1.Add(-time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	set("s1", "web:u1", "approver")
+	got, _ = db.Members(ctx, "s1")
+	if len(got) != 2 || !got[1].LastSeen.Equal(t1) || got[1].Role != "approver" {
+		t.Errorf("after SeenMembers and a new role: %+v; want web:u1 approver last seen %v", got, t1)
+	}
+	if err := db.RemoveMember(ctx, "s1", "web:u1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = db.Members(ctx, "s1"); len(got) != 1 || got[0].Key != "stdin:me" {
+		t.Errorf("after RemoveMember: %+v; want stdin:me alone", got)
 	}
 	if got, err := db.Members(ctx, "s3"); err != nil || len(got) != 0 {
 		t.Errorf("Members of unknown session = %v, %v; want empty", got, err)
 	}
 	// Foreign keys are on: a member needs a session.
-	if err := db.SetMember(ctx, "ghost", "web:u1", "owner"); err == nil {
+	if err := db.SetMember(ctx, "ghost", switchboard.Member{Key: "web:u1", Role: "owner"}); err == nil {
 		t.Error("SetMember on an unknown session succeeded")
 	}
 }

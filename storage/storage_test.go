@@ -163,7 +163,7 @@ func TestRestartKeepsEverything(t *testing.T) {
 	ctx := context.Background()
 	db, path := openFile(t)
 	newSession(t, db, "s1", "stdin")
-	if err := db.SetMember(ctx, "s1", "stdin:me", "owner"); err != nil {
+	if err := db.SetMember(ctx, "s1", switchboard.Member{Key: "stdin:me", Role: "owner"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := writeTurn(ctx, db, "s1", switchboard.TurnWrite{Usage: switchboard.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7}}); err != nil {

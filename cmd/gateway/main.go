@@ -173,7 +173,8 @@ Run "gateway doctor -h" for a command's flags. Flags:
 		IdleTimeout: time.Duration(cfg.Sessions.IdleTimeout), ApprovalTimeout: time.Duration(cfg.Sessions.ApprovalTimeout),
 		ToolTimeout: time.Duration(cfg.Sessions.ToolTimeout), Logger: log,
 		MaxLive: cfg.Sessions.MaxLive, NewPerMinute: cfg.Sessions.NewPerMinute,
-		Retention: time.Duration(cfg.Storage.Retention),
+		Retention: time.Duration(cfg.Storage.Retention), MaxBindings: cfg.Sessions.MaxBindings,
+		PublicURL: cfg.HTTP.InviteBase(),
 	})
 	// Sessions stop after the listeners, so a turn in flight can still be
 	// stored; then the store flushes on Close.
