@@ -282,7 +282,7 @@ func (s *session) runTools(ctx, turnCtx context.Context, p *pendingTurn, idx []i
 	for _, i := range idx {
 		call := p.Assistant.ToolCalls[i]
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(turnCtx, s.m.cfg.ToolTimeout)
+			ctx, cancel := context.WithTimeout(tools.WithSession(turnCtx, s.id), s.m.cfg.ToolTimeout)
 			defer cancel()
 			res, err := s.m.cfg.Tools.Run(ctx, call.Name, call.Args)
 			results <- done{i, res, err}

@@ -41,6 +41,9 @@ type Tool struct {
 type Result struct {
 	Content string
 	UI      *switchboard.UI
+	// Images are pictures the tool made (a chart a sandboxed run drew),
+	// inline (Data and MIMEType): shown to the users in every channel.
+	Images []switchboard.UIImage
 }
 
 // Errors callers tell apart with errors.Is: the model asked for a tool that
