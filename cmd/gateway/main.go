@@ -164,6 +164,24 @@ Run "gateway doctor -h" for a command's flags. Flags:
 		p.Circuit = providers.NewCircuit(p.Name, mets.ProviderCircuit)
 	}
 
+	// The HTTP port is bound before the sessions start: a port in use
+	// fails start-up at once, and invite links carry the port really
+	// bound (127.0.0.1:0 in tests).
+	// Metrics have a listener of their own: whoever may chat from beyond
+	// this machine may not read them. It is bound first, so its address is
+	// logged before http's.
+	msrv := listenMetrics(cfg, mets, log)
+	ln, err := listenHTTP(cfg, log)
+	if err != nil {
+		if msrv != nil {
+			msrv.ln.Close()
+		}
+		return err
+	}
+	defer ln.Close()
+	inviteHTTP := cfg.HTTP
+	inviteHTTP.Addr = ln.Addr().String()
+
 	sessionsCtx, stopSessions := context.WithCancel(context.Background())
 	manager := sessions.NewManager(sessionsCtx, sessions.Config{
 		Metrics: mets,
@@ -174,7 +192,7 @@ Run "gateway doctor -h" for a command's flags. Flags:
 		ToolTimeout: time.Duration(cfg.Sessions.ToolTimeout), Logger: log,
 		MaxLive: cfg.Sessions.MaxLive, NewPerMinute: cfg.Sessions.NewPerMinute,
 		Retention: time.Duration(cfg.Storage.Retention), MaxBindings: cfg.Sessions.MaxBindings,
-		PublicURL: cfg.HTTP.InviteBase(),
+		PublicURL: inviteHTTP.InviteBase(),
 	})
 	// Sessions stop after the listeners, so a turn in flight can still be
 	// stored; then the store flushes on Close.
@@ -206,10 +224,7 @@ Run "gateway doctor -h" for a command's flags. Flags:
 	errc := make(chan error, 5)
 	running := 0
 
-	// Metrics have a listener of their own: whoever may chat from beyond
-	// this machine may not read them. It is bound first, so its address is
-	// logged before http's.
-	if msrv := listenMetrics(cfg, mets, log); msrv != nil {
+	if msrv != nil {
 		running++
 		go func() { errc <- serveHTTP(listenCtx, msrv, log) }()
 	}
@@ -257,10 +272,7 @@ Run "gateway doctor -h" for a command's flags. Flags:
 		outer.Handle("/", handler)
 		handler = outer
 	}
-	srv, err := listenHTTP(cfg, handler, log)
-	if err != nil {
-		return err
-	}
+	srv := newHTTPServer(cfg, ln, handler)
 	running++
 	go func() { errc <- serveHTTP(listenCtx, srv, log) }()
 
@@ -583,12 +595,17 @@ func localUser(environ []string) switchboard.Author {
 
 // listenHTTP binds the HTTP address now, so a port in use fails start-up
 // with a clear error instead of later in a goroutine.
-func listenHTTP(cfg config.Config, mux http.Handler, log *slog.Logger) (*httpServer, error) {
+func listenHTTP(cfg config.Config, log *slog.Logger) (net.Listener, error) {
 	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("http.addr %s: %w", cfg.HTTP.Addr, err)
 	}
 	log.Info("http listening", "addr", ln.Addr().String())
+	return ln, nil
+}
+
+// newHTTPServer is the server that will serve mux on ln.
+func newHTTPServer(cfg config.Config, ln net.Listener, mux http.Handler) *httpServer {
 	return &httpServer{ln: ln, srv: &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -596,7 +613,7 @@ func listenHTTP(cfg config.Config, mux http.Handler, log *slog.Logger) (*httpSer
 		ReadTimeout:    time.Duration(cfg.HTTP.ReadTimeout),
 		IdleTimeout:    time.Duration(cfg.HTTP.IdleTimeout),
 		MaxHeaderBytes: 64 << 10,
-	}}, nil
+	}}
 }
 
 // listenMetrics binds metrics.addr, or returns nil when it is empty or
