@@ -309,6 +309,11 @@ func (s *session) runTools(ctx, turnCtx context.Context, p *pendingTurn, idx []i
 				s.emit(ctx, switchboard.EventUI, d.res.UI)
 			}
 		}
+		for _, img := range d.res.Images {
+			// What a tool drew (a sandboxed run's chart) is shown to the
+			// people as it is, in every channel's own way.
+			s.emit(ctx, switchboard.EventUI, &switchboard.UI{ID: newID("ui_"), Title: img.Alt, Image: &img})
+		}
 		s.setResult(ctx, p, d.i, d.res.Content, false)
 	}
 }

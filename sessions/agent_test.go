@@ -297,3 +297,30 @@ func TestArgsOfToolCallEventsAreJSON(t *testing.T) {
 		t.Fatalf("tool_call args = %s (%v)", tc.Args, err)
 	}
 }
+
+// A tool's images are shown to the people, one card each, and the tool
+// knows which session it ran for.
+func TestToolImagesAreShown(t *testing.T) {
+	h := newHarness(t)
+	h.llm.Push(
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "d1", Name: "draw", Args: `{}`}}},
+		openaitest.Reply{Text: []string{"Here are your charts."}},
+	)
+	c := h.newSession(alice)
+	c.say("draw me something")
+	var alts []string
+	for range 2 {
+		ui := c.until(switchboard.EventUI, nil).(*switchboard.UI)
+		if ui.Image == nil || ui.Image.Data == "" || ui.ID == "" {
+			t.Fatalf("an image card without its image: %+v", ui)
+		}
+		alts = append(alts, ui.Image.Alt+" "+ui.Image.MIMEType)
+	}
+	if strings.Join(alts, ", ") != "chart.png image/png, plot.svg image/svg+xml" {
+		t.Errorf("images shown: %v", alts)
+	}
+	res := c.until(switchboard.EventToolResponse, nil).(*switchboard.ToolResponseData)
+	if res.ContentPreview != "drew 2 images for "+c.id {
+		t.Errorf("the tool's result: %q; want it to know its session", res.ContentPreview)
+	}
+}

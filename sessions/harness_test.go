@@ -27,8 +27,8 @@ description: A guide for tests
 temperature: 0.2
 memory: { policy: sliding-window, window: 6 }
 initial_memories: ["The shop opens at 9."]
-tools: [current_time, calculator, present, boom]
-approval: { default: ask, auto: [calculator, present, boom] }
+tools: [current_time, calculator, present, boom, draw]
+approval: { default: ask, auto: [calculator, present, boom, draw] }
 max_iterations: 3
 greeting: Hello from the tester.
 suggestions: ["what time is it?", "2+2"]
@@ -78,7 +78,16 @@ func newHarness(t *testing.T, opts ...option) *harness {
 		Name: "boom", Description: "panics", Parameters: json.RawMessage(`{"type":"object"}`),
 		Execute: func(ctx context.Context, args json.RawMessage) (tools.Result, error) { panic("kaboom") },
 	}
-	registry, err := tools.NewRegistry(append(tools.Builtins(time.Now), boom)...)
+	draw := tools.Tool{
+		Name: "draw", Description: "draws two images", Parameters: json.RawMessage(`{"type":"object"}`),
+		Execute: func(ctx context.Context, args json.RawMessage) (tools.Result, error) {
+			return tools.Result{Content: "drew 2 images for " + tools.SessionOf(ctx), Images: []switchboard.UIImage{
+				{Data: "iVBORw0KGgo=", MIMEType: "image/png", Alt: "chart.png"},
+				{Data: "PHN2Zy8+", MIMEType: "image/svg+xml", Alt: "plot.svg"},
+			}}, nil
+		},
+	}
+	registry, err := tools.NewRegistry(append(tools.Builtins(time.Now), boom, draw)...)
 	if err != nil {
 		t.Fatal(err)
 	}
