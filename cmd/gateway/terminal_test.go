@@ -6,11 +6,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
 )
 
@@ -250,6 +253,115 @@ func TestTerminalApprovalAcrossRestartInPty(t *testing.T) {
 		t.Fatalf("/quit: %v\n%q", err, second.out.String())
 	}
 	notGlued(t, second.out.String())
+}
+
+// The terminal joins a conversation shared from the web, over the real
+// binary: a bad code is refused with its reason; run 1 joins Carol's
+// session (her /share over /ws), sees her messages labelled and writes
+// into it; run 2 starts in that session (the binding survives the
+// restart), and /leave there brings the terminal back to its own, where
+// run 3 starts. Where each line went is read from the database.
+func TestPipeJoinsASharedSessionAcrossRestarts(t *testing.T) {
+	llm := openaitest.New()
+	t.Cleanup(llm.Close)
+	llm.Respond(scriptedModel)
+	g := newGateway(t, openAIProvider(llm), "metrics:\n  addr: \"\"\n")
+
+	// Run 1, with standard input held open while Carol shares.
+	cmd := exec.Command(os.Args[0], "--config", g.config)
+	cmd.Env = append(hermeticEnv(), "GATEWAY_TEST_RUN_MAIN=1", "USER=tester", "TEST_OPENAI_KEY=sk-test")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, stdout: newStream(), stderr: newStream(), done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.watch(t)
+	typed := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(stdin, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	typed("/join aaaaaaaaaaaaaaaaaaaaaaaaaa")
+	p.stdout.waitFor(t, "! Not joined: that invite code is not known.", p)
+	p.stderr.waitFor(t, `msg="http listening"`, p)
+	addr := p.stderr.match(t, listenRE)
+
+	carol := dialPeer(t, addr, map[string]any{"type": "hello", "user": map[string]string{"id": "carol", "name": "Carol"}})
+	carolSays := func(id, text string, until func(wsFrame) bool) wsFrame {
+		t.Helper()
+		carol.send(map[string]any{"type": "input", "id": id, "text": text})
+		f, err := carol.until(terminalDeadline, until)
+		if err != nil {
+			t.Fatalf("Carol's %q: %v\n%s", text, err, carol.history())
+		}
+		return f
+	}
+	carolSays("i1", "hello from the web", isAssistantMessage)
+	f := carolSays("i2", "/share member", func(f wsFrame) bool { return f.Type == "error" && errorCode(f) == "info" })
+	code := regexp.MustCompile(`Invite code ([a-z2-7]{26})`).FindStringSubmatch(string(f.Data))
+	if code == nil {
+		t.Fatalf("no invite code in %s", f.Data)
+	}
+
+	typed("/join " + code[1])
+	p.stdout.waitFor(t, "Joined Carol's shared conversation as member. /leave returns to your own.", p)
+	p.stdout.waitFor(t, "Carol · Web: hello from the web", p) // the recap
+	typed("hello from the terminal")
+	carolSees := func(text string) {
+		t.Helper()
+		if _, err := carol.until(terminalDeadline, func(f wsFrame) bool {
+			var d switchboard.MessageData
+			return f.Type == "message" && json.Unmarshal(f.Data, &d) == nil && d.Content == text && d.Channel == "stdin" && d.Place == "stdin:terminal"
+		}); err != nil {
+			t.Fatalf("Carol never saw the terminal's %q: %v\n%s", text, err, carol.history())
+		}
+	}
+	carolSees("hello from the terminal")
+	carolSays("i3", "and from the web again", isAssistantMessage)
+	p.stdout.waitFor(t, "Carol · Web: and from the web again", p)
+	stdin.Close()
+	if err := p.waitExit(t); err != nil {
+		t.Fatalf("run 1: %v\n%s", err, p.stderr.String())
+	}
+
+	// Run 2 starts in Carol's conversation; /leave comes home.
+	out, _ := g.runPipe("hello after the restart\n/leave\nback home\n")
+	inOrder(t, out, "You said: ", "tester took this conversation out of a Terminal place", "Back in your own conversation.", "You said: back home")
+
+	// Run 3 starts in its own.
+	out, _ = g.runPipe("where now?\n")
+	inOrder(t, out, "You said: where now?")
+
+	db := openAuditDB(t, filepath.Join(g.dir, "data", "switchboard.db"))
+	var own string
+	if err := db.QueryRow(`SELECT id FROM sessions WHERE key = 'stdin'`).Scan(&own); err != nil {
+		t.Fatal(err)
+	}
+	where := map[string]string{}
+	for _, sid := range []string{carol.session, own} {
+		msgs, err := loadMessages(db, sid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			if m.Role == switchboard.RoleUser {
+				where[m.Content] = sid
+			}
+		}
+	}
+	for text, want := range map[string]string{
+		"hello from the terminal": carol.session, "hello after the restart": carol.session,
+		"back home": own, "where now?": own,
+	} {
+		if where[text] != want {
+			t.Errorf("%q is in session %q, want %q (Carol's is %s, the terminal's own %s)", text, where[text], want, carol.session, own)
+		}
+	}
 }
 
 // notGlued: the prompt "> " never follows the approval question.

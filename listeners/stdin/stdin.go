@@ -5,6 +5,10 @@
 //	printf 'what time is it?\ny\n' | gateway --config config.yaml
 //
 // prints the answer, with "y" answering the approval prompt.
+//
+// The terminal shows its own session (Key) until /join CODE binds its one
+// place (Channel, Address) to a conversation someone shared; it shows that
+// one, after restarts too, until the session's /leave unbinds the place.
 package stdin
 
 import (
@@ -16,11 +20,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/collaboration"
 	"github.com/switchboard-gw/switchboard/sessions"
 	"github.com/switchboard-gw/switchboard/tools"
 )
@@ -28,6 +34,18 @@ import (
 // Key is the session key of the terminal: one session, the same across
 // restarts, until /reset starts a new one.
 const Key = "stdin"
+
+// The terminal's one place: a session it shows after /join is bound to it
+// (Manager.Bind), so the next start shows that session again.
+const (
+	// Channel is the terminal's channel: its Author's and its binding's.
+	Channel = "stdin"
+	// Address is the terminal's place in its channel.
+	Address = "terminal"
+	// Place is Input.Place of what is typed in a joined session: the
+	// session's /leave unbinds it.
+	Place = Channel + ":" + Address
+)
 
 // recapMessages is how many of the remembered conversation's last
 // messages a terminal shows when it starts.
@@ -43,6 +61,10 @@ var ErrNoInput = errors.New("stdin: input ended before its first line")
 type Sessions interface {
 	Attach(ctx context.Context, opts sessions.AttachOptions) (*sessions.Subscription, error)
 	Submit(ctx context.Context, sessionID string, in switchboard.Input) (*sessions.Receipt, error)
+	Join(ctx context.Context, code string, author switchboard.Author) (string, collaboration.Role, error)
+	BindWithRecap(ctx context.Context, channel, address, sessionID string, recap int) (switchboard.Binding, error)
+	Binding(ctx context.Context, channel, address string) (switchboard.Binding, error)
+	Unbind(ctx context.Context, channel, address string) error
 }
 
 // Listener reads lines from In and writes the session's events to Out.
@@ -83,20 +105,38 @@ func (l *Listener) Run(ctx context.Context) error {
 		out: l.Out, self: l.Author, interactive: l.Interactive, styled: l.Styled,
 		changed: make(chan struct{}),
 	}
-	opts := sessions.AttachOptions{Key: Key, Guide: l.Guide, Author: l.Author, AfterSeq: -1}
-	if l.Interactive {
-		opts.Recap = recapMessages
-	}
-	sub, err := l.Sessions.Attach(ctx, opts)
+	at, err := l.initial(ctx)
 	if err != nil {
-		return fmt.Errorf("stdin: attach: %w", err)
+		return err
 	}
 	first := true
 	for {
-		v.start(sub.Ready, opts.Recap > 0)
+		sub, err := l.Sessions.Attach(ctx, at.opts)
+		if err != nil && at.bound && (errors.Is(err, switchboard.ErrNotFound) || errors.Is(err, sessions.ErrForbidden)) {
+			// The joined session is gone (or this person is no longer in
+			// it): the terminal shows its own rather than not starting.
+			if err := l.Sessions.Unbind(ctx, Channel, Address); err != nil {
+				return fmt.Errorf("stdin: unbind a session that is gone: %w", err)
+			}
+			l.logger().Warn("the terminal's joined session is gone; back to its own", "session", at.opts.SessionID, "err", err)
+			at = l.own(l.Interactive)
+			at.note = func(switchboard.ReadyData) string {
+				return "The shared conversation this terminal showed is gone; back in your own."
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("stdin: attach: %w", err)
+		}
+		v.start(sub.Ready, at.opts.Recap > 0)
 		if l.Interactive {
 			v.banner(sub.Ready, first)
 		}
+		if at.note != nil {
+			// Before the recap: it says why these messages are shown.
+			v.printf("%s\n", at.note(sub.Ready))
+		}
+		v.tellWaiting()
 		rendered := make(chan struct{})
 		go func() {
 			defer close(rendered)
@@ -104,20 +144,92 @@ func (l *Listener) Run(ctx context.Context) error {
 				v.render(ev)
 			}
 		}()
-		next, err := l.serve(ctx, sub.Ready.Session, v, src)
+		next, err := l.serve(ctx, at, sub.Ready.Session, v, src)
 		sub.Close()
 		<-rendered
-		if err != nil || next == "" {
+		if err != nil || next == nil {
 			v.end()
 			return err
 		}
-		opts = sessions.AttachOptions{SessionID: next, Author: l.Author, AfterSeq: -1}
-		sub, err = l.Sessions.Attach(ctx, opts)
-		if err != nil {
-			return fmt.Errorf("stdin: attach after reset: %w", err)
-		}
-		first = false
+		at, first = *next, false
 	}
+}
+
+// attachment is a session for the terminal to show, and how.
+type attachment struct {
+	opts sessions.AttachOptions
+	// bound: a session joined with /join, bound to the terminal's place.
+	bound bool
+	// note, if set, is printed once attached, before the recap: what
+	// changed (joined, back in one's own conversation).
+	note func(switchboard.ReadyData) string
+}
+
+// own is the terminal's own session, found by its key.
+func (l *Listener) own(recap bool) attachment {
+	opts := sessions.AttachOptions{Key: Key, Guide: l.Guide, Author: l.Author, AfterSeq: -1}
+	if recap {
+		opts.Recap = recapMessages
+	}
+	return attachment{opts: opts}
+}
+
+// joined is a session the terminal's place is bound to. Only a member
+// may attach: knowing the id is not enough, and one who is no longer in
+// it goes home (Run).
+func (l *Listener) joined(sessionID string, recap bool) attachment {
+	opts := sessions.AttachOptions{SessionID: sessionID, Author: l.Author, AfterSeq: -1, MembersOnly: true}
+	if recap {
+		opts.Recap = recapMessages
+	}
+	return attachment{opts: opts, bound: true}
+}
+
+// initial is what the terminal shows at start: the session its place is
+// bound to (a /join before the last stop), else its own.
+func (l *Listener) initial(ctx context.Context) (attachment, error) {
+	b, err := l.Sessions.Binding(ctx, Channel, Address)
+	if errors.Is(err, switchboard.ErrNotFound) {
+		return l.own(l.Interactive), nil
+	}
+	if err != nil {
+		return attachment{}, fmt.Errorf("stdin: the session the terminal shows: %w", err)
+	}
+	at := l.joined(b.SessionID, l.Interactive)
+	if l.Interactive {
+		at.note = func(r switchboard.ReadyData) string {
+			return fmt.Sprintf("This terminal shows %s; you are %s there. /leave returns to your own.", sharedName(r, l.Author), article(r.Role))
+		}
+	}
+	return at, nil
+}
+
+// sharedName is "Alice's shared conversation", or "the shared
+// conversation" when the owner is not known (or is oneself).
+func sharedName(r switchboard.ReadyData, self switchboard.Author) string {
+	for _, m := range r.Members {
+		if m.Role == string(collaboration.Owner) && !(m.Channel == self.Channel && m.ID == self.ID) {
+			return m.Name + "'s shared conversation"
+		}
+	}
+	return "the shared conversation"
+}
+
+func article(role string) string {
+	switch role {
+	case "":
+		return "a member"
+	case string(collaboration.Approver), string(collaboration.Owner):
+		return "an " + role
+	}
+	return "a " + role
+}
+
+func (l *Listener) logger() *slog.Logger {
+	if l.Logger != nil {
+		return l.Logger
+	}
+	return slog.Default()
 }
 
 // readLines reads In a line at a time; the channel is closed at its end.
@@ -179,32 +291,167 @@ func (s *lineSource) more() <-chan string {
 
 func (s *lineSource) queued() bool { return len(s.queue) > 0 }
 
-// serve answers lines until input ends or /quit; it returns a session id
-// to move to after /reset.
-func (l *Listener) serve(ctx context.Context, sessionID string, v *view, src *lineSource) (string, error) {
+// serve answers lines until input ends or /quit; it returns the session
+// to show next after /reset, /join or /leave (nil: the end).
+func (l *Listener) serve(ctx context.Context, at attachment, sessionID string, v *view, src *lineSource) (*attachment, error) {
+	place := ""
+	if at.bound {
+		place = Place
+	}
 	for {
 		line, ok := l.nextLine(ctx, v, src)
 		if !ok || isQuit(line) {
-			return "", nil
+			return nil, nil
+		}
+		if name, args := command(line); name == "join" {
+			// The terminal's own business: which session it shows.
+			if next := l.join(ctx, v, sessionID, args); next != nil {
+				return next, nil
+			}
+			continue
 		}
 		in, ok := l.interpret(ctx, v, line, src)
 		if !ok {
 			continue
 		}
+		in.Place = place
 		r, err := l.Sessions.Submit(ctx, sessionID, in)
 		if err != nil {
 			v.printf("! %v\n", err)
 			continue
 		}
-		seq, ok := l.wait(ctx, sessionID, v, r, src)
+		seq, ok := l.wait(ctx, sessionID, place, v, r, src)
 		if !ok {
-			return "", nil
+			return nil, nil
 		}
 		v.waitPrinted(ctx, seq)
 		if r.NewSession != "" {
-			return r.NewSession, nil
+			return l.afterReset(ctx, v, at, r.NewSession), nil
+		}
+		if in.Kind != switchboard.InputText {
+			continue
+		}
+		switch name, _ := command(in.Text); name {
+		case "help":
+			v.printf("%s", joinHelp)
+		case "leave":
+			if next := l.afterLeave(ctx, v, at, sessionID); next != nil {
+				return next, nil
+			}
 		}
 	}
+}
+
+// joinHelp follows the session's /help: the terminal's own commands.
+const joinHelp = `In the terminal:
+  /join CODE                show a conversation someone shared with you (/leave comes back)
+  /quit                     leave the terminal (Ctrl-D too)
+`
+
+// command reads "/name args"; name is "" for a line that is no command.
+func command(line string) (name, args string) {
+	f := strings.Fields(line)
+	if len(f) == 0 || len(f[0]) < 2 || f[0][0] != '/' {
+		return "", ""
+	}
+	_, args, _ = strings.Cut(strings.TrimSpace(line), f[0])
+	return strings.ToLower(f[0][1:]), strings.TrimSpace(args)
+}
+
+// join answers "/join CODE": the code makes this person a member of the
+// session it names; the terminal's place is bound to that session, so a
+// restart shows it again, and the terminal shows it from a short recap.
+// A code that does not work changes nothing.
+func (l *Listener) join(ctx context.Context, v *view, current, args string) *attachment {
+	code := inviteCode(args)
+	if code == "" {
+		v.printf("Usage: /join CODE, with the code (or the link) someone's /share gave you.\n")
+		return nil
+	}
+	sessionID, role, err := l.Sessions.Join(ctx, code, l.Author)
+	if err != nil {
+		v.printf("! Not joined: %s.\n", joinRefusal(err))
+		return nil
+	}
+	if sessionID == current {
+		v.printf("This terminal already shows that conversation; you are %s in it.\n", article(string(role)))
+		return nil
+	}
+	if _, err := l.Sessions.BindWithRecap(ctx, Channel, Address, sessionID, recapMessages); err != nil {
+		if errors.Is(err, sessions.ErrTooManyPlaces) {
+			v.printf("! You joined as %s, but %s.\n", role, sessions.ErrTooManyPlaces)
+			return nil
+		}
+		l.logger().Error("stdin: bind a joined session", "session", sessionID, "err", err)
+		v.printf("! You joined as %s, but the terminal could not show the conversation; try /join again.\n", role)
+		return nil
+	}
+	at := l.joined(sessionID, true)
+	at.note = func(r switchboard.ReadyData) string {
+		return fmt.Sprintf("Joined %s as %s. /leave returns to your own.", sharedName(r, l.Author), role)
+	}
+	return &at
+}
+
+// inviteCode is the code of "/join CODE" or of "/join <public_url>/s/CODE".
+func inviteCode(args string) string {
+	f := strings.Fields(args)
+	if len(f) != 1 {
+		return ""
+	}
+	code := f[0]
+	if i := strings.LastIndex(code, "/s/"); i >= 0 {
+		code = code[i+len("/s/"):]
+	}
+	return strings.Trim(code, "/")
+}
+
+// joinRefusal is why a code did not work, as a sentence's end.
+func joinRefusal(err error) string {
+	for _, known := range []error{switchboard.ErrInviteUnknown, switchboard.ErrInviteExpired, switchboard.ErrInviteUsedUp, switchboard.ErrInviteRevoked, sessions.ErrTooManyJoins} {
+		if errors.Is(err, known) {
+			return known.Error()
+		}
+	}
+	return err.Error()
+}
+
+// afterReset follows /reset to the new conversation; a terminal showing a
+// joined session keeps showing the new one after a restart too.
+func (l *Listener) afterReset(ctx context.Context, v *view, at attachment, sessionID string) *attachment {
+	next := attachment{opts: sessions.AttachOptions{SessionID: sessionID, Author: l.Author, AfterSeq: -1}}
+	if !at.bound {
+		return &next
+	}
+	if _, err := l.Sessions.BindWithRecap(ctx, Channel, Address, sessionID, 0); err != nil {
+		// Shown now, but the next start shows the old one.
+		l.logger().Error("stdin: bind the new conversation after /reset", "session", sessionID, "err", err)
+		v.printf("! The terminal shows the new conversation, but will not after a restart: %v\n", err)
+		return &next
+	}
+	next.bound = true
+	return &next
+}
+
+// afterLeave: the session answers /leave typed in a joined session by
+// unbinding the terminal's place; the terminal then goes back to its own
+// session. Still bound (the session refused, or it was the terminal's own
+// session), it stays.
+func (l *Listener) afterLeave(ctx context.Context, v *view, at attachment, sessionID string) *attachment {
+	if !at.bound {
+		return nil
+	}
+	b, err := l.Sessions.Binding(ctx, Channel, Address)
+	switch {
+	case err == nil && b.SessionID == sessionID:
+		return nil
+	case err != nil && !errors.Is(err, switchboard.ErrNotFound):
+		v.printf("! %v\n", err)
+		return nil
+	}
+	next := l.own(true)
+	next.note = func(switchboard.ReadyData) string { return "Back in your own conversation." }
+	return &next
 }
 
 // nextLine shows the prompt (in a terminal, unless a line typed earlier is
@@ -220,7 +467,7 @@ func (l *Listener) nextLine(ctx context.Context, v *view, src *lineSource) (stri
 
 // wait waits for the session to finish with an input, queueing the lines
 // that come meanwhile and taking /stop at once.
-func (l *Listener) wait(ctx context.Context, sessionID string, v *view, r *sessions.Receipt, src *lineSource) (int64, bool) {
+func (l *Listener) wait(ctx context.Context, sessionID, place string, v *view, r *sessions.Receipt, src *lineSource) (int64, bool) {
 	waited := make(chan int64, 1)
 	go func() {
 		seq, _ := r.Wait(ctx)
@@ -238,7 +485,7 @@ func (l *Listener) wait(ctx context.Context, sessionID string, v *view, r *sessi
 			// A pipe's /stop stops the turn it follows; one typed in a
 			// terminal stops the turn running now.
 			if strings.TrimSpace(line) == "/stop" && (l.Interactive || !src.queued()) {
-				if _, err := l.Sessions.Submit(ctx, sessionID, switchboard.Input{Kind: switchboard.InputCancel, Author: l.Author}); err != nil {
+				if _, err := l.Sessions.Submit(ctx, sessionID, switchboard.Input{Kind: switchboard.InputCancel, Author: l.Author, Place: place}); err != nil {
 					v.printf("! %v\n", err)
 				}
 				continue
@@ -265,6 +512,7 @@ func isQuit(line string) bool {
 func (l *Listener) interpret(ctx context.Context, v *view, line string, src *lineSource) (switchboard.Input, bool) {
 	in := switchboard.Input{Author: l.Author}
 	trimmed := strings.TrimSpace(line)
+	stale := v.takeStale()
 	if c, ok := v.openConfirmation(); ok && !strings.HasPrefix(trimmed, "/") {
 		in.Kind = switchboard.InputConfirm
 		in.ConfirmationID = c.ConfirmationID
@@ -285,6 +533,12 @@ func (l *Listener) interpret(ctx context.Context, v *view, line string, src *lin
 			// In a pipe, the line after the question answers it.
 		}
 		return in, true
+	}
+	if stale != "" && isAnswer(trimmed) {
+		// Typed at a question that someone else answered meanwhile: it
+		// was meant for the question, not as a message to the model.
+		v.printf("  Not sent: %s. Type %q again to send it as a message.\n", stale, trimmed)
+		return in, false
 	}
 	if n, err := strconv.Atoi(trimmed); err == nil {
 		if ch, ok := v.choice(n); ok {
@@ -307,6 +561,15 @@ func (l *Listener) interpret(ctx context.Context, v *view, line string, src *lin
 	in.Kind = switchboard.InputText
 	in.Text = line
 	return in, true
+}
+
+// isAnswer: a line that answers an approval question.
+func isAnswer(line string) bool {
+	switch strings.ToLower(line) {
+	case "y", "yes", "n", "no", "a", "always":
+		return true
+	}
+	return false
 }
 
 // fillForm asks for each field of a form, one line each, from the same
@@ -365,6 +628,18 @@ type view struct {
 	// shown on start, before the live ones.
 	recapThrough int64
 	recapShown   bool
+	// role is this person's in the session: one who may not approve is not
+	// asked the approval questions ("" is taken as may).
+	role string
+	// members are the session's people as last told (key channel:id), to
+	// tell arrivals and departures; newcomers, those told as joined by the
+	// last roster (whose arrival, if it follows, is the same news).
+	members   map[string]switchboard.MemberData
+	newcomers map[string]bool
+	// stale says what became of a question this terminal was asked and
+	// someone else answered (or that expired); the next line, if it is
+	// an answer, was meant for it.
+	stale string
 
 	midLine bool   // the cursor is not at the start of a line
 	waiting bool   // the input loop waits for a line to be typed
@@ -385,11 +660,50 @@ func (v *view) start(r switchboard.ReadyData, recap bool) {
 	if recap {
 		v.recapThrough = r.LastSeq
 	}
+	v.role, v.stale = r.Role, ""
+	// The roster as attached is no news: only its changes are told.
+	v.members, v.newcomers = map[string]switchboard.MemberData{}, nil
+	for _, m := range r.Members {
+		v.members[m.Channel+":"+m.ID] = m
+	}
 	// Requests open before this listener came: a restart, another
 	// channel's turn. The next prompt is the first one's question.
 	for _, c := range r.Pending {
 		v.addConfirmLocked(c)
 	}
+}
+
+// tellWaiting tells one who may not answer the requests open as the
+// terminal attached that the conversation waits for them.
+func (v *view) tellWaiting() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.mayApproveLocked() {
+		return
+	}
+	for _, c := range v.confirms {
+		v.writeLocked(v.waitsLocked(c))
+	}
+}
+
+// mayApproveLocked: this person may answer approval requests.
+func (v *view) mayApproveLocked() bool {
+	return v.role == "" || collaboration.Role(v.role).CanApprove()
+}
+
+// waitsLocked is the line for a request this person may not answer.
+func (v *view) waitsLocked(c switchboard.ConfirmationRequestData) string {
+	return fmt.Sprintf("  %s %s waits for approval by the owner or an approver\n", c.ToolName, compact(c.Args))
+}
+
+// takeStale returns and forgets what became of a question answered
+// elsewhere since the last line.
+func (v *view) takeStale() string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	s := v.stale
+	v.stale = ""
+	return s
 }
 
 // banner greets a person at a terminal; an empty conversation also gets
@@ -462,7 +776,7 @@ func (v *view) promptLocked() string {
 	switch {
 	case v.ask != "":
 		return v.ask
-	case len(v.confirms) > 0:
+	case len(v.confirms) > 0 && v.mayApproveLocked():
 		c := v.confirms[0]
 		return fmt.Sprintf("  Run %s %s? Approve? [y/N/a=always] ", c.ToolName, compact(c.Args))
 	case v.interactive:
@@ -478,7 +792,7 @@ func (v *view) showPromptLocked() {
 		return
 	}
 	v.freshLineLocked()
-	if len(v.confirms) > 0 && v.ask == "" {
+	if len(v.confirms) > 0 && v.ask == "" && v.mayApproveLocked() {
 		c := v.confirms[0]
 		if c.SecurityWarning != "" && !v.warned[c.ConfirmationID] {
 			v.warned[c.ConfirmationID] = true
@@ -523,7 +837,7 @@ func (v *view) setAsk(s string) {
 func (v *view) openConfirmation() (switchboard.ConfirmationRequestData, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if len(v.confirms) == 0 {
+	if len(v.confirms) == 0 || !v.mayApproveLocked() {
 		return switchboard.ConfirmationRequestData{}, false
 	}
 	return v.confirms[0], true
@@ -615,7 +929,7 @@ func (v *view) render(ev switchboard.Event) {
 			}
 		case d.Role == switchboard.RoleUser:
 			if !v.isSelf(d) {
-				v.writeLocked(fmt.Sprintf("[%s] %s\n", d.Author, d.Content))
+				v.writeLocked(othersMessage(d) + "\n")
 			}
 		default:
 			v.writeLocked(d.Content + "\n")
@@ -635,34 +949,149 @@ func (v *view) render(ev switchboard.Event) {
 		if !v.addConfirmLocked(*d) {
 			return
 		}
-		if len(v.confirms) == 1 {
+		switch {
+		case !v.mayApproveLocked():
+			v.writeLocked(v.waitsLocked(*d))
+		case len(v.confirms) == 1:
 			// Its question is the prompt, shown now: the turn waits for it.
 			v.showPromptLocked()
-		} else {
+		default:
 			v.writeLocked(fmt.Sprintf("  (next) %s %s also waits for approval\n", d.ToolName, compact(d.Args)))
 		}
 	case *switchboard.ConfirmationResolvedData:
-		for i, c := range v.confirms {
-			if c.ConfirmationID == d.ConfirmationID {
-				v.confirms = append(v.confirms[:i], v.confirms[i+1:]...)
-				break
-			}
-		}
-		word := "denied"
-		if d.Approved {
-			word = "approved"
-		}
-		if d.Scope == switchboard.ScopeSession {
-			word += fmt.Sprintf(" by %s (for this session)", d.By)
-		} else {
-			word += " by " + d.By
-		}
-		v.writeLocked("  " + word + "\n")
+		v.resolvedLocked(d)
+	case *switchboard.MembersData:
+		v.membersLocked(d.Members)
 	case *switchboard.UI:
 		v.writeLocked(v.renderUILocked(d))
 	case *switchboard.ErrorData:
+		if d.Code == sessions.NoticeInfo {
+			v.writeLocked(d.Message + "\n") // an answer (/who, /share), no error
+			return
+		}
 		v.writeLocked(fmt.Sprintf("! %s\n", d.Message))
 	}
+}
+
+// resolvedLocked shows who answered an approval request, and from where
+// when it was not this terminal. A question this terminal was asking
+// that was answered elsewhere (or expired) is taken back, saying so.
+func (v *view) resolvedLocked(d *switchboard.ConfirmationResolvedData) {
+	var asked *switchboard.ConfirmationRequestData
+	for i, c := range v.confirms {
+		if c.ConfirmationID == d.ConfirmationID {
+			asked = &c
+			v.confirms = append(v.confirms[:i], v.confirms[i+1:]...)
+			break
+		}
+	}
+	word := "denied"
+	if d.Approved {
+		word = "approved"
+	}
+	var what string
+	switch {
+	case d.Channel == "" && d.By == "expired":
+		what = word + ": nobody answered in time"
+	case d.Channel == "" || d.Channel == v.self.Channel:
+		// No channel: a /stop, or an answer stored before channels were.
+		what = word + " by " + d.By
+	default:
+		what = word + " by " + d.By + " · " + channelName(d.Channel)
+	}
+	if d.Scope == switchboard.ScopeSession {
+		what += " (for this session)"
+	}
+	mine := d.Channel == v.self.Channel || d.Channel == "" && d.By == v.self.DisplayName()
+	if asked == nil || mine || !v.mayApproveLocked() {
+		v.writeLocked("  " + what + "\n")
+		return
+	}
+	what = asked.ToolName + " " + what
+	v.stale = what
+	v.writeLocked("  " + what + "; no answer needed here\n")
+}
+
+// membersLocked tells who arrived and who left since the last roster:
+// one line each, dimmed, never the whole list. Someone whose place does
+// not count as being here (a Slack or Discord thread) is told as joined.
+func (v *view) membersLocked(ms []switchboard.MemberData) {
+	next := make(map[string]switchboard.MemberData, len(ms))
+	newcomers := map[string]bool{}
+	var lines []string
+	for _, m := range ms {
+		key := m.Channel + ":" + m.ID
+		next[key] = m
+		if m.Channel == v.self.Channel && m.ID == v.self.ID {
+			v.role = m.Role // the prompt follows (below)
+			continue
+		}
+		was, known := v.members[key]
+		switch {
+		case m.Here && !was.Here && !v.newcomers[key]:
+			lines = append(lines, fmt.Sprintf("%s (%s) is here", m.Name, channelName(m.Channel)))
+		case !known && !m.Here:
+			// Joined with a code, here or not yet (a web page opens
+			// right after; a chat app's thread never counts as here).
+			newcomers[key] = true
+			lines = append(lines, fmt.Sprintf("%s (%s) joined", m.Name, channelName(m.Channel)))
+		case was.Here && !m.Here:
+			lines = append(lines, m.Name+" left")
+		}
+	}
+	// Gone from the roster: one who was here left (the session says so
+	// of the others in a message).
+	var gone []string
+	for key, m := range v.members {
+		if _, ok := next[key]; !ok && m.Here && !(m.Channel == v.self.Channel && m.ID == v.self.ID) {
+			gone = append(gone, m.Name+" left")
+		}
+	}
+	slices.Sort(gone)
+	lines = append(lines, gone...)
+	v.members, v.newcomers = next, newcomers
+	if len(lines) == 0 {
+		if v.waiting {
+			v.showPromptLocked() // a new role may change the question
+		}
+		return
+	}
+	var b strings.Builder
+	for _, line := range lines {
+		if v.styled {
+			b.WriteString(ansiDim + "  " + line + "\x1b[0m\n")
+		} else {
+			b.WriteString("  " + line + "\n")
+		}
+	}
+	v.writeLocked(b.String())
+}
+
+// othersMessage is someone else's message: "Carol · Slack: text".
+func othersMessage(d *switchboard.MessageData) string {
+	name := d.Author
+	if name == "" {
+		name = d.AuthorID
+	}
+	if d.Channel != "" {
+		name += " · " + channelName(d.Channel)
+	}
+	return name + ": " + d.Content
+}
+
+// channelName is a channel as people know the app.
+func channelName(ch string) string {
+	switch ch {
+	case "web":
+		return "Web"
+	case Channel:
+		return "Terminal"
+	case "slack":
+		return "Slack"
+	case "discord":
+		return "Discord"
+	}
+	return ch
 }
 
 func (v *view) isSelf(d *switchboard.MessageData) bool {
@@ -685,7 +1114,7 @@ func (v *view) recapLocked(payload any) {
 	case d.Role == switchboard.RoleUser && v.isSelf(d):
 		text = "> " + d.Content
 	case d.Role == switchboard.RoleUser:
-		text = fmt.Sprintf("[%s] %s", d.Author, d.Content)
+		text = othersMessage(d)
 	case d.Role == switchboard.RoleAssistant:
 		text = markdown(d.Content, v.styled, base)
 	default:

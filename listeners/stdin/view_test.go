@@ -70,14 +70,14 @@ func TestViewRedrawsAnInterruptedPrompt(t *testing.T) {
 		styled bool
 		want   string
 	}{
-		{false, "> \n[bob] hi\n> "},
-		{true, "> \r\x1b[K[bob] hi\n> "},
+		{false, "> \nbob · Web: hi\n> "},
+		{true, "> \r\x1b[Kbob · Web: hi\n> "},
 	} {
 		v, out := newTestView(true, tc.styled)
 		v.start(switchboard.ReadyData{}, false)
 		v.prompt()
 		v.render(event(t, 1, switchboard.EventMessage, switchboard.MessageData{
-			ID: "m1", Role: switchboard.RoleUser, Content: "hi", Author: "bob", AuthorID: "bob", Channel: "websocket",
+			ID: "m1", Role: switchboard.RoleUser, Content: "hi", Author: "bob", AuthorID: "bob", Channel: "web",
 		}))
 		if got := out.String(); got != tc.want {
 			t.Errorf("styled %v:\n got %q\nwant %q", tc.styled, got, tc.want)
@@ -149,6 +149,127 @@ func TestViewCardMarkdown(t *testing.T) {
 		}
 		if c, ok := v.choice(1); !ok || c.actionID != "u1:button:0" {
 			t.Errorf("choice 1 = %+v, %v", c, ok)
+		}
+	}
+}
+
+// Others' messages carry their name and channel, live and in the recap;
+// an answer from elsewhere says who gave it and where; an expiry says
+// nobody answered.
+func TestViewLabelsOthers(t *testing.T) {
+	v, out := newTestView(false, false)
+	v.start(switchboard.ReadyData{LastSeq: 1}, true)
+	v.render(event(t, 1, switchboard.EventMessage, switchboard.MessageData{ID: "m0", Role: switchboard.RoleUser, Content: "earlier", Author: "Carol", AuthorID: "U0CAROL", Channel: "slack"}))
+	v.render(event(t, 2, switchboard.EventMessage, switchboard.MessageData{ID: "m1", Role: switchboard.RoleUser, Content: "hi all", Author: "Dan", AuthorID: "dan", Channel: "discord"}))
+	v.render(event(t, 3, switchboard.EventMessage, switchboard.MessageData{ID: "m2", Role: switchboard.RoleUser, Content: "me", Author: "ann", AuthorID: "ann", Channel: "stdin", Place: Place}))
+	v.render(event(t, 4, switchboard.EventConfirmationResolved, switchboard.ConfirmationResolvedData{ConfirmationID: "c9", Approved: true, By: "Carol", Channel: "slack", Scope: switchboard.ScopeSession}))
+	v.render(event(t, 5, switchboard.EventConfirmationResolved, switchboard.ConfirmationResolvedData{ConfirmationID: "c8", By: "expired"}))
+	v.render(event(t, 6, switchboard.EventConfirmationResolved, switchboard.ConfirmationResolvedData{ConfirmationID: "c7", By: "ann", Channel: "stdin"}))
+	want := "── earlier in this conversation ──\nCarol · Slack: earlier\n" +
+		"Dan · Discord: hi all\n" +
+		"  approved by Carol · Slack (for this session)\n" +
+		"  denied: nobody answered in time\n" +
+		"  denied by ann\n"
+	if got := out.String(); got != want {
+		t.Fatalf("\n got %q\nwant %q", got, want)
+	}
+	if s := v.takeStale(); s != "" {
+		t.Fatalf("requests the terminal was not asking left %q", s)
+	}
+}
+
+// A question answered elsewhere while the terminal asks it is taken back:
+// the prompt goes, a line says who answered, and the next line is known
+// to have been meant for it.
+func TestViewQuestionAnsweredElsewhere(t *testing.T) {
+	v, out := newTestView(true, true)
+	v.start(switchboard.ReadyData{Role: "approver", Pending: []switchboard.ConfirmationRequestData{{
+		ConfirmationID: "c1", ToolName: "current_time", Args: json.RawMessage(`{}`),
+	}}}, false)
+	v.prompt()
+	v.render(event(t, 1, switchboard.EventConfirmationResolved, switchboard.ConfirmationResolvedData{ConfirmationID: "c1", Approved: true, By: "Carol", Channel: "web"}))
+	want := "  Run current_time {}? Approve? [y/N/a=always] \r\x1b[K  current_time approved by Carol · Web; no answer needed here\n> "
+	if got := out.String(); got != want {
+		t.Fatalf("\n got %q\nwant %q", got, want)
+	}
+	if _, ok := v.openConfirmation(); ok {
+		t.Fatal("the answered request is still open")
+	}
+	if got, want := v.takeStale(), "current_time approved by Carol · Web"; got != want {
+		t.Fatalf("stale = %q, want %q", got, want)
+	}
+	if s := v.takeStale(); s != "" {
+		t.Fatalf("stale again: %q", s)
+	}
+}
+
+// Arrivals and departures, dimmed, one line each: never the roster as
+// attached, never oneself; a role taken away stops the questions.
+func TestViewMembers(t *testing.T) {
+	me := switchboard.MemberData{ID: "ann", Name: "ann", Channel: "stdin", Role: "approver", Here: true}
+	carol := switchboard.MemberData{ID: "U0CAROL", Name: "Carol", Channel: "slack", Role: "owner"}
+	dan := switchboard.MemberData{ID: "dan", Name: "Dan", Channel: "web", Role: "member", Here: true}
+	v, out := newTestView(true, true)
+	v.start(switchboard.ReadyData{Role: "approver", Members: []switchboard.MemberData{carol, me}, Pending: []switchboard.ConfirmationRequestData{{
+		ConfirmationID: "c1", ToolName: "current_time", Args: json.RawMessage(`{}`),
+	}}}, false)
+	roster := func(ms ...switchboard.MemberData) {
+		v.render(event(t, 0, switchboard.EventMembers, switchboard.MembersData{Members: ms}))
+	}
+	roster(carol, me) // no news
+	roster(carol, dan, me)
+	roster(carol, me)
+	if got, want := ansiNames.Replace(strings.ReplaceAll(out.String(), "\x1b[0m", "[0]")), "[d]  Dan (Web) is here[0]\n[d]  Dan left[0]\n"; got != want {
+		t.Fatalf("\n got %q\nwant %q", got, want)
+	}
+	if _, ok := v.openConfirmation(); !ok {
+		t.Fatal("an approver is not asked")
+	}
+	viewer := me
+	viewer.Role = "viewer"
+	roster(carol, viewer)
+	if _, ok := v.openConfirmation(); ok {
+		t.Fatal("a viewer is asked to approve")
+	}
+}
+
+// One who may not approve is told the requests open as it attaches wait
+// for others, and is not asked them.
+func TestViewMemberIsNotAsked(t *testing.T) {
+	v, out := newTestView(true, false)
+	v.start(switchboard.ReadyData{Role: "member", Pending: []switchboard.ConfirmationRequestData{{
+		ConfirmationID: "c1", ToolName: "current_time", Args: json.RawMessage(`{}`),
+	}}}, false)
+	v.tellWaiting()
+	v.prompt()
+	if got, want := out.String(), "  current_time {} waits for approval by the owner or an approver\n> "; got != want {
+		t.Fatalf("\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestInviteCode(t *testing.T) {
+	for in, want := range map[string]string{
+		"abc":                               "abc",
+		"  abc  ":                           "abc",
+		"https://chat.example.com/s/abc":    "abc",
+		"https://chat.example.com/s/abc/":   "abc",
+		"":                                  "",
+		"abc def":                           "",
+		"http://127.0.0.1:8080/app/s/xyz42": "xyz42",
+	} {
+		if got := inviteCode(in); got != want {
+			t.Errorf("inviteCode(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for in, want := range map[string][2]string{
+		"/join CODE":     {"join", "CODE"},
+		"  /JOIN\tCODE ": {"join", "CODE"},
+		"/leave":         {"leave", ""},
+		"join CODE":      {"", ""},
+		"/":              {"", ""},
+	} {
+		if name, args := command(in); name != want[0] || args != want[1] {
+			t.Errorf("command(%q) = %q, %q; want %q, %q", in, name, args, want[0], want[1])
 		}
 	}
 }
