@@ -100,6 +100,16 @@ var ErrIdleTimeout = errors.New("no response from the model within the idle time
 // Stream implements Provider.
 func (r *Resilient) Stream(ctx context.Context, req Request) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
+		req, back := wireNames(req)
+		if back != nil {
+			outer := yield
+			yield = func(ev Event, err error) bool {
+				if name, ok := back[ev.ToolCall.Name]; ok && ev.Kind == EventToolCall {
+					ev.ToolCall.Name = name
+				}
+				return outer(ev, err)
+			}
+		}
 		p := r.Policy.withDefaults()
 		allowed, probe := r.Circuit.allow(p, r.now())
 		var (
