@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -66,45 +68,123 @@ var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 const maxValidationMessages = 5
 
 // Registry is the set of tools the gateway knows, with their compiled
-// schemas. It is immutable once built and safe for concurrent use.
+// schemas. The built-ins are fixed when it is built; a group (the tools of
+// one MCP server, named "server.tool") may be replaced at any time with
+// SetGroup. Readers see one consistent set without a lock.
 type Registry struct {
+	set     atomic.Pointer[toolSet]
+	mu      sync.Mutex // serialises SetGroup
+	printer *message.Printer
+}
+
+// toolSet is one version of the registry's tools, never changed once
+// published.
+type toolSet struct {
 	tools   map[string]Tool
 	schemas map[string]*jsonschema.Schema
 	names   []string
-	printer *message.Printer
+	groups  map[string][]string // group → its tools' names
 }
 
 // NewRegistry compiles every tool's schema up front, so a broken schema
 // stops the gateway at start-up rather than failing a conversation later.
 func NewRegistry(tools ...Tool) (*Registry, error) {
-	r := &Registry{
+	set := &toolSet{
 		tools:   make(map[string]Tool, len(tools)),
 		schemas: make(map[string]*jsonschema.Schema, len(tools)),
-		printer: message.NewPrinter(language.English),
+		groups:  map[string][]string{},
 	}
 	for _, t := range tools {
 		if !toolName.MatchString(t.Name) {
 			return nil, fmt.Errorf("tools: tool %q: name must be 1-64 letters, digits, _ or -", t.Name)
 		}
-		if _, dup := r.tools[t.Name]; dup {
-			return nil, fmt.Errorf("tools: tool %q: registered twice", t.Name)
+		if err := set.add(t); err != nil {
+			return nil, err
 		}
-		if t.Execute == nil {
-			return nil, fmt.Errorf("tools: tool %q: no Execute func", t.Name)
-		}
-		if len(bytes.TrimSpace(t.Parameters)) == 0 {
-			t.Parameters = json.RawMessage(emptySchema)
-		}
-		sch, err := compile(t.Name, t.Parameters)
-		if err != nil {
-			return nil, fmt.Errorf("tools: tool %q: schema: %w", t.Name, err)
-		}
-		r.tools[t.Name] = t
-		r.schemas[t.Name] = sch
-		r.names = append(r.names, t.Name)
 	}
-	slices.Sort(r.names)
+	slices.Sort(set.names)
+	r := &Registry{printer: message.NewPrinter(language.English)}
+	r.set.Store(set)
 	return r, nil
+}
+
+// add compiles t's schema and adds it.
+func (set *toolSet) add(t Tool) error {
+	if _, dup := set.tools[t.Name]; dup {
+		return fmt.Errorf("tools: tool %q: registered twice", t.Name)
+	}
+	if t.Execute == nil {
+		return fmt.Errorf("tools: tool %q: no Execute func", t.Name)
+	}
+	if len(bytes.TrimSpace(t.Parameters)) == 0 {
+		t.Parameters = json.RawMessage(emptySchema)
+	}
+	sch, err := compile(t.Name, t.Parameters)
+	if err != nil {
+		return fmt.Errorf("tools: tool %q: schema: %w", t.Name, err)
+	}
+	set.tools[t.Name] = t
+	set.schemas[t.Name] = sch
+	set.names = append(set.names, t.Name)
+	return nil
+}
+
+// groupTool is the name of a tool in a group: "server.tool", each part
+// letters, digits, _ or -.
+var groupTool = regexp.MustCompile(`^([a-z][a-z0-9_-]{0,30})\.([A-Za-z0-9_-]{1,64})$`)
+
+// SetGroup replaces the tools of a group (an MCP server's) with ts, whose
+// names must be "group.tool". A tool that cannot be used (a bad name, a
+// schema that is not valid JSON Schema) is left out, and the returned
+// error names each; the others are in place when SetGroup returns. An
+// empty ts removes the group.
+func (r *Registry) SetGroup(group string, ts []Tool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur := r.set.Load()
+	next := &toolSet{
+		tools:   make(map[string]Tool, len(cur.tools)+len(ts)),
+		schemas: make(map[string]*jsonschema.Schema, len(cur.tools)+len(ts)),
+		groups:  make(map[string][]string, len(cur.groups)+1),
+	}
+	for g, names := range cur.groups {
+		if g != group {
+			next.groups[g] = names
+		}
+	}
+	for _, name := range cur.names {
+		if g, _, ok := strings.Cut(name, "."); ok && g == group {
+			continue
+		}
+		next.tools[name], next.schemas[name] = cur.tools[name], cur.schemas[name]
+		next.names = append(next.names, name)
+	}
+	var errs []error
+	var added []string
+	for _, t := range ts {
+		if m := groupTool.FindStringSubmatch(t.Name); m == nil || m[1] != group {
+			errs = append(errs, fmt.Errorf("tools: tool %q: not a name of group %q (%s.<letters, digits, _ or ->)", t.Name, group, group))
+			continue
+		}
+		if err := next.add(t); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		added = append(added, t.Name)
+	}
+	if len(added) > 0 {
+		slices.Sort(added)
+		next.groups[group] = added
+	}
+	slices.Sort(next.names)
+	r.set.Store(next)
+	return errors.Join(errs...)
+}
+
+// Group lists the tools of a group now, sorted; none when it has none or
+// is not known.
+func (r *Registry) Group(group string) []string {
+	return slices.Clone(r.set.Load().groups[group])
 }
 
 func compile(name string, schema json.RawMessage) (*jsonschema.Schema, error) {
@@ -125,28 +205,28 @@ func compile(name string, schema json.RawMessage) (*jsonschema.Schema, error) {
 
 // Lookup returns the tool with the given name.
 func (r *Registry) Lookup(name string) (Tool, bool) {
-	t, ok := r.tools[name]
+	t, ok := r.set.Load().tools[name]
 	return t, ok
 }
 
 // Names returns the names of all tools, sorted.
-func (r *Registry) Names() []string { return slices.Clone(r.names) }
+func (r *Registry) Names() []string { return slices.Clone(r.set.Load().names) }
 
 // Validate checks args against the tool's schema. The error is meant for
 // the model: it names the offending field by JSON pointer and says what is
 // wrong, so the model can correct its next call.
 func (r *Registry) Validate(name string, args json.RawMessage) error {
-	_, err := r.check(name, args)
+	_, err := r.check(r.set.Load(), name, args)
 	return err
 }
 
 // check validates args and returns them normalised: empty or null
 // arguments become {}, since models send either for a tool without
 // parameters.
-func (r *Registry) check(name string, args json.RawMessage) (json.RawMessage, error) {
-	sch, ok := r.schemas[name]
+func (r *Registry) check(set *toolSet, name string, args json.RawMessage) (json.RawMessage, error) {
+	sch, ok := set.schemas[name]
 	if !ok {
-		return nil, fmt.Errorf("%w %q; available: %s", ErrUnknownTool, name, strings.Join(r.names, ", "))
+		return nil, fmt.Errorf("%w %q; available: %s", ErrUnknownTool, name, strings.Join(set.names, ", "))
 	}
 	if trimmed := bytes.TrimSpace(args); len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		args = json.RawMessage("{}")
@@ -170,7 +250,8 @@ func (r *Registry) check(name string, args json.RawMessage) (json.RawMessage, er
 // tool that ignores ctx is abandoned rather than waited for. A panic in the
 // tool is returned as an error.
 func (r *Registry) Run(ctx context.Context, name string, args json.RawMessage) (Result, error) {
-	args, err := r.check(name, args)
+	set := r.set.Load() // one version: a group replaced meanwhile does not matter
+	args, err := r.check(set, name, args)
 	if err != nil {
 		return Result{}, err
 	}
@@ -183,7 +264,7 @@ func (r *Registry) Run(ctx context.Context, name string, args json.RawMessage) (
 	}
 	// Buffered, so an abandoned tool can still finish and be collected.
 	done := make(chan outcome, 1)
-	exec := r.tools[name].Execute
+	exec := set.tools[name].Execute
 	go func() {
 		defer func() {
 			if v := recover(); v != nil {

@@ -262,3 +262,49 @@ func TestRunDoesNotStartWithDoneCtx(t *testing.T) {
 		t.Fatal("the tool ran although ctx was already done")
 	}
 }
+
+// A group's tools (an MCP server's) come and go while the built-ins stay;
+// a tool with a broken schema or a name outside the group is left out,
+// named, and the rest are in place.
+func TestSetGroupReplacesOneServersTools(t *testing.T) {
+	r, err := NewRegistry(Builtins(time.Now)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	echo := func(name, schema string) Tool {
+		return Tool{Name: name, Parameters: json.RawMessage(schema), Execute: func(ctx context.Context, args json.RawMessage) (Result, error) {
+			return Result{Content: name + " " + string(args)}, nil
+		}}
+	}
+	err = r.SetGroup("github", []Tool{
+		echo("github.create_issue", `{"type":"object","properties":{"title":{"type":"string"}},"required":["title"]}`),
+		echo("github.broken", `{"type":"nonsense"}`),
+		echo("docs.search", `{"type":"object"}`),
+		echo("github.list", ``),
+	})
+	if err == nil || !strings.Contains(err.Error(), `"github.broken"`) || !strings.Contains(err.Error(), `"docs.search"`) {
+		t.Fatalf("SetGroup error = %v; want github.broken and docs.search named", err)
+	}
+	if got := r.Group("github"); strings.Join(got, ",") != "github.create_issue,github.list" {
+		t.Fatalf("github's tools: %v", got)
+	}
+	res, err := r.Run(context.Background(), "github.create_issue", json.RawMessage(`{"title":"bug"}`))
+	if err != nil || res.Content != `github.create_issue {"title":"bug"}` {
+		t.Fatalf("run: %+v, %v", res, err)
+	}
+	if err := r.Validate("github.create_issue", json.RawMessage(`{}`)); !errors.Is(err, ErrInvalidArgs) {
+		t.Fatalf("the server's schema is not applied: %v", err)
+	}
+	if err := r.SetGroup("github", []Tool{echo("github.list", `{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Lookup("github.create_issue"); ok {
+		t.Error("a tool the server dropped is still there")
+	}
+	if _, ok := r.Lookup("calculator"); !ok {
+		t.Error("a built-in went with the group")
+	}
+	if err := r.SetGroup("github", nil); err != nil || len(r.Group("github")) != 0 || slices.Contains(r.Names(), "github.list") {
+		t.Errorf("removing the group: %v, %v", err, r.Names())
+	}
+}
