@@ -67,10 +67,33 @@ func (a Approval) For(tool string) Policy {
 		return Ask
 	case slices.Contains(a.Auto, tool):
 		return Auto
-	case a.Default != "":
+	}
+	// A server's tools as a whole ("github.*"), after any of them named.
+	if group, _, ok := strings.Cut(tool, "."); ok {
+		all := group + ".*"
+		switch {
+		case slices.Contains(a.Deny, all):
+			return Deny
+		case slices.Contains(a.Ask, all):
+			return Ask
+		case slices.Contains(a.Auto, all):
+			return Auto
+		}
+	}
+	if a.Default != "" {
 		return a.Default
 	}
 	return Ask
+}
+
+// Covers reports whether a guide's tools list offers tool: by its name, or
+// as one of a server's tools listed as "server.*".
+func Covers(tools []string, tool string) bool {
+	if slices.Contains(tools, tool) {
+		return true
+	}
+	group, _, ok := strings.Cut(tool, ".")
+	return ok && slices.Contains(tools, group+".*")
 }
 
 // Guide is one persona.
@@ -508,7 +531,7 @@ func (p parser) approvalTools(n *yaml.Node, tools []string) error {
 			return nil
 		}
 		for _, item := range v.Content {
-			if !slices.Contains(tools, item.Value) {
+			if !Covers(tools, item.Value) {
 				// Most often the name is misspelt in tools, not here: say which.
 				for _, t := range tools {
 					if d := editDistance(t, item.Value); d <= 2 && d <= len(item.Value)/4 {
@@ -585,8 +608,10 @@ func (c *Catalog) Names() []string { return slices.Clone(c.names) }
 // Check reports every guide that names a provider, fallback provider or
 // tool the gateway does not have, listing what it has and the likely
 // misspelling. It is separate from parsing because the providers and tools
-// are only known once the configuration is loaded.
-func (c *Catalog) Check(providers, tools []string) error {
+// are only known once the configuration is loaded. groups are the MCP
+// servers configured: "server.*" and "server.tool" are theirs, whose tools
+// are known only once the server answers.
+func (c *Catalog) Check(providers, tools, groups []string) error {
 	var errs []error
 	for _, name := range c.names {
 		g := c.guides[name]
@@ -598,6 +623,12 @@ func (c *Catalog) Check(providers, tools []string) error {
 			errs = append(errs, fmt.Errorf("%s: fallback provider %q is not configured%s", where, g.Fallback, unknownHint(g.Fallback, providers)))
 		}
 		for _, t := range g.Tools {
+			if group, _, ok := strings.Cut(t, "."); ok {
+				if !slices.Contains(groups, group) {
+					errs = append(errs, fmt.Errorf("%s: tool %q: no MCP server %q is configured (tools.mcp)%s", where, t, group, unknownHint(group, groups)))
+				}
+				continue
+			}
 			if !slices.Contains(tools, t) {
 				errs = append(errs, fmt.Errorf("%s: unknown tool %q%s", where, t, unknownHint(t, tools)))
 			}

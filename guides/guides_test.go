@@ -17,7 +17,7 @@ func TestShippedGuides(t *testing.T) {
 		t.Fatalf("Names() = %v", got)
 	}
 	builtins := []string{"current_time", "calculator", "present"}
-	err = c.Check(nil, builtins)
+	err = c.Check(nil, builtins, nil)
 	if err != nil {
 		t.Fatalf("shipped guides must not name a provider and only use built-in tools: %v", err)
 	}
@@ -288,7 +288,7 @@ func TestCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = c.Check([]string{"main"}, []string{"calculator", "current_time"})
+	err = c.Check([]string{"main"}, []string{"calculator", "current_time"}, nil)
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -306,7 +306,45 @@ func TestCheck(t *testing.T) {
 	if strings.Contains(err.Error(), `guide "ok"`) || strings.Contains(err.Error(), `tool "calculator"`) {
 		t.Errorf("error blames what exists:\n%v", err)
 	}
-	if err := c.Check([]string{"main", "mian", "backup"}, []string{"calculator", "weather", "calculater"}); err != nil {
+	if err := c.Check([]string{"main", "mian", "backup"}, []string{"calculator", "weather", "calculater"}, nil); err != nil {
 		t.Errorf("everything exists: %v", err)
+	}
+}
+
+// A guide names an MCP server's tools as "server.*" or one by one, and
+// may give them approval policies either way: the named tool's comes
+// first, then the server's, then the default.
+func TestServerTools(t *testing.T) {
+	dir := writeGuides(t, map[string]string{
+		"ops.md": "---\ntools: [calculator, github.*, docs.search]\napproval: { default: auto, ask: [github.*], auto: [github.list_issues], deny: [docs.search] }\n---\nHi.\n",
+		"bad.md": "---\ntools: [gitlab.*]\napproval: { ask: [github.create_issue] }\n---\nHi.\n",
+	})
+	if _, err := LoadDir(dir); err == nil || !strings.Contains(err.Error(), `approval.ask: tool "github.create_issue" is not in tools`) {
+		t.Fatalf("an approval for a server the guide does not list: %v", err)
+	}
+	if err := os.Remove(filepath.Join(dir, "bad.md")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := c.Get("ops")
+	for tool, want := range map[string]Policy{
+		"github.create_issue": Ask, "github.list_issues": Auto, "docs.search": Deny, "docs.fetch": Auto, "calculator": Auto,
+	} {
+		if got := g.Approval.For(tool); got != want {
+			t.Errorf("For(%s) = %s, want %s", tool, got, want)
+		}
+	}
+	if !Covers(g.Tools, "github.anything") || Covers(g.Tools, "docs.fetch") || !Covers(g.Tools, "docs.search") {
+		t.Error("Covers: github.* covers every github tool; docs lists docs.search only")
+	}
+	if err := c.Check(nil, []string{"calculator"}, []string{"github", "docs"}); err != nil {
+		t.Errorf("configured servers: %v", err)
+	}
+	err = c.Check(nil, []string{"calculator"}, []string{"githb"})
+	if err == nil || !strings.Contains(err.Error(), `tool "github.*": no MCP server "github" is configured (tools.mcp) (have: githb): did you mean "githb"?`) {
+		t.Errorf("an unconfigured server: %v", err)
 	}
 }

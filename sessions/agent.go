@@ -242,7 +242,7 @@ func (s *session) triage(ctx context.Context, p *pendingTurn) []int {
 		policy := s.guide.Approval.For(call.Name)
 		switch {
 		case !s.guideHasTool(call.Name):
-			s.setResult(ctx, p, i, fmt.Sprintf("unknown tool %q; available tools: %s", call.Name, strings.Join(s.guide.Tools, ", ")), true)
+			s.setResult(ctx, p, i, fmt.Sprintf("unknown tool %q; available tools: %s", call.Name, strings.Join(s.guideTools(), ", ")), true)
 		case policy == guides.Deny:
 			s.setResult(ctx, p, i, fmt.Sprintf("the tool %q is not allowed in this conversation", call.Name), true)
 		default:
@@ -467,9 +467,23 @@ func (s *session) systemPrompt(final bool) string {
 	return b.String()
 }
 
+// guideTools are the tools the guide offers now: its list, with an MCP
+// server's "server.*" standing for the tools the server has at the moment.
+func (s *session) guideTools() []string {
+	var names []string
+	for _, name := range s.guide.Tools {
+		if group, ok := strings.CutSuffix(name, ".*"); ok {
+			names = append(names, s.m.cfg.Tools.Group(group)...)
+			continue
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
 func (s *session) toolSpecs() []providers.ToolSpec {
 	var specs []providers.ToolSpec
-	for _, name := range s.guide.Tools {
+	for _, name := range s.guideTools() {
 		if s.guide.Approval.For(name) == guides.Deny {
 			continue // a tool the model may never use is not offered
 		}
@@ -483,13 +497,11 @@ func (s *session) toolSpecs() []providers.ToolSpec {
 }
 
 func (s *session) guideHasTool(name string) bool {
-	for _, t := range s.guide.Tools {
-		if t == name {
-			_, ok := s.m.cfg.Tools.Lookup(name)
-			return ok
-		}
+	if !guides.Covers(s.guide.Tools, name) {
+		return false
 	}
-	return false
+	_, ok := s.m.cfg.Tools.Lookup(name)
+	return ok
 }
 
 // provider is the guide's provider, with its fallback when it names one.

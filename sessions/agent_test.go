@@ -1,6 +1,7 @@
 package sessions_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
 	"github.com/switchboard-gw/switchboard/sessions"
+	"github.com/switchboard-gw/switchboard/tools"
 )
 
 func TestTextTurnStreamsStoresAndBuildsContext(t *testing.T) {
@@ -322,5 +324,53 @@ func TestToolImagesAreShown(t *testing.T) {
 	res := c.until(switchboard.EventToolResponse, nil).(*switchboard.ToolResponseData)
 	if res.ContentPreview != "drew 2 images for "+c.id {
 		t.Errorf("the tool's result: %q; want it to know its session", res.ContentPreview)
+	}
+}
+
+// A guide's "server.*" offers the tools an MCP server has at the moment of
+// each turn, under the policies the guide gives the server and its tools.
+func TestServerToolsFollowTheRegistry(t *testing.T) {
+	var reg *tools.Registry
+	h := newHarness(t, func(c *sessions.Config) { reg = c.Tools })
+	echo := func(name string) tools.Tool {
+		return tools.Tool{Name: name, Parameters: json.RawMessage(`{"type":"object"}`), Execute: func(ctx context.Context, args json.RawMessage) (tools.Result, error) {
+			return tools.Result{Content: "pong from " + name}, nil
+		}}
+	}
+	if err := reg.SetGroup("echo", []tools.Tool{echo("echo.ping")}); err != nil {
+		t.Fatal(err)
+	}
+	h.llm.Push(
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "e1", Name: "echo__ping", Args: `{}`}}},
+		openaitest.Reply{Text: []string{"It answered."}},
+	)
+	c := h.attach(sessions.AttachOptions{Author: alice, Guide: "servers"})
+	c.say("ping it")
+	if res := c.until(switchboard.EventToolResponse, nil).(*switchboard.ToolResponseData); res.ContentPreview != "pong from echo.ping" || res.Name != "echo.ping" {
+		t.Fatalf("echo.ping (auto) ran as %+v", res)
+	}
+	c.idle()
+	offered := func() []string {
+		var names []string
+		for _, tl := range lastRequest(t, h.llm).Tools {
+			names = append(names, tl.Function.Name)
+		}
+		return names
+	}
+	if got := strings.Join(offered(), ","); got != "calculator,echo__ping" {
+		t.Errorf("tools offered: %s", got)
+	}
+	// The server gains a tool: offered from the next turn, asked for by
+	// the server's policy.
+	if err := reg.SetGroup("echo", []tools.Tool{echo("echo.ping"), echo("echo.wipe")}); err != nil {
+		t.Fatal(err)
+	}
+	h.llm.Push(openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "e2", Name: "echo__wipe", Args: `{}`}}})
+	c.say("wipe it")
+	if req := c.confirmation(); req.ToolName != "echo.wipe" {
+		t.Errorf("asked about %q", req.ToolName)
+	}
+	if got := strings.Join(offered(), ","); got != "calculator,echo__ping,echo__wipe" {
+		t.Errorf("tools offered after the change: %s", got)
 	}
 }

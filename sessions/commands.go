@@ -192,7 +192,7 @@ func (s *session) describeTools() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Tools of the guide %q:\n", s.guide.Name)
-	for _, name := range s.guide.Tools {
+	for _, name := range s.guideTools() {
 		desc := ""
 		if t, ok := s.m.cfg.Tools.Lookup(name); ok {
 			desc = t.Description
@@ -304,7 +304,7 @@ func (s *session) reset(ctx context.Context, j job) {
 // and result are shown, not added to the model's context.
 func (s *session) runToolDirectly(ctx context.Context, by switchboard.Author, cmd command) {
 	name := cmd.name
-	if !slices.Contains(s.guide.Tools, name) || s.guide.Approval.For(name) == guides.Deny {
+	if !guides.Covers(s.guide.Tools, name) || s.guide.Approval.For(name) == guides.Deny {
 		s.tell(by, switchboard.ErrCodeForbidden, fmt.Sprintf("The tool %s is not available in this conversation. Send /tools for the list.", quoteID(name)))
 		return
 	}

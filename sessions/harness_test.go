@@ -21,6 +21,15 @@ import (
 // The harness runs the real thing: a Manager on real SQLite, the real
 // OpenAI adapter talking to a scripted chat-completions server on loopback.
 
+// serversGuide offers an MCP server's tools as a whole ("echo.*").
+const serversGuide = `---
+name: servers
+tools: [calculator, echo.*]
+approval: { default: auto, ask: [echo.*], auto: [echo.ping] }
+---
+You use the echo server.
+`
+
 const testGuide = `---
 name: tester
 description: A guide for tests
@@ -65,7 +74,7 @@ func newHarness(t *testing.T, opts ...option) *harness {
 	if err := os.MkdirAll(gdir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, body := range map[string]string{"tester.md": testGuide, "other.md": otherGuide} {
+	for name, body := range map[string]string{"tester.md": testGuide, "other.md": otherGuide, "servers.md": serversGuide} {
 		if err := os.WriteFile(filepath.Join(gdir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -295,7 +295,7 @@ func (d *doctor) checkGuides(provs map[string]*providers.Resilient, buildErr err
 			providers = append(providers, p.Name)
 		}
 	}
-	if err := catalog.Check(providers, registry.Names()); err != nil {
+	if err := catalog.Check(providers, registry.Names(), nil); err != nil {
 		res.Sev, res.Detail = sevProblem, err.Error()
 		res.Fix = "name a provider from the config's providers list and tools the gateway has (" + strings.Join(registry.Names(), ", ") + ")"
 		return catalog, res

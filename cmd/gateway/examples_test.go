@@ -424,7 +424,7 @@ func loadExampleGuide(t *testing.T, b docBlock) {
 	for _, tool := range tools.Builtins(time.Now) {
 		names = append(names, tool.Name)
 	}
-	if err := c.Check([]string{"main", "backup"}, names); err != nil {
+	if err := c.Check([]string{"main", "backup"}, names, nil); err != nil {
 		t.Errorf("%s: %v", b, err)
 	}
 }

@@ -147,7 +147,7 @@ Run "gateway doctor -h" for a command's flags. Flags:
 	if err != nil {
 		return err
 	}
-	if err := catalog.Check(slices.Sorted(maps.Keys(provs)), registry.Names()); err != nil {
+	if err := catalog.Check(slices.Sorted(maps.Keys(provs)), registry.Names(), nil); err != nil {
 		return err
 	}
 	if _, ok := catalog.Get(cfg.Guides.Default); !ok {
