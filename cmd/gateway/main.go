@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"os/user"
+	"path/filepath"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -294,6 +295,7 @@ Run "gateway doctor -h" for a command's flags. Flags:
 			In: in, Out: out, Interactive: interactive, Author: localUser(environ),
 			Styled: interactive && isTerminal(out) && termName != "dumb",
 			Guide:  cfg.Guides.Default, Sessions: manager, Logger: log,
+			ImageDir: dataDir(cfg, "images"),
 		}
 		running++
 		go func() {
@@ -591,6 +593,18 @@ func localUser(environ []string) switchboard.Author {
 		name = "local"
 	}
 	return switchboard.Author{Channel: "stdin", ID: name, Name: name}
+}
+
+// dataDir is a folder beside the database for what the gateway keeps in
+// files (the terminal's images); in the temporary directory when the
+// database is in memory.
+func dataDir(cfg config.Config, name string) string {
+	dsn := cfg.Storage.DSN
+	if dsn == ":memory:" || strings.HasPrefix(dsn, "file::memory:") {
+		return filepath.Join(os.TempDir(), "switchboard-"+name)
+	}
+	dsn, _, _ = strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
+	return filepath.Join(filepath.Dir(dsn), name)
 }
 
 // listenHTTP binds the HTTP address now, so a port in use fails start-up

@@ -15,11 +15,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -84,6 +87,10 @@ type Listener struct {
 	Guide    string
 	Sessions Sessions
 	Logger   *slog.Logger
+	// ImageDir is where images sent as data (a chart a tool drew) are
+	// saved, one folder per session, so the terminal can print a path to
+	// open; empty: they are only named.
+	ImageDir string
 }
 
 // Run serves the terminal until ctx ends, input ends or /quit. It returns
@@ -103,7 +110,7 @@ func (l *Listener) Run(ctx context.Context) error {
 	}
 	v := &view{
 		out: l.Out, self: l.Author, interactive: l.Interactive, styled: l.Styled,
-		changed: make(chan struct{}),
+		changed: make(chan struct{}), images: l.ImageDir,
 	}
 	at, err := l.initial(ctx)
 	if err != nil {
@@ -615,6 +622,8 @@ type view struct {
 	interactive bool
 	styled      bool
 	self        switchboard.Author
+	images      string // Listener.ImageDir
+	session     string // the session shown, for the images' folder
 
 	mu       sync.Mutex
 	out      io.Writer
@@ -652,6 +661,7 @@ func (v *view) start(r switchboard.ReadyData, recap bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.printed = r.LastSeq
+	v.session = r.Session
 	v.confirms = nil
 	v.warned = map[string]bool{}
 	v.choices = nil
@@ -1133,6 +1143,51 @@ func (v *view) recapLocked(payload any) {
 	v.writeLocked(b.String())
 }
 
+// imageExt is the file extension of the image types the channels show.
+var imageExt = map[string]string{
+	"image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp", "image/svg+xml": ".svg",
+}
+
+// saveImageLocked writes an image sent as data to the session's folder of
+// ImageDir, once (a replay finds it there), and says where it is.
+func (v *view) saveImageLocked(id string, img switchboard.UIImage) string {
+	inline := "inline " + img.MIMEType
+	ext, ok := imageExt[img.MIMEType]
+	if v.images == "" || !ok || !safeName(id) || !safeName(v.session) {
+		return inline
+	}
+	raw, err := base64.StdEncoding.DecodeString(img.Data)
+	if err != nil {
+		return inline + " (not valid base64)"
+	}
+	dir := filepath.Join(v.images, v.session)
+	path := filepath.Join(dir, id+ext)
+	if _, err := os.Stat(path); err == nil {
+		return "saved to " + path
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return inline + " (not saved: " + err.Error() + ")"
+	}
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		return inline + " (not saved: " + err.Error() + ")"
+	}
+	return "saved to " + path
+}
+
+// safeName: an id the session made (s_…, ui_…) is a file name as it is;
+// anything else is not used as one.
+func safeName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // renderUILocked shows a card as text with numbered choices; typing a
 // number clicks it.
 func (v *view) renderUILocked(ui *switchboard.UI) string {
@@ -1159,7 +1214,7 @@ func (v *view) renderUILocked(ui *switchboard.UI) string {
 	if ui.Image != nil {
 		src := ui.Image.URL
 		if src == "" {
-			src = "inline " + ui.Image.MIMEType
+			src = v.saveImageLocked(ui.ID, *ui.Image)
 		}
 		fmt.Fprintf(&b, "│ [image: %s] %s\n", ui.Image.Alt, src)
 	}

@@ -3,7 +3,10 @@ package stdin
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -271,5 +274,37 @@ func TestInviteCode(t *testing.T) {
 		if name, args := command(in); name != want[0] || args != want[1] {
 			t.Errorf("command(%q) = %q, %q; want %q, %q", in, name, args, want[0], want[1])
 		}
+	}
+}
+
+// An image sent as data (a tool's chart) is saved in the session's folder
+// and its path printed, once; without a folder it is only named.
+func TestViewSavesInlineImages(t *testing.T) {
+	dir := t.TempDir()
+	v, out := newTestView(false, false)
+	v.images = dir
+	v.start(switchboard.ReadyData{Session: "s_abc", LastSeq: 0}, false)
+	png := []byte("\x89PNG\r\n\x1a\nfake")
+	ui := switchboard.UI{ID: "ui_1", Title: "chart.png", Image: &switchboard.UIImage{Data: base64.StdEncoding.EncodeToString(png), MIMEType: "image/png", Alt: "chart.png"}}
+	v.render(event(t, 1, switchboard.EventUI, ui))
+	path := filepath.Join(dir, "s_abc", "ui_1.png")
+	if !strings.Contains(out.String(), "[image: chart.png] saved to "+path) {
+		t.Fatalf("printed %q; want the saved path %s", out.String(), path)
+	}
+	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, png) {
+		t.Fatalf("saved %q, %v", got, err)
+	}
+	evil := ui
+	evil.ID = "../../etc/x"
+	out.Reset()
+	v.render(event(t, 2, switchboard.EventUI, evil))
+	if !strings.Contains(out.String(), "inline image/png") {
+		t.Errorf("an id that is no file name: %q", out.String())
+	}
+	v.images = ""
+	out.Reset()
+	v.render(event(t, 3, switchboard.EventUI, ui))
+	if !strings.Contains(out.String(), "[image: chart.png] inline image/png") {
+		t.Errorf("without a folder: %q", out.String())
 	}
 }
