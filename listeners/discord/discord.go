@@ -108,6 +108,11 @@ type Listener struct {
 	tokensMu sync.Mutex
 	tokens   map[string]interactionToken
 
+	// asked is where each person last gave each session input
+	// ("session/user" → place); see askedIn.
+	askedMu sync.Mutex
+	asked   map[string]string
+
 	// Followers, as in the Slack listener: the places being rendered,
 	// and those named before Run started.
 	followMu  sync.Mutex
@@ -160,7 +165,7 @@ func New(cfg Config, s Sessions, log *slog.Logger) (*Listener, error) {
 	dg.Client = &http.Client{Timeout: 20 * time.Second, Transport: &globalLimit{next: transport}}
 	l := &Listener{
 		cfg: cfg, sessions: s, log: log.With("listener", Channel), dg: dg, publicKey: pub,
-		names: newNameCache(), tokens: map[string]interactionToken{},
+		names: newNameCache(), tokens: map[string]interactionToken{}, asked: map[string]string{},
 		following: map[string]*follow{}, ready: make(chan struct{}),
 	}
 	s.SetFollower(Channel, l)
@@ -266,25 +271,51 @@ func (l *Listener) Run(ctx context.Context) error {
 // registerCommands puts /switchboard in place by bulk overwrite, once per
 // start: in one server when GuildID is set (instant), else globally.
 func (l *Listener) registerCommands(ctx context.Context) error {
+	_, err := l.dg.ApplicationCommandBulkOverwrite(l.appID, l.cfg.GuildID, []*discordgo.ApplicationCommand{switchboardCommand()}, discordgo.WithContext(ctx))
+	return err
+}
+
+// switchboardCommand is /switchboard: a subcommand for each session
+// command that makes sense in Discord (Discord allows 25, descriptions of
+// up to 100 characters), with choices where the session takes a few words.
+func switchboardCommand() *discordgo.ApplicationCommand {
 	sub := func(name, desc string, opts ...*discordgo.ApplicationCommandOption) *discordgo.ApplicationCommandOption {
 		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionSubCommand, Name: name, Description: desc, Options: opts}
 	}
-	cmd := &discordgo.ApplicationCommand{
+	str := func(name, desc string, required bool) *discordgo.ApplicationCommandOption {
+		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: name, Description: desc, Required: required}
+	}
+	roles := func(desc string, required bool) *discordgo.ApplicationCommandOption {
+		o := str("role", desc, required)
+		for _, r := range []collaboration.Role{collaboration.Viewer, collaboration.Member, collaboration.Approver} {
+			o.Choices = append(o.Choices, &discordgo.ApplicationCommandOptionChoice{Name: string(r), Value: string(r)})
+		}
+		return o
+	}
+	one := 1.0
+	return &discordgo.ApplicationCommand{
 		Name: "switchboard", Description: "The assistant of this thread",
 		Options: []*discordgo.ApplicationCommandOption{
 			sub("help", "What the assistant can do here"),
-			sub("guide", "Show the guide, or switch to another",
-				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "name", Description: "The guide to switch to"}),
+			sub("guide", "Show the guide, or switch to another", str("name", "The guide to switch to", false)),
 			sub("tools", "The tools and who must approve them"),
 			sub("usage", "Tokens used in this conversation"),
 			sub("stop", "Stop the answer under way"),
 			sub("reset", "Start a new conversation in this thread"),
-			sub("join", "Show a shared conversation here, with its invite code",
-				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "code", Description: "The invite code", Required: true}),
+			sub("join", "Show a shared conversation here, with its invite code", str("code", "The invite code", true)),
+			sub("share", "An invite code for others to join this conversation, shown to you alone",
+				roles("What they may do (default: member)", false),
+				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionInteger, Name: "uses",
+					Description: "How many people may join with it (default 10)", MinValue: &one, MaxValue: 1000},
+				str("expires", "How long it works, such as 2h or 30m (default 24h)", false)),
+			sub("unshare", "Withdraw the open invite codes of this conversation"),
+			sub("who", "The people in this conversation, their roles and where they are, to you alone"),
+			sub("role", "Give someone in this conversation another role (owner)",
+				str("name", "Their name, as /switchboard who shows it", true), roles("Their new role", true)),
+			sub("leave", "Stop showing this conversation in this thread or DM"),
+			sub("approvals", "The last tool calls approved or denied, by whom and from where, to you alone"),
 		},
 	}
-	_, err := l.dg.ApplicationCommandBulkOverwrite(l.appID, l.cfg.GuildID, []*discordgo.ApplicationCommand{cmd}, discordgo.WithContext(ctx))
-	return err
 }
 
 // run queues f on the worker of a place: a thread's events in order,

@@ -47,6 +47,18 @@ type rig struct {
 
 func newRig(t *testing.T, tune func(*discord.Config, *discordtest.Server)) *rig {
 	t.Helper()
+	return newRigWith(t, nil, tune)
+}
+
+// newTunedRig is newRig with the session manager's configuration changed
+// by manager (limits, idle timeout).
+func newTunedRig(t *testing.T, manager func(*sessions.Config)) *rig {
+	t.Helper()
+	return newRigWith(t, manager, nil)
+}
+
+func newRigWith(t *testing.T, manager func(*sessions.Config), tune func(*discord.Config, *discordtest.Server)) *rig {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -55,7 +67,7 @@ func newRig(t *testing.T, tune func(*discord.Config, *discordtest.Server)) *rig 
 		discordtest.WithUsers(discordtest.User{ID: alice, Username: "alice", GlobalName: "Alice"}, discordtest.User{ID: bob, Username: "bob", GlobalName: "Bob"}),
 		discordtest.WithMembers(discordtest.Member{GuildID: discordtest.DefaultGuildID, UserID: alice, Nick: "Ali"},
 			discordtest.Member{GuildID: discordtest.DefaultGuildID, UserID: bob}))
-	gw := sessionstest.New(t, "../../guides", log)
+	gw := sessionstest.NewTuned(t, "../../guides", log, manager)
 	cfg := discord.Config{Token: fake.Token(), APIURL: fake.APIURL(), EditInterval: 20 * time.Millisecond}
 	if tune != nil {
 		tune(&cfg, fake)

@@ -45,6 +45,7 @@ func (l *Listener) Follow(b switchboard.Binding) {
 	}
 	if f, ok := l.following[b.Address]; ok {
 		f.again, f.next = true, b
+		f.endAt = 0 // bound again after a /leave
 		if b.SessionID != f.b.SessionID && f.cancel != nil {
 			f.cancel() // the place shows another session now (/reset)
 		}
@@ -60,10 +61,13 @@ type follow struct {
 	l *Listener
 	b switchboard.Binding
 
-	// Set by Follow while this runs; guarded by l.followMu.
+	// Set by Follow while this runs, with endAt (unfollowAfter), the
+	// last event to show before the place stops showing the session;
+	// guarded by l.followMu.
 	again  bool
 	next   switchboard.Binding
 	cancel context.CancelFunc
+	endAt  int64
 
 	rendered int64
 	// settled is the last event after which a restart may resume (not in
@@ -153,9 +157,17 @@ func (f *follow) once(ctx context.Context) {
 				return
 			}
 			f.render(ctx, ev)
+			if f.ended() {
+				f.endReply(ctx)
+				return
+			}
 		case <-tick.C:
 			f.flush(ctx, false)
 			f.record(ctx)
+			if f.ended() {
+				f.endReply(ctx)
+				return
+			}
 			f.keepTyping(ctx)
 		case <-ctx.Done():
 			f.record(ctx) // stopping: keep how far the place was shown
@@ -241,6 +253,24 @@ func (f *follow) render(ctx context.Context, ev switchboard.Event) {
 	}
 }
 
+// unfollowAfter stops showing a place's session once its events through
+// seq are shown: the place left the conversation (/leave) and the
+// session, which stays loaded for its other places, goes on without it.
+func (l *Listener) unfollowAfter(address string, seq int64) {
+	l.followMu.Lock()
+	defer l.followMu.Unlock()
+	if f, ok := l.following[address]; ok {
+		f.again, f.endAt = false, max(seq, 1)
+	}
+}
+
+// ended reports whether the place has been shown all it is to show.
+func (f *follow) ended() bool {
+	f.l.followMu.Lock()
+	defer f.l.followMu.Unlock()
+	return f.endAt > 0 && f.rendered >= f.endAt
+}
+
 // record keeps how far the place was rendered: at a turn's end, on the
 // ticker and when the session unloads, not after every event (each is a
 // write; a restart that replays a few events finds them shown).
@@ -295,7 +325,7 @@ func (f *follow) message(ctx context.Context, d *switchboard.MessageData) {
 		if d.Channel != "" {
 			who += " · " + channelName(d.Channel)
 		}
-		for _, piece := range splitDiscord("**"+who+"**: "+toDiscord(d.Content), contentLimit) {
+		for _, piece := range splitDiscord("**"+mdEscape(who)+"**: "+toDiscord(d.Content), contentLimit) {
 			f.send(ctx, &discordgo.MessageSend{Content: piece})
 		}
 	}
@@ -387,15 +417,19 @@ func (f *follow) resolved(ctx context.Context, d *switchboard.ConfirmationResolv
 }
 
 func resolvedText(d switchboard.ConfirmationResolvedData) string {
+	by := mdEscape(d.By)
+	if d.Channel != "" {
+		by += " · " + mdEscape(channelName(d.Channel))
+	}
 	switch {
 	case d.By == "expired", d.By == "cancelled":
 		return "-# The tool call was " + d.By + "."
 	case d.Approved && d.Scope == switchboard.ScopeSession:
-		return "-# Always allowed by " + d.By + "."
+		return "-# Always allowed by " + by + "."
 	case d.Approved:
-		return "-# Approved by " + d.By + "."
+		return "-# Approved by " + by + "."
 	}
-	return "-# Denied by " + d.By + "."
+	return "-# Denied by " + by + "."
 }
 
 // notice shows an error: one meant for one person to them alone; a
@@ -405,13 +439,26 @@ func (f *follow) notice(ctx context.Context, ev switchboard.Event, d *switchboar
 		return
 	}
 	if user, ok := strings.CutPrefix(d.For, Channel+":"); ok && ev.Seq == 0 {
-		f.l.tell(ctx, f.b.Address, user, d.Message)
+		if where, known := f.l.askedIn(f.b.SessionID, user); known && where != f.b.Address {
+			return // an answer to what they asked in another place of this session
+		}
+		f.l.tell(ctx, f.b.Address, user, noticeText(*d))
 		return
 	}
 	if d.For != "" && ev.Seq == 0 {
 		return // someone else's, in another channel
 	}
 	f.send(ctx, &discordgo.MessageSend{Content: errorLine(*d)})
+}
+
+// noticeText is a notice for one person as Discord shows it: the
+// session's words escaped, its link (an invite's) left clickable.
+func noticeText(d switchboard.ErrorData) string {
+	text := mdEscape(d.Message)
+	if d.Link != "" {
+		text = strings.ReplaceAll(text, mdEscape(d.Link), d.Link)
+	}
+	return truncateDiscord(text, contentLimit-30) // room for the mention tell may add
 }
 
 // send sends a message in the place; one Discord refuses (50035) is sent

@@ -8,6 +8,7 @@ package discord
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/collaboration"
 	"github.com/switchboard-gw/switchboard/sessions"
 	"github.com/switchboard-gw/switchboard/tools"
 )
@@ -162,27 +164,66 @@ func (l *Listener) grant(ctx context.Context, b switchboard.Binding, author swit
 }
 
 // submitText gives a place's session a message or command; /reset binds
-// the place to the new conversation once it exists.
+// the place to the new conversation once it exists. /leave takes the
+// place out of the conversation: once the session has unbound it, the
+// place is shown the session's line about it and no more.
 func (l *Listener) submitText(ctx context.Context, b switchboard.Binding, author switchboard.Author, text, clientID string) {
-	r, err := l.sessions.Submit(ctx, b.SessionID, switchboard.Input{
-		Kind: switchboard.InputText, Author: author, Text: text, ClientID: clientID, Place: Channel + ":" + b.Address,
-	})
+	r, err := l.submit(ctx, b, switchboard.Input{Kind: switchboard.InputText, Author: author, Text: text, ClientID: clientID})
 	if err != nil {
 		l.refused(ctx, b.Address, author.ID, err)
 		return
 	}
-	name, _, _ := strings.Cut(strings.TrimSpace(text), " ")
-	if !strings.EqualFold(name, "/reset") {
+	reset, leave := isCommand(text, "reset"), isCommand(text, "leave")
+	if !reset && !leave {
 		return
 	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if _, err := r.Wait(wctx); err != nil || r.NewSession == "" {
+	last, err := r.Wait(wctx)
+	if err != nil {
 		return
+	}
+	if leave {
+		if _, err := l.sessions.Binding(ctx, Channel, b.Address); errors.Is(err, switchboard.ErrNotFound) {
+			l.unfollowAfter(b.Address, last)
+		}
+		return
+	}
+	if r.NewSession == "" {
+		return // refused (not the owner), told by the session
 	}
 	if _, err := l.sessions.Bind(ctx, Channel, b.Address, r.NewSession); err != nil {
 		l.log.Error("discord: bind the new conversation", "place", b.Address, "err", err)
 	}
+}
+
+// isCommand reports whether text is the command /name.
+func isCommand(text, name string) bool {
+	first, _, _ := strings.Cut(strings.TrimSpace(text), " ")
+	return strings.EqualFold(first, "/"+name)
+}
+
+// submit gives b's session an input written in b's place, and notes the
+// place as where its author asks (askedIn).
+func (l *Listener) submit(ctx context.Context, b switchboard.Binding, in switchboard.Input) (*sessions.Receipt, error) {
+	in.Place = Channel + ":" + b.Address
+	l.askedMu.Lock()
+	if len(l.asked) > 10_000 {
+		clear(l.asked) // bounded; forgetting shows an answer in every place
+	}
+	l.asked[b.SessionID+"/"+in.Author.ID] = b.Address
+	l.askedMu.Unlock()
+	return l.sessions.Submit(ctx, b.SessionID, in)
+}
+
+// askedIn is the place a person last gave a session input in through this
+// listener. A notice for them alone (a command's answer, a refusal) goes
+// to every Discord place of the session; it is shown in that place only.
+func (l *Listener) askedIn(sessionID, user string) (string, bool) {
+	l.askedMu.Lock()
+	defer l.askedMu.Unlock()
+	a, ok := l.asked[sessionID+"/"+user]
+	return a, ok
 }
 
 // joinCode reads "/join CODE" (or "join CODE").
@@ -196,30 +237,40 @@ func joinCode(text string) (string, bool) {
 
 // joinCommand is /switchboard join code: in a DM or a thread, that place
 // shows the shared conversation; in a channel, a mention opens a thread.
+// It is answered at once, privately, and the answer is filled in once the
+// place is proven and the code used.
 func (l *Listener) joinCommand(ctx context.Context, i *discordgo.Interaction, place string, author switchboard.Author, sub *discordgo.ApplicationCommandInteractionDataOption, httpOut func(*discordgo.InteractionResponse)) {
 	code := ""
 	for _, o := range sub.Options {
 		if o.Name == "code" {
-			code = o.StringValue()
+			code = strings.TrimSpace(o.StringValue())
 		}
 	}
-	if i.GuildID != "" {
-		ch, err := l.channel(ctx, place)
-		if err != nil || !ch.IsThread() {
-			l.respond(ctx, i, ephemeral("To join in a channel, mention me with the code: @Switchboard /join "+code+" (a thread opens from your message)."), httpOut)
-			return
+	l.respond(ctx, i, deferredEphemeral, httpOut)
+	answer := func(text string) {
+		if _, err := l.dg.InteractionResponseEdit(i, &discordgo.WebhookEdit{Content: &text, AllowedMentions: noMentions}, discordgo.WithContext(ctx)); err != nil {
+			l.log.Warn("discord: answering /switchboard join", "err", err)
 		}
 	}
-	sessionID, role, err := l.sessions.Join(ctx, code, author)
-	if err != nil {
-		l.respond(ctx, i, ephemeral(joinRefusal(err)), httpOut)
-		return
-	}
-	if _, err := l.sessions.BindWithRecap(ctx, Channel, place, sessionID, joinRecap); err != nil {
-		l.respond(ctx, i, ephemeral("Joined, but this place could not show the conversation; try again."), httpOut)
-		return
-	}
-	l.respond(ctx, i, ephemeral("Joined as "+string(role)+": this place now shows the shared conversation."), httpOut)
+	l.run(place, func() {
+		if i.GuildID != "" {
+			ch, err := l.channel(ctx, place)
+			switch {
+			case err != nil:
+				answer("Not joined, and the code is not used: " + cannotPost(err))
+				return
+			case !l.allowed(i.GuildID, ch.ID, ch.ParentID):
+				answer("Sorry, I'm not set up to answer here. Ask the server's admins to add this channel.")
+				return
+			case !ch.IsThread():
+				answer("To join in a channel, mention me with the code: @Switchboard /join " + code + " (a thread opens from your message).")
+				return
+			}
+		}
+		if role, ok := l.join(ctx, place, author, code, answer, true); ok {
+			answer(fmt.Sprintf("Joined as %s: this place now shows the shared conversation.", withArticle(role)))
+		}
+	})
 }
 
 // joinRecap is how many of the last messages a joined place is shown.
@@ -227,13 +278,9 @@ const joinRecap = 6
 
 // joinFrom joins the shared session a code names from a message: a DM
 // joins itself, a mention in a channel opens a thread from the message and
-// that thread joins.
+// that thread joins. What goes wrong is said in a reply to the message,
+// or, once the place holds the bot's line, in that line.
 func (l *Listener) joinFrom(ctx context.Context, m *discordgo.Message, code string, author switchboard.Author) {
-	sessionID, role, err := l.sessions.Join(ctx, code, author)
-	if err != nil {
-		l.reply(ctx, m, joinRefusal(err))
-		return
-	}
 	place := m.ChannelID
 	if m.GuildID != "" {
 		ch, err := l.channel(ctx, m.ChannelID)
@@ -244,18 +291,67 @@ func (l *Listener) joinFrom(ctx context.Context, m *discordgo.Message, code stri
 		if !ch.IsThread() {
 			th, err := l.dg.MessageThreadStartComplex(m.ChannelID, m.ID, &discordgo.ThreadStart{Name: "Shared conversation", AutoArchiveDuration: 1440}, discordgo.WithContext(ctx))
 			if err != nil {
-				l.log.Warn("discord: a thread for a joined conversation", "err", err)
-				l.reply(ctx, m, "I could not open a thread here to show the conversation.")
+				l.log.Info("discord: a thread for a joined conversation", "channel", m.ChannelID, "err", err)
+				l.reply(ctx, m, "Not joined, and the code is not used: I could not open a thread here. "+cannotPost(err))
 				return
 			}
 			place = th.ID
 		}
 	}
-	if _, err := l.sessions.BindWithRecap(ctx, Channel, place, sessionID, joinRecap); err != nil {
-		l.log.Error("discord: bind a joined session", "place", place, "err", err)
-		return
+	if _, ok := l.join(ctx, place, author, code, func(text string) { l.reply(ctx, m, text) }, false); ok {
+		l.log.Info("discord: joined a shared session", "place", place)
 	}
-	l.log.Info("discord: joined a shared session", "place", place, "session", sessionID, "role", role)
+}
+
+// join shows in a place the shared session an invite code names, the code
+// making the person a member with its role. The place is proven first, by
+// posting the line that then says who joined: one the bot cannot post in
+// is refused with Discord's reason, and the code is not spent. tell says
+// what went wrong; with alone it is the person's alone and the line is
+// taken away, else the line says it.
+func (l *Listener) join(ctx context.Context, place string, author switchboard.Author, code string, tell func(string), alone bool) (collaboration.Role, bool) {
+	line, err := l.dg.ChannelMessageSendComplex(place, &discordgo.MessageSend{Content: "Opening a shared conversation here…", AllowedMentions: noMentions}, discordgo.WithContext(ctx))
+	if err != nil {
+		l.log.Info("discord: join refused: the bot cannot post in the place", "place", place, "err", err)
+		tell("Not joined, and the code is not used: " + cannotPost(err))
+		return "", false
+	}
+	refuse := func(text string) {
+		if !alone {
+			l.editLine(ctx, place, line.ID, text)
+			return
+		}
+		if err := l.dg.ChannelMessageDelete(place, line.ID, discordgo.WithContext(ctx)); err != nil {
+			l.log.Warn("discord: delete a line", "place", place, "err", err)
+		}
+		tell(text)
+	}
+	sessionID, role, err := l.sessions.Join(ctx, code, author)
+	if err != nil {
+		refuse(joinRefusal(err))
+		return "", false
+	}
+	if _, err := l.sessions.BindWithRecap(ctx, Channel, place, sessionID, joinRecap); err != nil {
+		if errors.Is(err, sessions.ErrTooManyPlaces) {
+			// Join has no way to check the limit before it spends the use.
+			refuse(fmt.Sprintf("%s joined as %s, but this place cannot show the conversation: it is already shown in as many places as it may be. "+
+				"Once it is taken out of one (/leave there), join here again with a code.", mdEscape(author.DisplayName()), withArticle(role)))
+			return "", false
+		}
+		l.log.Error("discord: bind a joined session", "place", place, "err", err)
+		refuse(fmt.Sprintf("%s joined as %s, but this place could not show the conversation; join here again.", mdEscape(author.DisplayName()), withArticle(role)))
+		return "", false
+	}
+	l.editLine(ctx, place, line.ID, fmt.Sprintf("**%s** joined a shared conversation as %s: this place shows it from now on, beginning with its last messages.",
+		mdEscape(author.DisplayName()), withArticle(role)))
+	return role, true
+}
+
+// editLine replaces the text of a line the listener posted.
+func (l *Listener) editLine(ctx context.Context, place, id, text string) {
+	if _, err := l.dg.ChannelMessageEditComplex(&discordgo.MessageEdit{ID: id, Channel: place, Content: &text, AllowedMentions: noMentions}, discordgo.WithContext(ctx)); err != nil {
+		l.log.Warn("discord: edit a line", "place", place, "err", err)
+	}
 }
 
 func joinRefusal(err error) string {
@@ -265,6 +361,41 @@ func joinRefusal(err error) string {
 		}
 	}
 	return "That invite code did not work. Ask for a new one."
+}
+
+func withArticle(r collaboration.Role) string {
+	switch r {
+	case collaboration.Owner:
+		return "its owner"
+	case collaboration.Approver:
+		return "an approver"
+	case "":
+		return "a member"
+	}
+	return "a " + string(r)
+}
+
+// cannotPost says in plain words why Discord refused a post of the bot's,
+// naming Discord's reason.
+func cannotPost(err error) string {
+	var re *discordgo.RESTError
+	if !errors.As(err, &re) || re.Message == nil {
+		return "I could not post here (" + err.Error() + "); try again."
+	}
+	reason := fmt.Sprintf("(Discord: %d %s)", re.Message.Code, re.Message.Message)
+	switch re.Message.Code {
+	case discordgo.ErrCodeMissingAccess:
+		return "I cannot see this channel " + reason + ". A server admin can let me view it (in a private thread: add me to it)."
+	case discordgo.ErrCodeMissingPermissions:
+		return "I may not post here " + reason + ". A server admin can give me Send Messages in Threads, and Create Public Threads to open one, in this channel."
+	case discordgo.ErrCodeUnknownChannel:
+		return "This channel no longer exists " + reason + "."
+	case discordgo.ErrCodePerformedOperationOnArchivedThread:
+		return "This thread is archived " + reason + "; open it again, or mention me in a channel."
+	case discordgo.ErrCodeCannotSendMessagesToThisUser:
+		return "Discord does not let me write to you " + reason + "."
+	}
+	return "I cannot post here " + reason + "."
 }
 
 // typedAnswer lets a person answer an approval by writing "approve",
@@ -289,10 +420,20 @@ func (l *Listener) refused(ctx context.Context, place, user string, err error) {
 	case errors.Is(err, sessions.ErrBusy):
 		msg = "I'm still working on the previous messages here; send this again in a moment."
 	case errors.Is(err, sessions.ErrForbidden):
-		msg = "You can't do that in this conversation."
+		msg = "Not sent: " + mdEscape(forbiddenReason(err)) + "."
 	}
-	l.log.Warn("discord: input refused", "place", place, "user", user, "err", err)
+	l.log.Info("discord: input refused", "place", place, "user", user, "err", err)
 	l.tell(ctx, place, user, msg)
+}
+
+// forbiddenReason is the session's sentence in an ErrForbidden refusal
+// ("Dan is a viewer in this session and may not write").
+func forbiddenReason(err error) string {
+	s := err.Error()
+	if i := strings.LastIndex(s, sessions.ErrForbidden.Error()+": "); i >= 0 {
+		return s[i+len(sessions.ErrForbidden.Error())+2:]
+	}
+	return "you may not do that in this conversation"
 }
 
 // tell shows text to one person: an ephemeral follow-up of their latest
@@ -349,6 +490,11 @@ func ephemeral(text string) *discordgo.InteractionResponse {
 
 var deferredUpdate = &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}
 
+// deferredEphemeral answers an interaction with "thinking…" shown to its
+// user alone, filled in later (InteractionResponseEdit).
+var deferredEphemeral = &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource,
+	Data: &discordgo.InteractionResponseData{Flags: discordgo.MessageFlagsEphemeral}}
+
 // onInteraction handles a click, a modal's submission or /switchboard.
 func (l *Listener) onInteraction(ctx context.Context, i *discordgo.Interaction, httpOut func(*discordgo.InteractionResponse)) {
 	user, member := i.User, i.Member
@@ -391,8 +537,7 @@ func (l *Listener) onInteraction(ctx context.Context, i *discordgo.Interaction, 
 			if !ok {
 				return
 			}
-			in.Place = Channel + ":" + b.Address
-			if _, err := l.sessions.Submit(ctx, b.SessionID, in); err != nil {
+			if _, err := l.submit(ctx, b, in); err != nil {
 				l.refused(ctx, place, user.ID, err)
 			}
 		})
@@ -413,8 +558,8 @@ func (l *Listener) onInteraction(ctx context.Context, i *discordgo.Interaction, 
 				l.tell(ctx, place, user.ID, "That form is no longer available.")
 				return
 			}
-			in := switchboard.Input{Kind: switchboard.InputAction, Author: author, ActionID: actionID, Value: formValues(*ui.Form, data), Place: Channel + ":" + b.Address}
-			if _, err := l.sessions.Submit(ctx, b.SessionID, in); err != nil {
+			in := switchboard.Input{Kind: switchboard.InputAction, Author: author, ActionID: actionID, Value: formValues(*ui.Form, data)}
+			if _, err := l.submit(ctx, b, in); err != nil {
 				l.refused(ctx, place, user.ID, err)
 			}
 		})
@@ -479,7 +624,15 @@ func (l *Listener) openForm(ctx context.Context, i *discordgo.Interaction, place
 const commandHelp = "Mention me in a channel and I answer in a thread opened from your message; " +
 	"in that thread I answer every message, and in a DM every message too. Tool calls that need consent " +
 	"show Approve and Deny buttons (or write `approve` / `deny`).\n" +
-	"`/switchboard guide|tools|usage|stop|reset` in a thread or DM runs that command in its conversation."
+	"`/switchboard guide|tools|usage|stop|reset` in a thread or DM runs that command in its conversation.\n" +
+	"Sharing: `/switchboard share` gives you an invite code (choose the role, uses and expiry), `unshare` withdraws the codes, " +
+	"`who` lists the people and `approvals` the last decisions (to you alone), `role` changes someone's role (the owner), " +
+	"`leave` takes the conversation out of this thread or DM. `/switchboard join code` in a DM or a thread shows a shared conversation there; " +
+	"in a channel, mention me with `/join CODE`."
+
+// private are the commands whose answer is for the one who asked alone:
+// the session answers them with a notice for that person.
+var private = map[string]bool{"who": true, "approvals": true, "share": true, "unshare": true}
 
 // onCommand handles /switchboard <subcommand>: help for the caller alone,
 // the rest in the conversation of the thread or DM it was used in.
@@ -498,18 +651,17 @@ func (l *Listener) onCommand(ctx context.Context, i *discordgo.Interaction, plac
 		l.joinCommand(ctx, i, place, author, sub, httpOut)
 		return
 	}
-	text := "/" + sub.Name
-	for _, o := range sub.Options {
-		if o.Name == "name" {
-			text += " " + o.StringValue()
-		}
-	}
+	text := commandText(sub)
 	b, err := l.sessions.Binding(ctx, Channel, place)
 	if err != nil && i.GuildID != "" {
 		l.respond(ctx, i, ephemeral("Use this in a thread I answer in, or mention me to start one."), httpOut)
 		return
 	}
-	l.respond(ctx, i, ephemeral(text+": done, answered here."), httpOut)
+	if private[sub.Name] {
+		l.respond(ctx, i, ephemeral(text+": answered below, to you alone."), httpOut)
+	} else {
+		l.respond(ctx, i, ephemeral(text+": answered in this conversation, for everyone in it."), httpOut)
+	}
 	l.run(place, func() {
 		if err != nil { // a DM without a conversation yet
 			if b, err = l.sessionAt(ctx, place, author, roles, true); err != nil {
@@ -518,4 +670,40 @@ func (l *Listener) onCommand(ctx context.Context, i *discordgo.Interaction, plac
 		}
 		l.submitText(ctx, b, author, text, "cmd:"+i.ID)
 	})
+}
+
+// commandText is a subcommand as the session's command: "/share viewer
+// uses 3 expires 2h", "/role Dan viewer".
+func commandText(sub *discordgo.ApplicationCommandInteractionDataOption) string {
+	opts := map[string]*discordgo.ApplicationCommandInteractionDataOption{}
+	for _, o := range sub.Options {
+		opts[o.Name] = o
+	}
+	arg := func(name string) string {
+		o := opts[name]
+		switch {
+		case o == nil:
+			return ""
+		case o.Type == discordgo.ApplicationCommandOptionInteger:
+			return strconv.FormatInt(o.IntValue(), 10)
+		}
+		return strings.Join(strings.Fields(o.StringValue()), " ")
+	}
+	text := "/" + sub.Name
+	add := func(words ...string) {
+		if w := strings.TrimSpace(strings.Join(words, " ")); w != "" && words[len(words)-1] != "" {
+			text += " " + w
+		}
+	}
+	switch sub.Name {
+	case "guide":
+		add(arg("name"))
+	case "share":
+		add(arg("role"))
+		add("uses", arg("uses"))
+		add("expires", arg("expires"))
+	case "role":
+		add(arg("name"), arg("role"))
+	}
+	return text
 }

@@ -593,6 +593,9 @@ func resolvedStatus(res switchboard.ConfirmationResolvedData, byMention string, 
 		if by != "" {
 			status += " by " + by
 		}
+		if res.Channel != "" { // where the answer came from, in a shared conversation
+			status += " · " + mdEscape(channelName(res.Channel))
+		}
 	}
 	if !at.IsZero() {
 		status += fmt.Sprintf(" · <t:%d:t>", at.Unix())

@@ -763,6 +763,9 @@ func TestResolvedEdit(t *testing.T) {
 		{"name as mention", switchboard.ConfirmationResolvedData{Approved: true, By: "x"}, "Ann <@&1>", at, `✅ Approved by Ann \<@&1\> · <t:1735826700:t>`, colorApproved},
 		{"mass mention name", switchboard.ConfirmationResolvedData{By: "@everyone"}, "@everyone", at, "❌ Denied by @\u200beveryone · <t:1735826700:t>", colorDenied},
 		{"no time", switchboard.ConfirmationResolvedData{Approved: true, By: "Ann"}, "<@123>", time.Time{}, "✅ Approved by <@123>", colorApproved},
+		{"from slack", switchboard.ConfirmationResolvedData{Approved: true, By: "Carol", Channel: "slack"}, "", at, "✅ Approved by Carol · Slack · <t:1735826700:t>", colorApproved},
+		{"denied in discord", switchboard.ConfirmationResolvedData{By: "Dan", Channel: "discord"}, "<@123>", at, "❌ Denied by <@123> · Discord · <t:1735826700:t>", colorDenied},
+		{"an unknown channel", switchboard.ConfirmationResolvedData{Approved: true, By: "Eve", Channel: "irc_*"}, "", time.Time{}, `✅ Approved by Eve · irc\_\*`, colorApproved},
 		{"expired", switchboard.ConfirmationResolvedData{By: "expired"}, "", at, "⌛ Expired · <t:1735826700:t>", colorClosed},
 		{"cancelled", switchboard.ConfirmationResolvedData{By: "cancelled"}, "", time.Time{}, "🚫 Cancelled", colorClosed},
 	}

@@ -41,6 +41,7 @@ func (l *Listener) Follow(b switchboard.Binding) {
 	}
 	if f, ok := l.following[b.Address]; ok {
 		f.again, f.next = true, b // once this run ends, attach again
+		f.endAt = 0               // bound again after a /leave
 		if b.SessionID != f.b.SessionID && f.cancel != nil {
 			f.cancel() // the place shows another session now (/reset)
 		}
@@ -63,10 +64,12 @@ type follow struct {
 	at place
 
 	// again and next are set by Follow while this runs, cancel ends the
-	// run; guarded by l.followMu.
+	// run, endAt (unfollowAfter) is the last event to show before the
+	// place stops showing the session; guarded by l.followMu.
 	again  bool
 	next   switchboard.Binding
 	cancel context.CancelFunc
+	endAt  int64
 
 	rendered int64 // the last event handled
 	// settled is the last event after which a restart may resume (not in
@@ -187,9 +190,17 @@ func (f *follow) once(ctx context.Context) {
 				return
 			}
 			f.render(ctx, ev)
+			if f.ended() {
+				f.endReply(ctx)
+				return
+			}
 		case <-tick.C:
 			f.flush(ctx, false)
 			f.record(ctx)
+			if f.ended() {
+				f.endReply(ctx)
+				return
+			}
 		case <-ctx.Done():
 			f.record(ctx) // stopping: keep how far the place was shown
 			return
@@ -275,6 +286,24 @@ func (f *follow) render(ctx context.Context, ev switchboard.Event) {
 	}
 }
 
+// unfollowAfter stops showing a place's session once its events through
+// seq are shown: the place left the conversation (/leave) and the
+// session, which stays loaded for its other places, goes on without it.
+func (l *Listener) unfollowAfter(address string, seq int64) {
+	l.followMu.Lock()
+	defer l.followMu.Unlock()
+	if f, ok := l.following[address]; ok {
+		f.again, f.endAt = false, max(seq, 1)
+	}
+}
+
+// ended reports whether the place has been shown all it is to show.
+func (f *follow) ended() bool {
+	f.l.followMu.Lock()
+	defer f.l.followMu.Unlock()
+	return f.endAt > 0 && f.rendered >= f.endAt
+}
+
 // record keeps how far the place was rendered: at a turn's end, on the
 // ticker and when the session unloads, not after every event (each is a
 // write; a restart that replays a few events finds them shown).
@@ -322,7 +351,7 @@ func (f *follow) message(ctx context.Context, d *switchboard.MessageData) {
 		if d.Channel != "" {
 			who += " · " + channelName(d.Channel)
 		}
-		f.post(ctx, who+": "+d.Content, []slackapi.Block{
+		f.post(ctx, mrkdwnEscape(who+": "+d.Content), []slackapi.Block{
 			slackapi.NewContextBlock("", slackapi.NewTextBlockObject(slackapi.MarkdownType, "*"+mrkdwnEscape(who)+"*", false, false)),
 			slackapi.NewSectionBlock(slackapi.NewTextBlockObject(slackapi.MarkdownType, truncateMrkdwn(toMrkdwn(d.Content), 3000), false, false), nil, nil),
 		})
@@ -484,15 +513,19 @@ func (f *follow) resolved(ctx context.Context, d *switchboard.ConfirmationResolv
 }
 
 func resolvedLine(d switchboard.ConfirmationResolvedData) string {
+	by := mrkdwnEscape(d.By)
+	if d.Channel != "" {
+		by += " · " + channelName(d.Channel)
+	}
 	switch {
 	case d.By == "expired", d.By == "cancelled":
 		return "The tool call was " + d.By + "."
 	case d.Approved && d.Scope == switchboard.ScopeSession:
-		return "Always allowed by " + d.By + "."
+		return "Always allowed by " + by + "."
 	case d.Approved:
-		return "Approved by " + d.By + "."
+		return "Approved by " + by + "."
 	}
-	return "Denied by " + d.By + "."
+	return "Denied by " + by + "."
 }
 
 // notice shows an error: one meant for one person (a command's answer,
@@ -503,13 +536,16 @@ func (f *follow) notice(ctx context.Context, ev switchboard.Event, d *switchboar
 		return
 	}
 	if user, ok := strings.CutPrefix(d.For, Channel+":"); ok && ev.Seq == 0 {
-		f.l.ephemeral(ctx, f.at, user, d.Message)
+		if where, known := f.l.askedIn(f.b.SessionID, user); known && where != f.b.Address {
+			return // an answer to what they asked in another place of this session
+		}
+		f.l.ephemeral(ctx, f.at, user, mrkdwnEscape(d.Message))
 		return
 	}
 	if d.For != "" && ev.Seq == 0 {
 		return // someone else's, in another channel
 	}
-	f.post(ctx, d.Message, nil)
+	f.post(ctx, mrkdwnEscape(d.Message), nil)
 }
 
 // post posts a message in the place; a payload Slack refuses is posted

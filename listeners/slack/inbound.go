@@ -15,6 +15,7 @@ import (
 	"github.com/slack-go/slack/slackevents"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/collaboration"
 	"github.com/switchboard-gw/switchboard/sessions"
 	"github.com/switchboard-gw/switchboard/tools"
 )
@@ -139,7 +140,7 @@ func (l *Listener) onMessage(ctx context.Context, in incoming) {
 		}
 		text := strings.TrimSpace(strings.ReplaceAll(in.text, "<@"+l.botUserID+">", ""))
 		if code, ok := joinCode(text); ok && (in.start || isDM(in.at.channel)) {
-			l.join(ctx, in.at, author, code)
+			l.join(ctx, in.at, author, code, l.ephemeralTo(in.at, in.user))
 			return
 		}
 		b, err := l.sessionAt(ctx, addr, author, in.start)
@@ -163,25 +164,59 @@ func (l *Listener) onMessage(ctx context.Context, in incoming) {
 
 // submitText gives a place's session a message or command. /reset starts
 // a new conversation there: the place is bound to it once it exists.
+// /leave takes the place out of the conversation: once the session has
+// unbound it, the place is shown the session's line about it and no more.
 func (l *Listener) submitText(ctx context.Context, b switchboard.Binding, at place, author switchboard.Author, text, clientID string) {
-	r, err := l.sessions.Submit(ctx, b.SessionID, switchboard.Input{
-		Kind: switchboard.InputText, Author: author, Text: text, ClientID: clientID, Place: Channel + ":" + b.Address,
-	})
+	r, err := l.submit(ctx, b, switchboard.Input{Kind: switchboard.InputText, Author: author, Text: text, ClientID: clientID})
 	if err != nil {
 		l.refused(ctx, at, author.ID, err)
 		return
 	}
-	if !isReset(text) {
+	reset, leave := isCommand(text, "reset"), isCommand(text, "leave")
+	if !reset && !leave {
 		return
 	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if _, err := r.Wait(wctx); err != nil || r.NewSession == "" {
+	last, err := r.Wait(wctx)
+	if err != nil {
+		return
+	}
+	if leave {
+		if _, err := l.sessions.Binding(ctx, Channel, b.Address); errors.Is(err, switchboard.ErrNotFound) {
+			l.unfollowAfter(b.Address, last)
+		}
+		return
+	}
+	if r.NewSession == "" {
 		return // refused (not the owner), told by the session
 	}
 	if _, err := l.sessions.Bind(ctx, Channel, b.Address, r.NewSession); err != nil {
 		l.log.Error("slack: bind the new conversation", "place", b.Address, "err", err)
 	}
+}
+
+// submit gives b's session an input written in b's place, and notes the
+// place as where its author asks (askedIn).
+func (l *Listener) submit(ctx context.Context, b switchboard.Binding, in switchboard.Input) (*sessions.Receipt, error) {
+	in.Place = Channel + ":" + b.Address
+	l.askedMu.Lock()
+	if len(l.asked) > 10_000 {
+		clear(l.asked) // bounded; forgetting shows an answer in every place
+	}
+	l.asked[b.SessionID+"/"+in.Author.ID] = b.Address
+	l.askedMu.Unlock()
+	return l.sessions.Submit(ctx, b.SessionID, in)
+}
+
+// askedIn is the place a person last gave a session input in through this
+// listener. A notice for them alone (a command's answer, a refusal) goes
+// to every Slack place of the session; it is shown in that place only.
+func (l *Listener) askedIn(sessionID, user string) (string, bool) {
+	l.askedMu.Lock()
+	defer l.askedMu.Unlock()
+	a, ok := l.asked[sessionID+"/"+user]
+	return a, ok
 }
 
 // typedAnswer lets a person answer an approval by writing, where buttons
@@ -212,40 +247,164 @@ func joinCode(text string) (string, bool) {
 // join puts this place into the shared session an invite code names: the
 // code makes the person a member with its role, and the place (a new
 // thread, a DM) then shows that session, beginning with a short recap.
-func (l *Listener) join(ctx context.Context, at place, author switchboard.Author, code string) {
+// The place is proven first, by posting the line that then says who
+// joined: one the bot cannot post in is refused with Slack's reason, and
+// the code is not spent. tell answers the person privately.
+func (l *Listener) join(ctx context.Context, at place, author switchboard.Author, code string, tell func(context.Context, string)) {
+	addr := l.address(at)
+	ts, err := l.postLine(ctx, at, "Opening a shared conversation here…")
+	if err != nil {
+		l.log.Info("slack: join refused: the bot cannot post in the place", "place", addr, "err", err)
+		tell(ctx, "Not joined, and the code is not used: "+l.cannotPost(err))
+		return
+	}
 	sessionID, role, err := l.sessions.Join(ctx, code, author)
 	if err != nil {
-		msg := "That invite code did not work. Ask for a new one."
-		for _, known := range []error{switchboard.ErrInviteUnknown, switchboard.ErrInviteExpired, switchboard.ErrInviteUsedUp, switchboard.ErrInviteRevoked, sessions.ErrTooManyJoins} {
-			if errors.Is(err, known) {
-				msg = "Not joined: " + known.Error() + "."
-			}
+		l.deleteLine(ctx, at, ts)
+		tell(ctx, joinRefusal(err))
+		return
+	}
+	if _, err := l.sessions.BindWithRecap(ctx, Channel, addr, sessionID, joinRecap); err != nil {
+		l.deleteLine(ctx, at, ts)
+		if errors.Is(err, sessions.ErrTooManyPlaces) {
+			// Join has no way to check the limit before it spends the use.
+			tell(ctx, fmt.Sprintf("You joined as %s, but this %s cannot show the conversation: it is already shown in as many places as it may be. "+
+				"Once it is taken out of one (/leave there; in Slack, /switchboard leave), join here again with a code.", withArticle(role), placeKind(at)))
+			return
 		}
-		l.ephemeral(ctx, at, author.ID, msg)
+		l.log.Error("slack: bind a joined session", "place", addr, "err", err)
+		tell(ctx, fmt.Sprintf("You joined as %s, but this %s could not show the conversation; join here again.", withArticle(role), placeKind(at)))
 		return
 	}
-	if _, err := l.sessions.BindWithRecap(ctx, Channel, l.address(at), sessionID, joinRecap); err != nil {
-		l.log.Error("slack: bind a joined session", "place", l.address(at), "err", err)
-		l.ephemeral(ctx, at, author.ID, "Joined, but this place could not show the conversation; try again.")
-		return
+	line := fmt.Sprintf("%s joined a shared conversation as %s: this %s shows it from now on, beginning with its last messages.",
+		mrkdwnEscape(author.DisplayName()), withArticle(role), placeKind(at))
+	if err := l.retry(ctx, func() error {
+		_, _, _, err := l.api.UpdateMessageContext(ctx, at.channel, ts, slackapi.MsgOptionText(line, false))
+		return err
+	}); err != nil {
+		l.log.Warn("slack: the joined line", "place", addr, "err", err)
 	}
-	l.ephemeral(ctx, at, author.ID, fmt.Sprintf("Joined as %s: this %s now shows the shared conversation.", role, placeKind(at)))
 }
 
 // joinRecap is how many of the last messages a joined place is shown.
 const joinRecap = 6
 
+// joinRefusal is why an invite code was refused, in one sentence.
+func joinRefusal(err error) string {
+	for _, known := range []error{switchboard.ErrInviteUnknown, switchboard.ErrInviteExpired, switchboard.ErrInviteUsedUp, switchboard.ErrInviteRevoked, sessions.ErrTooManyJoins} {
+		if errors.Is(err, known) {
+			return "Not joined: " + known.Error() + "."
+		}
+	}
+	return "That invite code did not work. Ask for a new one."
+}
+
+func withArticle(r collaboration.Role) string {
+	switch r {
+	case collaboration.Owner:
+		return "its owner"
+	case collaboration.Approver:
+		return "an approver"
+	case "":
+		return "a member"
+	}
+	return "a " + string(r)
+}
+
+// postLine posts a line of the listener's own (no event's metadata) in a
+// place and returns its ts.
+func (l *Listener) postLine(ctx context.Context, at place, text string) (string, error) {
+	opts := []slackapi.MsgOption{slackapi.MsgOptionText(text, false)}
+	if at.threadTS != "" {
+		opts = append(opts, slackapi.MsgOptionTS(at.threadTS))
+	}
+	var ts string
+	err := l.retry(ctx, func() (err error) {
+		_, ts, err = l.api.PostMessageContext(ctx, at.channel, opts...)
+		return err
+	})
+	return ts, err
+}
+
+func (l *Listener) deleteLine(ctx context.Context, at place, ts string) {
+	if err := l.retry(ctx, func() error {
+		_, _, err := l.api.DeleteMessageContext(ctx, at.channel, ts)
+		return err
+	}); err != nil {
+		l.log.Warn("slack: delete a line", "channel", at.channel, "err", err)
+	}
+}
+
+// cannotPost says in plain words why Slack refused a post of the bot's,
+// naming Slack's reason.
+func (l *Listener) cannotPost(err error) string {
+	var se slackapi.SlackErrorResponse
+	if !errors.As(err, &se) {
+		return "I could not post here (" + err.Error() + "); try again."
+	}
+	switch se.Err {
+	case "not_in_channel":
+		return "I am not in this channel, so I cannot post in it (Slack: not_in_channel). Add me with /invite @" + l.botName + " and try again."
+	case "channel_not_found":
+		return "I cannot see this conversation, so I cannot post in it (Slack: channel_not_found): it is private and I am not in it, " +
+			"or a direct message between other people. Add me to it, or write join CODE to me in a direct message."
+	case "is_archived":
+		return "This channel is archived: nothing can be posted in it (Slack: is_archived)."
+	case "restricted_action":
+		return "Only some people may post in this channel, and I am not one of them (Slack: restricted_action)."
+	}
+	return "I cannot post here (Slack: " + se.Err + ")."
+}
+
+// ephemeralTo tells one person something in a place, privately: where
+// Slack refuses even that (a channel only some may post in), in their DM
+// with the bot.
+func (l *Listener) ephemeralTo(at place, user string) func(context.Context, string) {
+	return func(ctx context.Context, text string) {
+		opts := []slackapi.MsgOption{slackapi.MsgOptionText(text, false)}
+		if at.threadTS != "" {
+			opts = append(opts, slackapi.MsgOptionTS(at.threadTS))
+		}
+		err := l.retry(ctx, func() error {
+			_, err := l.api.PostEphemeralContext(ctx, at.channel, user, opts...)
+			return err
+		})
+		if err == nil {
+			return
+		}
+		im, _, _, oerr := l.api.OpenConversationContext(ctx, &slackapi.OpenConversationParameters{Users: []string{user}})
+		if oerr == nil {
+			if _, err = l.postLine(ctx, place{channel: im.ID}, text); err == nil {
+				return
+			}
+		}
+		l.log.Warn("slack: telling someone privately", "channel", at.channel, "err", err, "open_dm_err", oerr)
+	}
+}
+
+// toResponseURL answers a slash command privately through its
+// response_url, which works wherever the command was typed, even where
+// the bot may not post.
+func (l *Listener) toResponseURL(url string) func(context.Context, string) {
+	return func(ctx context.Context, text string) {
+		err := slackapi.PostWebhookCustomHTTPContext(ctx, url, l.http, &slackapi.WebhookMessage{Text: text, ResponseType: "ephemeral"})
+		if err != nil {
+			l.log.Warn("slack: answering a command", "err", err)
+		}
+	}
+}
+
 func placeKind(at place) string {
 	if at.threadTS == "" {
-		return "conversation"
+		return "DM"
 	}
 	return "thread"
 }
 
-// isReset reports whether text is the /reset command.
-func isReset(text string) bool {
-	name, _, _ := strings.Cut(strings.TrimSpace(text), " ")
-	return strings.EqualFold(name, "/reset")
+// isCommand reports whether text is the command /name.
+func isCommand(text, name string) bool {
+	first, _, _ := strings.Cut(strings.TrimSpace(text), " ")
+	return strings.EqualFold(first, "/"+name)
 }
 
 // remember notes the thread a person last wrote in, per channel: a slash
@@ -309,10 +468,20 @@ func (l *Listener) refused(ctx context.Context, at place, user string, err error
 	case errors.Is(err, sessions.ErrBusy):
 		msg = "I'm still working on the previous messages here; send this again in a moment."
 	case errors.Is(err, sessions.ErrForbidden):
-		msg = "You can't do that in this conversation."
+		msg = "Not sent: " + forbiddenReason(err) + "."
 	}
-	l.log.Warn("slack: input refused", "channel", at.channel, "user", user, "err", err)
-	l.ephemeral(ctx, at, user, msg)
+	l.log.Info("slack: input refused", "channel", at.channel, "user", user, "err", err)
+	l.ephemeral(ctx, at, user, mrkdwnEscape(msg))
+}
+
+// forbiddenReason is the session's sentence in an ErrForbidden refusal
+// ("Dan is a viewer in this session and may not write").
+func forbiddenReason(err error) string {
+	s := err.Error()
+	if i := strings.LastIndex(s, sessions.ErrForbidden.Error()+": "); i >= 0 {
+		return s[i+len(sessions.ErrForbidden.Error())+2:]
+	}
+	return "you may not do that in this conversation"
 }
 
 // onInteraction handles a click or a modal's submission; what it returns
@@ -349,8 +518,7 @@ func (l *Listener) onInteraction(ctx context.Context, cb slackapi.InteractionCal
 			if !ok {
 				return
 			}
-			in.Place = Channel + ":" + b.Address
-			if _, err := l.sessions.Submit(ctx, b.SessionID, in); err != nil {
+			if _, err := l.submit(ctx, b, in); err != nil {
 				l.refused(ctx, at, user, err)
 			}
 		})
@@ -443,9 +611,9 @@ func (l *Listener) onFormSubmitted(ctx context.Context, cb slackapi.InteractionC
 		if err != nil || ui.Form == nil {
 			return
 		}
-		in := switchboard.Input{Kind: switchboard.InputAction, Author: author, ActionID: meta.ActionID, Place: Channel + ":" + b.Address,
+		in := switchboard.Input{Kind: switchboard.InputAction, Author: author, ActionID: meta.ActionID,
 			Value: formSubmission(*ui.Form, cb.View.State.Values)}
-		if _, err := l.sessions.Submit(ctx, b.SessionID, in); err != nil {
+		if _, err := l.submit(ctx, b, in); err != nil {
 			l.refused(ctx, at, user, err)
 		}
 	})
@@ -470,10 +638,13 @@ func (l *Listener) onCommand(ctx context.Context, cmd slackapi.SlashCommand) any
 		if !isDM(cmd.ChannelID) {
 			return reply("To join here, mention me with the code: @" + l.botName + " /join " + code + " (a thread opens under your message).")
 		}
-		user := cmd.UserID
+		user, tell := cmd.UserID, l.ephemeralTo(at, cmd.UserID)
+		if cmd.ResponseURL != "" {
+			tell = l.toResponseURL(cmd.ResponseURL)
+		}
 		l.run(l.address(at), func() {
 			author, _ := l.users.author(ctx, user)
-			l.join(ctx, at, author, code)
+			l.join(ctx, at, author, code, tell)
 		})
 		return nil
 	}
@@ -494,15 +665,26 @@ func (l *Listener) onCommand(ctx context.Context, cmd slackapi.SlashCommand) any
 		l.submitText(ctx, b, at, author, "/"+text, "cmd:"+cmd.TriggerID)
 	})
 	if at.threadTS != "" {
+		if name, _, _ := strings.Cut(text, " "); private[strings.ToLower(name)] {
+			return reply("/" + text + ": answered in your last thread here, to you alone.")
+		}
 		return reply("/" + text + ": answered in your last thread here.")
 	}
 	return nil
 }
 
+// private are the commands whose answer is for the one who asked alone:
+// the session answers them with a notice for that person.
+var private = map[string]bool{"who": true, "approvals": true, "share": true, "unshare": true}
+
 const commandHelp = "Mention me in a channel to start a conversation in a thread, or write to me directly; " +
 	"in a thread I answer every message. Tool calls that need consent show Approve and Deny buttons.\n" +
 	"`/switchboard <command>` runs a command in the conversation you last wrote in here (or this DM): " +
-	"`help`, `guide [name]`, `tools`, `usage`, `pending`, `stop`, `reset`. In a thread, mention me with the command: `@switchboard /usage`."
+	"`help`, `guide [name]`, `tools`, `usage`, `pending`, `stop`, `reset`. In a thread, mention me with the command: `@switchboard /usage`.\n" +
+	"Sharing: `share [viewer|member|approver] [uses N] [expires 24h]` gives you an invite code, `unshare` withdraws the codes, " +
+	"`who` lists the people, `approvals` the last decisions (both to you alone), `role <name> <role>` changes someone's role (owner), " +
+	"`leave` takes the conversation out of that thread. `join CODE` in a DM with me shows a shared conversation there; " +
+	"in a channel, mention me with `/join CODE`."
 
 // ephemeral shows text to one person in a place.
 func (l *Listener) ephemeral(ctx context.Context, at place, user, text string) {

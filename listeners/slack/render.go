@@ -435,7 +435,8 @@ func prettyArgs(args json.RawMessage) string {
 }
 
 // resolvedBlocks is an answered approval: the card without its buttons,
-// ending in who answered and when ("Approved by <@U123> · 14:05"), or
+// ending in who answered, from which channel when res says, and when
+// ("Approved by <@U123> · Slack · 14:05"), or
 // that it expired or was cancelled. byMention is how to show who answered:
 // a <@U…> mention is used as it is, anything else as text; without it
 // res.By is shown. at is formatted in its own location; a zero at is left
@@ -470,6 +471,10 @@ func resolvedBlocks(req switchboard.ConfirmationRequestData, res switchboard.Con
 		}
 		if name != "" {
 			plain += " by " + mrkdwnEscape(name) // no mention: it would notify
+		}
+		if res.Channel != "" { // where the answer came from, in a shared conversation
+			status += " · " + mrkdwnEscape(channelName(res.Channel))
+			plain += " · " + mrkdwnEscape(channelName(res.Channel))
 		}
 		if !at.IsZero() {
 			status += " · " + at.Format("15:04")

@@ -629,6 +629,12 @@ func TestResolvedBlocks(t *testing.T) {
 			"Denied by ANN&gt; · 14:05", "Denied by ANN&gt;: current_time", 3},
 		{"no time", switchboard.ConfirmationResolvedData{Approved: true, By: "Ann"}, "<@U123>", time.Time{},
 			"Approved by <@U123>", "Approved by Ann: current_time", 3},
+		{"from the web", switchboard.ConfirmationResolvedData{Approved: true, By: "Carol", Channel: "web"}, "", at,
+			"Approved by Carol · Web · 14:05", "Approved by Carol · Web: current_time", 3},
+		{"denied in discord", switchboard.ConfirmationResolvedData{By: "Dan", Channel: "discord"}, "", at,
+			"Denied by Dan · Discord · 14:05", "Denied by Dan · Discord: current_time", 3},
+		{"from slack, by mention", switchboard.ConfirmationResolvedData{Approved: true, By: "Ann", Channel: "slack"}, "<@U123>", at,
+			"Approved by <@U123> · Slack · 14:05", "Approved by Ann · Slack: current_time", 3},
 		{"expired", switchboard.ConfirmationResolvedData{By: "expired"}, "", at, "Expired", "Expired: current_time", 3},
 		{"cancelled", switchboard.ConfirmationResolvedData{By: "cancelled"}, "", at, "Cancelled", "Cancelled: current_time", 3},
 	}

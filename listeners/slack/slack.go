@@ -99,6 +99,7 @@ type Listener struct {
 	sessions Sessions
 	log      *slog.Logger
 	api      *slackapi.Client
+	http     *http.Client // the API client's, also for response_url answers
 
 	// Who the bot is, from auth.test at start.
 	botUserID string
@@ -109,6 +110,11 @@ type Listener struct {
 	// ("C1/U1"), for slash commands.
 	lastMu sync.Mutex
 	last   map[string]place
+
+	// asked is where each person last gave each session input
+	// ("session/user" → address); see askedIn.
+	askedMu sync.Mutex
+	asked   map[string]string
 
 	users *userCache
 
@@ -153,16 +159,18 @@ func New(cfg Config, s Sessions, log *slog.Logger) (*Listener, error) {
 	// for most calls.
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = 64
-	opts := []slackapi.Option{slackapi.OptionAPIURL(cfg.APIURL),
-		slackapi.OptionHTTPClient(&http.Client{Transport: transport, Timeout: 30 * time.Second})}
+	client := &http.Client{Transport: transport, Timeout: 30 * time.Second}
+	opts := []slackapi.Option{slackapi.OptionAPIURL(cfg.APIURL), slackapi.OptionHTTPClient(client)}
 	if cfg.AppToken != "" {
 		opts = append(opts, slackapi.OptionAppLevelToken(cfg.AppToken))
 	}
 	l := &Listener{
 		cfg: cfg, sessions: s, log: log.With("listener", Channel),
 		api:       slackapi.New(cfg.BotToken, opts...),
+		http:      client,
 		following: map[string]*follow{},
 		last:      map[string]place{},
+		asked:     map[string]string{},
 	}
 	l.users = newUserCache(l.api)
 	l.nativeOK.Store(!cfg.NoNativeStreaming)

@@ -41,12 +41,19 @@ var (
 
 func newRig(t *testing.T, tune func(*slack.Config)) *rig {
 	t.Helper()
+	return newTunedRig(t, nil, tune)
+}
+
+// newTunedRig is newRig with the session manager's configuration changed
+// by manager (limits, idle timeout).
+func newTunedRig(t *testing.T, manager func(*sessions.Config), tune func(*slack.Config)) *rig {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	fake := slacktest.New(t, slacktest.WithUsers(alice, bob))
-	gw := sessionstest.New(t, "../../guides", log)
+	gw := sessionstest.NewTuned(t, "../../guides", log, manager)
 	cfg := slack.Config{BotToken: fake.BotToken(), AppToken: fake.AppToken(), APIURL: fake.APIURL(), UpdateInterval: 20 * time.Millisecond}
 	if tune != nil {
 		tune(&cfg)

@@ -23,9 +23,17 @@
 //     members with nicknames and roles, and messages per channel with their
 //     edit history, author, content, embeds, components, flags,
 //     attachments (served back from a fake CDN) and reactions. Payloads are
-//     validated like Discord does (ValidateMessage, ValidateModal):
+//     validated like Discord does (ValidateMessage, ValidateModal, and the
+//     rules of application commands and their options on bulk overwrite):
 //     failures answer 400 {"code":50035,"message":"Invalid Form Body",
 //     "errors":{…}} with the field path, or 50006 for empty messages.
+//   - Permissions: what a channel denies the bot (Channel.BotDenied, a
+//     thread inheriting its parent's) is refused as Discord refuses it,
+//     50001 Missing Access without View Channel (and no Gateway events
+//     from there), 50013 Missing Permissions without the permission a
+//     route needs (Send Messages, Send Messages in Threads, Create Public
+//     Threads, Attach Files); interactions report the rest in
+//     app_permissions.
 //   - Rate limits: every routed answer carries X-RateLimit-Limit,
 //     -Remaining, -Reset, -Reset-After and -Bucket from a real per-route
 //     bucket (WithBucketLimit, SetRouteLimit); RateLimit injects 429s with

@@ -648,6 +648,9 @@ func messageIntent(guildID string) int64 {
 // attachments and components, except for the bot's own messages, DMs and
 // messages that mention the bot, as Discord documents.
 func (s *Server) dispatchMessageLocked(typ string, m *Message) []*Dispatch {
+	if ch, ok := s.channels[m.ChannelID]; ok && s.botMayLocked(ch, 0) != nil {
+		return nil // the bot cannot see the channel
+	}
 	mentioned := slices.Contains(m.Mentions, s.cfg.botID)
 	return s.dispatchLocked(typ, m.GuildID, messageIntent(m.GuildID), func(sess *session) (any, bool) {
 		visible := sess.intents&intentMessageContent != 0 || m.AuthorID == s.cfg.botID || m.GuildID == "" || mentioned

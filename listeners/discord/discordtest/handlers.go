@@ -124,7 +124,45 @@ func (c *call) getChannel() result {
 	if !ok {
 		return errorResult(errUnknownChannel)
 	}
+	if e := s.botMayLocked(ch, 0); e != nil {
+		return errorResult(e)
+	}
 	return okJSON(s.channelJSONLocked(ch))
+}
+
+// botDeniedLocked is what the bot may not do in ch: its own denials and,
+// in a thread, its parent's.
+func (s *Server) botDeniedLocked(ch *Channel) int64 {
+	d := ch.BotDenied
+	if p, ok := s.channels[ch.ParentID]; ok && ch.ParentID != "" {
+		d |= p.BotDenied
+	}
+	return d
+}
+
+// botMayLocked is the error Discord answers the bot for an action in ch
+// that needs perm (besides View Channel, which every one needs), nil when
+// the bot may. DMs have no permissions to lack.
+func (s *Server) botMayLocked(ch *Channel, perm int64) *Error {
+	if ch.Type == ChannelTypeDM {
+		return nil
+	}
+	d := s.botDeniedLocked(ch)
+	switch {
+	case d&PermissionViewChannel != 0:
+		return errMissingAccess
+	case d&perm != 0:
+		return errMissingPermissions
+	}
+	return nil
+}
+
+// sendPermission is what posting in ch needs.
+func sendPermission(ch *Channel) int64 {
+	if ch.IsThread() {
+		return PermissionSendMessagesInThreads
+	}
+	return PermissionSendMessages
 }
 
 func (c *call) getMessages() result {
@@ -132,8 +170,12 @@ func (c *call) getMessages() result {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	chID := c.param("channel.id")
-	if _, ok := s.channels[chID]; !ok {
+	ch, ok := s.channels[chID]
+	if !ok {
 		return errorResult(errUnknownChannel)
+	}
+	if e := s.botMayLocked(ch, 0); e != nil {
+		return errorResult(e)
 	}
 	limit := 50
 	if n, err := strconv.Atoi(c.query.Get("limit")); err == nil && n >= 1 && n <= 100 {
@@ -167,8 +209,12 @@ func (c *call) getMessage() result {
 	s := c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.channels[c.param("channel.id")]; !ok {
+	ch, ok := s.channels[c.param("channel.id")]
+	if !ok {
 		return errorResult(errUnknownChannel)
+	}
+	if e := s.botMayLocked(ch, 0); e != nil {
+		return errorResult(e)
 	}
 	m, ok := s.messages[c.param("channel.id")][c.param("message.id")]
 	if !ok || m.Deleted || m.Ephemeral {
@@ -344,6 +390,14 @@ func (c *call) createMessage() result {
 	if !ok {
 		return errorResult(errUnknownChannel)
 	}
+	if e := s.botMayLocked(ch, sendPermission(ch)); e != nil {
+		return errorResult(e)
+	}
+	if len(c.files) > 0 {
+		if e := s.botMayLocked(ch, PermissionAttachFiles); e != nil {
+			return errorResult(e)
+		}
+	}
 	if ch.Type == ChannelTypeDM {
 		if u, ok := s.users[ch.Recipient]; ok && u.Bot {
 			return errorResult(errCannotSendToUser)
@@ -379,8 +433,12 @@ func (c *call) editMessage() result {
 	s := c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.channels[c.param("channel.id")]; !ok {
+	ch, ok := s.channels[c.param("channel.id")]
+	if !ok {
 		return errorResult(errUnknownChannel)
+	}
+	if e := s.botMayLocked(ch, 0); e != nil {
+		return errorResult(e)
 	}
 	m, ok := s.messages[c.param("channel.id")][c.param("message.id")]
 	if !ok || m.Deleted || m.Ephemeral {
@@ -473,8 +531,12 @@ func (c *call) deleteMessage() result {
 	s := c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.channels[c.param("channel.id")]; !ok {
+	ch, ok := s.channels[c.param("channel.id")]
+	if !ok {
 		return errorResult(errUnknownChannel)
+	}
+	if e := s.botMayLocked(ch, 0); e != nil {
+		return errorResult(e)
 	}
 	m, ok := s.messages[c.param("channel.id")][c.param("message.id")]
 	if !ok || m.Deleted || m.Ephemeral {
@@ -500,8 +562,12 @@ func (c *call) triggerTyping() result {
 	s := c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.channels[c.param("channel.id")]; !ok {
+	ch, ok := s.channels[c.param("channel.id")]
+	if !ok {
 		return errorResult(errUnknownChannel)
+	}
+	if e := s.botMayLocked(ch, sendPermission(ch)); e != nil {
+		return errorResult(e)
 	}
 	s.typing = append(s.typing, Typing{ChannelID: c.param("channel.id"), At: s.now()})
 	s.notifyLocked()
@@ -535,8 +601,12 @@ func (c *call) react(add bool) result {
 	s := c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.channels[c.param("channel.id")]; !ok {
+	ch, ok := s.channels[c.param("channel.id")]
+	if !ok {
 		return errorResult(errUnknownChannel)
+	}
+	if e := s.botMayLocked(ch, 0); e != nil {
+		return errorResult(e)
 	}
 	m, ok := s.messages[c.param("channel.id")][c.param("message.id")]
 	if !ok || m.Deleted || m.Ephemeral {
@@ -613,6 +683,9 @@ func (c *call) startThreadFromMessage() result {
 	if ch.IsThread() {
 		return errorResult(apiErr(http.StatusBadRequest, 50024, "Cannot execute action on this channel type"))
 	}
+	if e := s.botMayLocked(ch, PermissionCreatePublicThreads); e != nil {
+		return errorResult(e)
+	}
 	v := newValidator(nil)
 	name, dur := s.threadParams(parseDraft(c.body), v)
 	if e := v.err(); e != nil {
@@ -665,6 +738,13 @@ func (c *call) startThreadWithoutMessage() result {
 		v.add([]any{"type"}, "BASE_TYPE_CHOICES", "Value must be one of {10, 11, 12}.")
 	}
 	if e := v.err(); e != nil {
+		return errorResult(e)
+	}
+	need := PermissionCreatePublicThreads
+	if typ == ChannelTypePrivateThread {
+		need = PermissionCreatePrivateThreads
+	}
+	if e := s.botMayLocked(ch, need); e != nil {
 		return errorResult(e)
 	}
 	th := Channel{ID: s.newIDLocked(), Type: typ, GuildID: ch.GuildID, Name: name, ParentID: ch.ID, OwnerID: s.cfg.botID, AutoArchiveDuration: dur}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -132,6 +133,11 @@ func StringOption(name, value string) CommandOption {
 	return CommandOption{Name: name, Type: 3, Value: value}
 }
 
+// IntegerOption is an integer option.
+func IntegerOption(name string, value int) CommandOption {
+	return CommandOption{Name: name, Type: 4, Value: value}
+}
+
 func (o CommandOption) json() map[string]any {
 	out := map[string]any{"name": o.Name, "type": o.Type}
 	if o.Value != nil {
@@ -164,7 +170,7 @@ func (s *Server) baseInteractionLocked(typ int, ch *Channel, userID string) (map
 		"version":                        1,
 		"channel_id":                     ch.ID,
 		"channel":                        s.channelJSONLocked(ch),
-		"app_permissions":                "2248473465835073",
+		"app_permissions":                strconv.FormatInt(s.appPermissionsLocked(ch), 10),
 		"locale":                         "en-US",
 		"entitlements":                   []any{},
 		"authorizing_integration_owners": authorizingOwners(ch.GuildID),
@@ -189,6 +195,15 @@ func (s *Server) baseInteractionLocked(typ int, ch *Channel, userID string) (map
 		p["context"] = 1
 	}
 	return p, in
+}
+
+// appPermissionsLocked is what an interaction in ch says the bot may do
+// there.
+func (s *Server) appPermissionsLocked(ch *Channel) int64 {
+	if ch.Type == ChannelTypeDM {
+		return appPermissions
+	}
+	return appPermissions &^ s.botDeniedLocked(ch)
 }
 
 func (s *Server) registerLocked(in Interaction, p map[string]any) Interaction {

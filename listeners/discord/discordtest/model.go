@@ -80,7 +80,31 @@ type Channel struct {
 	// message's ID.
 	StarterMessageID string
 	CreatedAt        time.Time
+	// BotDenied are the Permission… bits the server's roles and overwrites
+	// leave the bot without here; a thread also lacks what its parent
+	// denies. Without PermissionViewChannel every route on the channel
+	// answers 50001 Missing Access and its messages reach no Gateway
+	// session; without another permission the route that needs it answers
+	// 50013 Missing Permissions. An interaction used here still arrives,
+	// its app_permissions without these bits, as on Discord.
+	BotDenied int64
 }
+
+// Permissions the fake enforces for the bot, as Discord numbers them.
+const (
+	PermissionViewChannel           int64 = 1 << 10
+	PermissionSendMessages          int64 = 1 << 11
+	PermissionEmbedLinks            int64 = 1 << 14
+	PermissionAttachFiles           int64 = 1 << 15
+	PermissionReadMessageHistory    int64 = 1 << 16
+	PermissionCreatePublicThreads   int64 = 1 << 35
+	PermissionCreatePrivateThreads  int64 = 1 << 36
+	PermissionSendMessagesInThreads int64 = 1 << 38
+)
+
+// appPermissions is what interactions report the bot may do in a channel
+// where nothing is denied: a bot invited with the usual permissions.
+const appPermissions int64 = 2248473465835073
 
 // IsThread reports whether the channel is a thread.
 func (c Channel) IsThread() bool {

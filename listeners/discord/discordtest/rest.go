@@ -67,6 +67,7 @@ const (
 	CodeRequestEntityTooLarge    = 40005
 	CodeAlreadyAcknowledged      = 40060
 	CodeMissingAccess            = 50001
+	CodeMissingPermissions       = 50013
 	CodeCannotEditOthersMessage  = 50005
 	CodeEmptyMessage             = 50006
 	CodeCannotSendToUser         = 50007
@@ -198,6 +199,7 @@ var (
 	errUnknownInteraction  = apiErr(http.StatusNotFound, CodeUnknownInteraction, "Unknown interaction")
 	errAlreadyAcked        = apiErr(http.StatusBadRequest, CodeAlreadyAcknowledged, "Interaction has already been acknowledged.")
 	errMissingAccess       = apiErr(http.StatusForbidden, CodeMissingAccess, "Missing Access")
+	errMissingPermissions  = apiErr(http.StatusForbidden, CodeMissingPermissions, "Missing Permissions")
 	errCannotEditOthers    = apiErr(http.StatusForbidden, CodeCannotEditOthersMessage, "Cannot edit a message authored by another user")
 	errEmptyMessage        = apiErr(http.StatusBadRequest, CodeEmptyMessage, "Cannot send an empty message")
 	errCannotSendToUser    = apiErr(http.StatusForbidden, CodeCannotSendToUser, "Cannot send messages to this user")

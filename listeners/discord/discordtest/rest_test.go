@@ -3,6 +3,7 @@ package discordtest_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -580,6 +581,159 @@ func TestCommandsBulkOverwrite(t *testing.T) {
 	_, err = s.ApplicationCommandBulkOverwrite("1", "", cmds)
 	if code, _, _ := restErr(t, err); code != discordtest.CodeMissingAccess {
 		t.Errorf("other application: %d", code)
+	}
+}
+
+// Commands are refused where they break Discord's documented rules for
+// options, choices and size, each with the field's path.
+func TestCommandOptionRules(t *testing.T) {
+	srv := newServer(t)
+	s := restSession(t, srv)
+	str := func(name string, required bool) *discordgo.ApplicationCommandOption {
+		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: name, Description: "d", Required: required}
+	}
+	sub := func(name string, opts ...*discordgo.ApplicationCommandOption) *discordgo.ApplicationCommandOption {
+		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionSubCommand, Name: name, Description: "d", Options: opts}
+	}
+	minTen := 10.0
+	var many []*discordgo.ApplicationCommandOption
+	for i := range 26 {
+		many = append(many, sub(fmt.Sprintf("s%d", i)))
+	}
+	var big []*discordgo.ApplicationCommandOption
+	for i := range 25 {
+		o := str(fmt.Sprintf("o%d", i), false)
+		for j := range 4 {
+			o.Choices = append(o.Choices, &discordgo.ApplicationCommandOptionChoice{Name: strings.Repeat("n", 90), Value: fmt.Sprintf("v%d", j)})
+		}
+		big = append(big, o)
+	}
+	for _, tc := range []struct {
+		name string
+		opts []*discordgo.ApplicationCommandOption
+		want string
+	}{
+		{"26 subcommands", many, `"options":{"_errors":[{"code":"BASE_TYPE_MAX_LENGTH"`},
+		{"same name twice", []*discordgo.ApplicationCommandOption{sub("a"), sub("a")}, "APPLICATION_COMMAND_OPTIONS_DUPLICATE_NAME"},
+		{"required after optional", []*discordgo.ApplicationCommandOption{str("a", false), str("b", true)}, "APPLICATION_COMMAND_OPTIONS_REQUIRED_INVALID"},
+		{"subcommand beside an option", []*discordgo.ApplicationCommandOption{sub("a"), str("b", false)}, "APPLICATION_COMMAND_OPTIONS_TYPE_INVALID"},
+		{"choices on a boolean", []*discordgo.ApplicationCommandOption{{Type: discordgo.ApplicationCommandOptionBoolean, Name: "b", Description: "d",
+			Choices: []*discordgo.ApplicationCommandOptionChoice{{Name: "yes", Value: true}}}}, `"choices":{"_errors":[{"code":"APPLICATION_COMMAND_OPTION_INVALID"`},
+		{"a number for a string", []*discordgo.ApplicationCommandOption{{Type: discordgo.ApplicationCommandOptionString, Name: "s", Description: "d",
+			Choices: []*discordgo.ApplicationCommandOptionChoice{{Name: "one", Value: 1}}}}, `"value":{"_errors":[{"code":"BASE_TYPE_STRING"`},
+		{"a long choice name", []*discordgo.ApplicationCommandOption{{Type: discordgo.ApplicationCommandOptionString, Name: "s", Description: "d",
+			Choices: []*discordgo.ApplicationCommandOptionChoice{{Name: strings.Repeat("x", 101), Value: "x"}}}}, `"name":{"_errors":[{"code":"BASE_TYPE_MAX_LENGTH"`},
+		{"min above max", []*discordgo.ApplicationCommandOption{{Type: discordgo.ApplicationCommandOptionInteger, Name: "n", Description: "d", MinValue: &minTen, MaxValue: 5}},
+			`"min_value":{"_errors":[{"code":"APPLICATION_COMMAND_OPTION_INVALID","message":"min_value must be`},
+		{"bounds on a string", []*discordgo.ApplicationCommandOption{{Type: discordgo.ApplicationCommandOptionString, Name: "s", Description: "d", MaxValue: 5}},
+			`"min_value":{"_errors":[{"code":"APPLICATION_COMMAND_OPTION_INVALID","message":"min_value and max_value are`},
+		{"over 8000 characters", big, "APPLICATION_COMMAND_TOO_LARGE"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := s.ApplicationCommandBulkOverwrite(srv.ApplicationID(), "", []*discordgo.ApplicationCommand{{Name: "cmd", Description: "d", Options: tc.opts}})
+			if code, _, body := restErr(t, err); code != discordtest.CodeInvalidFormBody || !strings.Contains(body, tc.want) {
+				t.Errorf("%d %s, want %s", code, body, tc.want)
+			}
+		})
+	}
+	ok := []*discordgo.ApplicationCommandOption{sub("share",
+		&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "role", Description: "d",
+			Choices: []*discordgo.ApplicationCommandOptionChoice{{Name: "viewer", Value: "viewer"}}},
+		&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionInteger, Name: "uses", Description: "d", MinValue: &minTen, MaxValue: 1000})}
+	if _, err := s.ApplicationCommandBulkOverwrite(srv.ApplicationID(), "", []*discordgo.ApplicationCommand{{Name: "cmd", Description: "d", Options: ok}}); err != nil {
+		t.Fatalf("a valid command refused: %v", err)
+	}
+}
+
+// What the bot may not do in a channel is refused as Discord refuses it:
+// 50001 where it cannot see the channel, 50013 where it lacks the one
+// permission; a thread takes its parent's denials; interactions still
+// arrive, saying in app_permissions what is left.
+func TestBotPermissions(t *testing.T) {
+	srv := newServer(t)
+	s := restSession(t, srv)
+	const hidden, quiet, nothreads = "1200000000000000101", "1200000000000000102", "1200000000000000103"
+	srv.AddChannel(discordtest.Channel{ID: hidden, Type: discordtest.ChannelTypeGuildText, GuildID: discordtest.DefaultGuildID, Name: "hidden", BotDenied: discordtest.PermissionViewChannel})
+	srv.AddChannel(discordtest.Channel{ID: quiet, Type: discordtest.ChannelTypeGuildText, GuildID: discordtest.DefaultGuildID, Name: "quiet",
+		BotDenied: discordtest.PermissionSendMessages | discordtest.PermissionSendMessagesInThreads})
+	srv.AddChannel(discordtest.Channel{ID: nothreads, Type: discordtest.ChannelTypeGuildText, GuildID: discordtest.DefaultGuildID, Name: "nothreads",
+		BotDenied: discordtest.PermissionCreatePublicThreads})
+
+	_, err := s.Channel(hidden)
+	if code, status, _ := restErr(t, err); code != discordtest.CodeMissingAccess || status != http.StatusForbidden {
+		t.Errorf("a hidden channel: %d %d", code, status)
+	}
+	_, err = s.ChannelMessageSend(hidden, "hi")
+	if code, _, _ := restErr(t, err); code != discordtest.CodeMissingAccess {
+		t.Errorf("posting where the bot cannot see: %d", code)
+	}
+	if _, err := s.Channel(quiet); err != nil {
+		t.Errorf("a channel the bot sees: %v", err)
+	}
+	_, err = s.ChannelMessageSend(quiet, "hi")
+	if code, status, body := restErr(t, err); code != discordtest.CodeMissingPermissions || status != http.StatusForbidden || !strings.Contains(body, "Missing Permissions") {
+		t.Errorf("posting without Send Messages: %d %d %s", code, status, body)
+	}
+	if err := s.ChannelTyping(quiet); err == nil {
+		t.Error("typing without Send Messages")
+	}
+	// A thread in #quiet: the bot may open it, not post in it.
+	m, _ := srv.PostUserMessage(discordtest.UserMessage{ChannelID: quiet, AuthorID: alice, Content: "start"})
+	th, err := s.MessageThreadStart(quiet, m.ID, "a thread", 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.ChannelMessageSend(th.ID, "hi")
+	if code, _, _ := restErr(t, err); code != discordtest.CodeMissingPermissions {
+		t.Errorf("posting in a thread without Send Messages in Threads: %d", code)
+	}
+	m2, _ := srv.PostUserMessage(discordtest.UserMessage{ChannelID: nothreads, AuthorID: alice, Content: "start"})
+	_, err = s.MessageThreadStart(nothreads, m2.ID, "a thread", 60)
+	if code, _, _ := restErr(t, err); code != discordtest.CodeMissingPermissions {
+		t.Errorf("a thread without Create Public Threads: %d", code)
+	}
+	if _, err := s.ChannelMessageSend(nothreads, "but this"); err != nil {
+		t.Errorf("posting in #nothreads: %v", err)
+	}
+	if n := len(srv.Messages(hidden)) + len(srv.Messages(th.ID)); n != 0 {
+		t.Errorf("%d refused messages stored", n)
+	}
+
+	for _, tc := range []struct {
+		channel string
+		allowed int64
+		denied  int64
+	}{
+		{discordtest.DefaultChannelID, discordtest.PermissionViewChannel | discordtest.PermissionSendMessages | discordtest.PermissionCreatePublicThreads, 0},
+		{hidden, 0, discordtest.PermissionViewChannel},
+		{th.ID, discordtest.PermissionViewChannel, discordtest.PermissionSendMessagesInThreads},
+	} {
+		in, err := srv.NewCommandInteraction(discordtest.CommandInteraction{ChannelID: tc.channel, UserID: alice})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p struct {
+			AppPermissions int64 `json:"app_permissions,string"`
+		}
+		if err := json.Unmarshal(in.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.AppPermissions&tc.allowed != tc.allowed || p.AppPermissions&tc.denied != 0 {
+			t.Errorf("app_permissions in %s = %b", tc.channel, p.AppPermissions)
+		}
+	}
+
+	// What is written where the bot cannot see never reaches it.
+	_, ev := openSession(t, srv, defaultIntents)
+	next(t, ev.ready, "READY")
+	if _, err := srv.PostUserMessage(discordtest.UserMessage{ChannelID: hidden, AuthorID: alice, Content: "secret"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.PostUserMessage(discordtest.UserMessage{AuthorID: alice, Content: "public"}); err != nil {
+		t.Fatal(err)
+	}
+	if m := nextUserMessage(t, ev, srv.BotUserID()); m.Content != "public" {
+		t.Errorf("the bot got %q from channel %s", m.Content, m.ChannelID)
 	}
 }
 

@@ -749,8 +749,12 @@ var commandName = regexp.MustCompile(`^[-_'\p{L}\p{N}\p{Devanagari}\p{Thai}]{1,3
 
 // validateCommands checks a bulk overwrite body: at most 100 commands (per
 // type), names 1–32 characters (lowercase for chat input commands),
-// descriptions 1–100 for chat input commands, ≤25 options per level, names
-// unique per type.
+// descriptions 1–100 for chat input commands, names unique per type; per
+// level of options ≤25 options with unique names, required ones first,
+// subcommands not mixed with other options; ≤25 choices of 1–100
+// characters, only on string, integer and number options, of that type;
+// min_value and max_value only on numbers, in order; and at most 8,000
+// characters of names, descriptions and choices in one command.
 func validateCommands(raw json.RawMessage) *Error {
 	v := newValidator(nil)
 	list, ok := decode(raw).([]any)
@@ -787,8 +791,41 @@ func validateCommands(raw json.RawMessage) *Error {
 			v.str(o, p, "description", 100, true)
 		}
 		v.commandOptions(p, o, 0)
+		if n := commandChars(o); n > 8000 {
+			v.add(p, "APPLICATION_COMMAND_TOO_LARGE", fmt.Sprintf("Command exceeds maximum size (8000), %d characters", n))
+		}
 	}
 	return v.err()
+}
+
+// commandChars counts what Discord counts against a command's 8,000
+// characters: names, descriptions and choices' names and values, at
+// every level.
+func commandChars(o map[string]any) int {
+	n := 0
+	for _, k := range []string{"name", "description"} {
+		if s, ok := o[k].(string); ok {
+			n += chars(s)
+		}
+	}
+	if choices, ok := o["choices"].([]any); ok {
+		for _, c := range choices {
+			if co, ok := c.(map[string]any); ok {
+				if s, ok := co["name"].(string); ok {
+					n += chars(s)
+				}
+				n += chars(fmt.Sprint(co["value"]))
+			}
+		}
+	}
+	if opts, ok := o["options"].([]any); ok {
+		for _, op := range opts {
+			if oo, ok := op.(map[string]any); ok {
+				n += commandChars(oo)
+			}
+		}
+	}
+	return n
 }
 
 func (v *validator) commandOptions(p []any, o map[string]any, depth int) {
@@ -796,6 +833,8 @@ func (v *validator) commandOptions(p []any, o map[string]any, depth int) {
 	if len(opts) > 25 {
 		v.add(at(p, "options"), "BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.")
 	}
+	names := map[string]bool{}
+	subs, others, optional := 0, 0, false
 	for i, op := range opts {
 		opp := at(p, "options", i)
 		oo, ok := v.object(opp, op)
@@ -806,15 +845,84 @@ func (v *validator) commandOptions(p []any, o map[string]any, depth int) {
 		if !ok {
 			v.add(at(opp, "type"), "BASE_TYPE_REQUIRED", "This field is required")
 		}
-		if name, _ := v.str(oo, opp, "name", 32, true); name != "" && (!commandName.MatchString(name) || strings.ToLower(name) != name) {
+		name, _ := v.str(oo, opp, "name", 32, true)
+		if name != "" && (!commandName.MatchString(name) || strings.ToLower(name) != name) {
 			v.add(at(opp, "name"), "APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid")
 		}
+		if names[name] && name != "" {
+			v.add(at(opp, "name"), "APPLICATION_COMMAND_OPTIONS_DUPLICATE_NAME", "Option names must be unique")
+		}
+		names[name] = true
 		v.str(oo, opp, "description", 100, true)
-		if choices, _ := v.list(oo, opp, "choices"); len(choices) > 25 {
-			v.add(at(opp, "choices"), "BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.")
+		if t == 1 || t == 2 {
+			subs++
+		} else {
+			others++
+			required, _ := oo["required"].(bool)
+			if required && optional {
+				v.add(at(opp, "required"), "APPLICATION_COMMAND_OPTIONS_REQUIRED_INVALID", "Required options must be placed before non-required options")
+			}
+			optional = optional || !required
+		}
+		v.choices(opp, oo, t)
+		_, hasMin := oo["min_value"]
+		_, hasMax := oo["max_value"]
+		if (hasMin || hasMax) && t != 4 && t != 10 {
+			v.add(at(opp, "min_value"), "APPLICATION_COMMAND_OPTION_INVALID", "min_value and max_value are for integer and number options")
+		}
+		if lo, ok := oo["min_value"].(json.Number); ok {
+			if hi, ok := oo["max_value"].(json.Number); ok {
+				l, _ := lo.Float64()
+				h, _ := hi.Float64()
+				if l > h {
+					v.add(at(opp, "min_value"), "APPLICATION_COMMAND_OPTION_INVALID", "min_value must be less than or equal to max_value")
+				}
+			}
 		}
 		if (t == 1 || t == 2) && depth < 2 {
 			v.commandOptions(opp, oo, depth+1)
+		}
+	}
+	if subs > 0 && others > 0 {
+		v.add(at(p, "options"), "APPLICATION_COMMAND_OPTIONS_TYPE_INVALID", "Sub-command and sub-command group option types are mutually exclusive to all other types")
+	}
+}
+
+// choices checks an option's choices: at most 25, for string, integer
+// and number options only, each named 1–100 characters with a value of
+// the option's type (a string of at most 100 characters).
+func (v *validator) choices(p []any, o map[string]any, typ int64) {
+	list, _ := v.list(o, p, "choices")
+	if len(list) == 0 {
+		return
+	}
+	if typ != 3 && typ != 4 && typ != 10 {
+		v.add(at(p, "choices"), "APPLICATION_COMMAND_OPTION_INVALID", "Choices are for string, integer and number options")
+		return
+	}
+	if len(list) > 25 {
+		v.add(at(p, "choices"), "BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.")
+	}
+	for i, c := range list {
+		cp := at(p, "choices", i)
+		co, ok := v.object(cp, c)
+		if !ok {
+			continue
+		}
+		v.str(co, cp, "name", 100, true)
+		switch val := co["value"].(type) {
+		case string:
+			if typ != 3 {
+				v.add(at(cp, "value"), "BASE_TYPE_NUMBER", "Value must be a number.")
+			} else if chars(val) > 100 {
+				v.add(at(cp, "value"), "BASE_TYPE_MAX_LENGTH", "Must be 100 or fewer in length.")
+			}
+		case json.Number:
+			if typ == 3 {
+				v.add(at(cp, "value"), "BASE_TYPE_STRING", "Value must be a string.")
+			}
+		default:
+			v.add(at(cp, "value"), "BASE_TYPE_REQUIRED", "This field is required")
 		}
 	}
 }

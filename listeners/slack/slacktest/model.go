@@ -29,6 +29,42 @@ type Channel struct {
 	Name string
 	// User is the other member of a direct message (D…) channel.
 	User string
+	// What the bot may do there, as Slack decides it. NotMember: the bot
+	// is not in the conversation (never invited, removed, or a DM between
+	// other people), so posting is refused with not_in_channel in a
+	// public channel and channel_not_found elsewhere (the bot cannot see
+	// a private one), as is reading it. Archived: is_archived. Restricted:
+	// the workspace lets only some people post there (an announcement
+	// channel), restricted_action.
+	NotMember  bool
+	Archived   bool
+	Restricted bool
+}
+
+// postRefusal is the error Slack answers a bot posting in c, "" when it
+// may. The app has chat:write, not chat:write.public, so it posts only
+// where it is a member.
+func (c Channel) postRefusal() string {
+	switch {
+	case c.NotMember:
+		return c.readRefusal()
+	case c.Archived:
+		return "is_archived"
+	case c.Restricted:
+		return "restricted_action"
+	}
+	return ""
+}
+
+// readRefusal is the error Slack answers a bot reading c's messages.
+func (c Channel) readRefusal() string {
+	switch {
+	case !c.NotMember:
+		return ""
+	case c.Type() == "channel":
+		return "not_in_channel"
+	}
+	return "channel_not_found"
 }
 
 // Type returns Slack's channel_type for the channel: "im" for D…, "group" for

@@ -243,6 +243,7 @@ func (s *Server) methods() map[string]func(url.Values) apiResult {
 		"chat.stopStream":                       s.chatStopStream,
 		"users.info":                            s.usersInfo,
 		"conversations.info":                    s.conversationsInfo,
+		"conversations.open":                    s.conversationsOpen,
 		"conversations.replies":                 s.conversationsReplies,
 		"conversations.history":                 s.conversationsHistory,
 		"reactions.add":                         s.reactionsAdd,
@@ -334,8 +335,8 @@ func (s *Server) conversationsInfo(p url.Values) apiResult {
 	s.mu.Lock()
 	c, ok := s.channelLocked(p.Get("channel"))
 	s.mu.Unlock()
-	if !ok {
-		return errResult("channel_not_found")
+	if !ok || c.NotMember && c.Type() != "channel" {
+		return errResult("channel_not_found") // a private conversation the bot is not in is invisible to it
 	}
 	ch := map[string]any{
 		"id":          c.ID,
@@ -344,8 +345,8 @@ func (s *Server) conversationsInfo(p url.Values) apiResult {
 		"is_im":       c.Type() == "im",
 		"is_mpim":     false,
 		"is_private":  c.Type() != "channel",
-		"is_archived": false,
-		"is_member":   true,
+		"is_archived": c.Archived,
+		"is_member":   !c.NotMember,
 	}
 	if c.Type() == "im" {
 		ch["user"] = c.User
@@ -356,11 +357,50 @@ func (s *Server) conversationsInfo(p url.Values) apiResult {
 	return okResult(map[string]any{"channel": ch})
 }
 
+// conversationsOpen opens (or finds) the bot's direct message with one
+// person: the DM channel added with that User, else a new one.
+func (s *Server) conversationsOpen(p url.Values) apiResult {
+	users := strings.Split(p.Get("users"), ",")
+	if p.Get("users") == "" {
+		return errResult("users_list_not_supplied")
+	}
+	if len(users) > 1 {
+		return errResult("not_enough_users") // a group DM is more than the fake models
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, ok := s.users[users[0]]
+	if !ok || u.Deleted {
+		return errResult("user_not_found")
+	}
+	if u.IsBot {
+		return errResult("cannot_dm_bot")
+	}
+	var found *Channel
+	for _, c := range s.channels {
+		if c.Type() == "im" && c.User == u.ID && !c.NotMember {
+			found = &c
+			break
+		}
+	}
+	open := found != nil
+	if !open {
+		c := Channel{ID: s.newIDLocked("D"), User: u.ID}
+		s.channels[c.ID] = c
+		found = &c
+	}
+	return okResult(map[string]any{"channel": map[string]any{"id": found.ID}, "already_open": open, "no_op": open})
+}
+
 func (s *Server) conversationsReplies(p url.Values) apiResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.channelLocked(p.Get("channel")); !ok {
+	ch, ok := s.channelLocked(p.Get("channel"))
+	if !ok {
 		return errResult("channel_not_found")
+	}
+	if code := ch.readRefusal(); code != "" {
+		return errResult(code)
 	}
 	msgs := s.collect(p.Get("channel"), func(m *Message) bool { return m.TS == p.Get("ts") || m.ThreadTS == p.Get("ts") })
 	if len(msgs) == 0 {
@@ -372,8 +412,12 @@ func (s *Server) conversationsReplies(p url.Values) apiResult {
 func (s *Server) conversationsHistory(p url.Values) apiResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.channelLocked(p.Get("channel")); !ok {
+	ch, ok := s.channelLocked(p.Get("channel"))
+	if !ok {
 		return errResult("channel_not_found")
+	}
+	if code := ch.readRefusal(); code != "" {
+		return errResult(code)
 	}
 	msgs := s.collect(p.Get("channel"), func(m *Message) bool { return !m.IsReply() || m.ReplyBroadcast })
 	// History is newest first.
@@ -660,6 +704,9 @@ func (s *Server) chatPostMessage(p url.Values) apiResult {
 	if !ok {
 		return errResult("channel_not_found")
 	}
+	if code := ch.postRefusal(); code != "" {
+		return errResult(code)
+	}
 	m := &Message{
 		Channel:        ch.ID,
 		TS:             s.newTSLocked(),
@@ -687,6 +734,9 @@ func (s *Server) chatPostEphemeral(p url.Values) apiResult {
 	ch, ok := s.channelLocked(p.Get("channel"))
 	if !ok {
 		return errResult("channel_not_found")
+	}
+	if code := ch.postRefusal(); code != "" {
+		return errResult(code)
 	}
 	if _, ok := s.users[p.Get("user")]; !ok {
 		return errResult("user_not_in_channel") // not a member of the workspace
@@ -851,6 +901,9 @@ func (s *Server) chatStartStream(p url.Values) apiResult {
 	ch, ok := s.channelLocked(p.Get("channel"))
 	if !ok {
 		return errResult("channel_not_found")
+	}
+	if code := ch.postRefusal(); code != "" {
+		return errResult(code)
 	}
 	// Slack requires the recipient when streaming into a channel (not a DM).
 	if ch.Type() != "im" {

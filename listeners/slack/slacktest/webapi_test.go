@@ -485,6 +485,76 @@ func TestUsersAndConversations(t *testing.T) {
 	}
 }
 
+// Where the bot is not a member, or a channel is archived or restricted,
+// posting and reading are refused with Slack's codes and store nothing;
+// conversations.info tells what it may know; a response_url still answers.
+func TestConversationsTheBotMayNotPostIn(t *testing.T) {
+	srv, api := newServer(t)
+	srv.AddChannel(slacktest.Channel{ID: "C0OUTSIDE01", Name: "outside", NotMember: true})
+	srv.AddChannel(slacktest.Channel{ID: "G0PRIVATE01", Name: "secret", NotMember: true})
+	srv.AddChannel(slacktest.Channel{ID: "D0OTHERS001", User: alice, NotMember: true})
+	srv.AddChannel(slacktest.Channel{ID: "C0ARCHIVE01", Name: "old", Archived: true})
+	srv.AddChannel(slacktest.Channel{ID: "C0ANNOUNCE1", Name: "news", Restricted: true})
+	for _, tc := range []struct{ channel, code string }{
+		{"C0OUTSIDE01", "not_in_channel"},
+		{"G0PRIVATE01", "channel_not_found"},
+		{"D0OTHERS001", "channel_not_found"},
+		{"C0ARCHIVE01", "is_archived"},
+		{"C0ANNOUNCE1", "restricted_action"},
+	} {
+		t.Run(tc.channel, func(t *testing.T) {
+			_, _, err := api.PostMessage(tc.channel, slack.MsgOptionText("hi", false))
+			slackErr(t, err, tc.code)
+			_, err = api.PostEphemeral(tc.channel, alice, slack.MsgOptionText("hi", false))
+			slackErr(t, err, tc.code)
+			_, _, err = api.StartStream(tc.channel, slack.MsgOptionMarkdownText("hi"), slack.MsgOptionRecipientUserID(alice), slack.MsgOptionRecipientTeamID(srv.TeamID()))
+			slackErr(t, err, tc.code)
+			if n := len(srv.Messages(tc.channel)) + len(srv.Ephemerals(tc.channel)); n != 0 {
+				t.Errorf("%d messages stored", n)
+			}
+			// A slash command's response_url answers wherever it was typed.
+			cmd := srv.SlashCommand(alice, tc.channel, "", "help")
+			if err := slack.PostWebhook(cmd.ResponseURL, &slack.WebhookMessage{Text: "for you"}); err != nil {
+				t.Fatal(err)
+			}
+			if e := srv.Ephemerals(tc.channel); len(e) != 1 || e[0].Text != "for you" {
+				t.Errorf("response_url ephemerals = %+v", e)
+			}
+		})
+	}
+
+	c, err := api.GetConversationInfo(&slack.GetConversationInfoInput{ChannelID: "C0OUTSIDE01"})
+	if err != nil || c.IsMember || c.Name != "outside" {
+		t.Errorf("a public channel the bot is not in: %+v, %v", c, err)
+	}
+	_, err = api.GetConversationInfo(&slack.GetConversationInfoInput{ChannelID: "G0PRIVATE01"})
+	slackErr(t, err, "channel_not_found")
+	c, err = api.GetConversationInfo(&slack.GetConversationInfoInput{ChannelID: "C0ARCHIVE01"})
+	if err != nil || !c.IsArchived || !c.IsMember {
+		t.Errorf("an archived channel: %+v, %v", c, err)
+	}
+	_, _, _, err = api.GetConversationRepliesContext(context.Background(), &slack.GetConversationRepliesParameters{ChannelID: "C0OUTSIDE01", Timestamp: "1700000000.000100"})
+	slackErr(t, err, "not_in_channel")
+	_, err = api.GetConversationHistory(&slack.GetConversationHistoryParameters{ChannelID: "D0OTHERS001"})
+	slackErr(t, err, "channel_not_found")
+
+	// The bot's own DM with a person is always open to it, and the same
+	// one each time; not a DM between other people.
+	im, _, _, err := api.OpenConversation(&slack.OpenConversationParameters{Users: []string{alice}})
+	if err != nil || im.ID == "D0OTHERS001" || !strings.HasPrefix(im.ID, "D") {
+		t.Fatalf("conversations.open = %+v, %v", im, err)
+	}
+	if _, _, err := api.PostMessage(im.ID, slack.MsgOptionText("just you", false)); err != nil {
+		t.Fatal(err)
+	}
+	again, _, open, err := api.OpenConversation(&slack.OpenConversationParameters{Users: []string{alice}})
+	if err != nil || again.ID != im.ID || !open {
+		t.Errorf("opened again: %+v, already open %v, %v", again, open, err)
+	}
+	_, _, _, err = api.OpenConversation(&slack.OpenConversationParameters{Users: []string{"U0NOBODY"}})
+	slackErr(t, err, "user_not_found")
+}
+
 func TestEphemeralAndAssistant(t *testing.T) {
 	srv, api := newServer(t)
 	if _, err := api.PostEphemeral(channel, alice, slack.MsgOptionText("only you", false)); err != nil {
