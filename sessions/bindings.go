@@ -64,13 +64,8 @@ func (m *Manager) Bind(ctx context.Context, channel, address, sessionID string) 
 // it is first shown the session's last recap messages (and what came with
 // them), not the whole history.
 func (m *Manager) BindWithRecap(ctx context.Context, channel, address, sessionID string, recap int) (switchboard.Binding, error) {
-	bs, err := m.cfg.Store.SessionBindings(ctx, sessionID)
-	if err != nil {
-		return switchboard.Binding{}, fmt.Errorf("sessions: bind %s: %w", sessionID, err)
-	}
-	if len(bs) >= m.cfg.MaxBindings && !slices.ContainsFunc(bs, func(b switchboard.Binding) bool { return b.Channel == channel && b.Address == address }) {
-		m.cfg.Metrics.Refused("bindings_per_session")
-		return switchboard.Binding{}, fmt.Errorf("sessions: bind %s: %w", sessionID, ErrTooManyPlaces)
+	if err := m.roomFor(ctx, sessionID, channel, address); err != nil {
+		return switchboard.Binding{}, err
 	}
 	seq, err := m.cfg.Store.LastSeq(ctx, sessionID)
 	if err != nil {
@@ -97,6 +92,20 @@ func (m *Manager) BindWithRecap(ctx context.Context, channel, address, sessionID
 		f.Follow(b)
 	}
 	return b, nil
+}
+
+// roomFor says whether a session may be shown in one more place (or is
+// shown there already): ErrTooManyPlaces when not.
+func (m *Manager) roomFor(ctx context.Context, sessionID, channel, address string) error {
+	bs, err := m.cfg.Store.SessionBindings(ctx, sessionID)
+	if err != nil {
+		return fmt.Errorf("sessions: bind %s: %w", sessionID, err)
+	}
+	if len(bs) >= m.cfg.MaxBindings && !slices.ContainsFunc(bs, func(b switchboard.Binding) bool { return b.Channel == channel && b.Address == address }) {
+		m.cfg.Metrics.Refused("bindings_per_session")
+		return fmt.Errorf("sessions: bind %s: %w", sessionID, ErrTooManyPlaces)
+	}
+	return nil
 }
 
 // Unbind stops showing anything in a place.

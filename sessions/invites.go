@@ -162,6 +162,26 @@ func (m *Manager) Join(ctx context.Context, code string, author switchboard.Auth
 	return inv.SessionID, role, nil
 }
 
+// JoinPlace is Join for a place in a channel (a Slack DM, a Discord
+// thread, the terminal): the place then shows the session, first with a
+// recap of its last recap messages. A session shown in as many places as
+// it may be is refused (ErrTooManyPlaces) before the code is spent.
+func (m *Manager) JoinPlace(ctx context.Context, code string, author switchboard.Author, channel, address string, recap int) (string, collaboration.Role, error) {
+	if inv, err := m.cfg.Store.Invite(ctx, hashCode(code)); err == nil {
+		if err := m.roomFor(ctx, inv.SessionID, channel, address); err != nil {
+			return "", "", err
+		}
+	} // else Join says what is wrong with the code, within its rate limit
+	sessionID, role, err := m.Join(ctx, code, author)
+	if err != nil {
+		return "", "", err
+	}
+	if _, err := m.BindWithRecap(ctx, channel, address, sessionID, recap); err != nil {
+		return sessionID, role, err
+	}
+	return sessionID, role, nil
+}
+
 // rank orders roles by what they may do.
 func rank(r collaboration.Role) int {
 	switch r {

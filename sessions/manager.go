@@ -41,6 +41,7 @@ type Store interface {
 	SeenMembers(ctx context.Context, sessionID string, seen map[string]time.Time) error
 	Members(ctx context.Context, sessionID string) ([]switchboard.Member, error)
 	Decisions(ctx context.Context, sessionID string, n int) ([]switchboard.Decision, error)
+	Invite(ctx context.Context, codeHash string) (switchboard.Invite, error)
 
 	// AppendEvents queues events; published is told once they are stored.
 	AppendEvents(ctx context.Context, published func([]switchboard.Event, error), evs ...switchboard.Event) error

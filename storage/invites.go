@@ -24,6 +24,25 @@ func (db *DB) CreateInvite(ctx context.Context, inv switchboard.Invite) error {
 	return nil
 }
 
+// Invite reads the invite with codeHash without spending it
+// (switchboard.ErrNotFound when there is none).
+func (db *DB) Invite(ctx context.Context, codeHash string) (switchboard.Invite, error) {
+	var inv switchboard.Invite
+	var expires, created int64
+	var revoked int
+	err := db.read.QueryRowContext(ctx, `SELECT code_hash, session_id, role, uses_left, expires_at, created_by, created_at, revoked
+		FROM invites WHERE code_hash = ?`, codeHash).Scan(&inv.CodeHash, &inv.SessionID, &inv.Role, &inv.UsesLeft,
+		&expires, &inv.CreatedBy, &created, &revoked)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return inv, fmt.Errorf("storage: invite: %w", err)
+	}
+	inv.ExpiresAt, inv.CreatedAt, inv.Revoked = fromMillis(expires), fromMillis(created), revoked != 0
+	return inv, nil
+}
+
 // RedeemInvite spends one use of the invite with codeHash, in one
 // transaction: an unknown, expired, used-up or withdrawn code is refused
 // (switchboard.ErrInvite…) and changes nothing.

@@ -326,20 +326,18 @@ func (l *Listener) join(ctx context.Context, place string, author switchboard.Au
 		}
 		tell(text)
 	}
-	sessionID, role, err := l.sessions.Join(ctx, code, author)
-	if err != nil {
-		refuse(joinRefusal(err))
+	sessionID, role, err := l.sessions.JoinPlace(ctx, code, author, Channel, place, joinRecap)
+	switch {
+	case errors.Is(err, sessions.ErrTooManyPlaces):
+		refuse("Not joined, and the code is not used: this conversation is already shown in as many places as it may be. " +
+			"Once it is taken out of one (/switchboard leave there), join here again.")
 		return "", false
-	}
-	if _, err := l.sessions.BindWithRecap(ctx, Channel, place, sessionID, joinRecap); err != nil {
-		if errors.Is(err, sessions.ErrTooManyPlaces) {
-			// Join has no way to check the limit before it spends the use.
-			refuse(fmt.Sprintf("%s joined as %s, but this place cannot show the conversation: it is already shown in as many places as it may be. "+
-				"Once it is taken out of one (/leave there), join here again with a code.", mdEscape(author.DisplayName()), withArticle(role)))
-			return "", false
-		}
+	case err != nil && sessionID != "":
 		l.log.Error("discord: bind a joined session", "place", place, "err", err)
 		refuse(fmt.Sprintf("%s joined as %s, but this place could not show the conversation; join here again.", mdEscape(author.DisplayName()), withArticle(role)))
+		return "", false
+	case err != nil:
+		refuse(joinRefusal(err))
 		return "", false
 	}
 	l.editLine(ctx, place, line.ID, fmt.Sprintf("**%s** joined a shared conversation as %s: this place shows it from now on, beginning with its last messages.",

@@ -6,6 +6,8 @@ package discord_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"regexp"
@@ -173,8 +175,13 @@ func TestJoinWhenShownInTooManyPlaces(t *testing.T) {
 	th := r.thread("1200000000000000301", 0)
 	r.command(th, alice, discordtest.Subcommand("join", discordtest.StringOption("code", code)))
 	r.eventually("Alice told why", func() bool { return r.ephemeral(th, "already shown in as many places as it may be") })
-	if !r.ephemeral(th, "/leave") {
+	if !r.ephemeral(th, "leave there") {
 		t.Fatalf("the answer does not say what to do: %+v", r.fake.Ephemerals(th))
+	}
+	// The code was not spent: one use went to the DM's join, no more.
+	sum := sha256.Sum256([]byte(code))
+	if inv, err := r.gw.DB.Invite(context.Background(), hex.EncodeToString(sum[:])); err != nil || inv.UsesLeft != 9 {
+		t.Fatalf("the code after a refused join: %+v, %v; want 9 of 10 uses left", inv, err)
 	}
 	if m := r.botMessages(th); len(m) != 0 {
 		t.Fatalf("the thread shows %d bot messages: %s", len(m), allContent(m))

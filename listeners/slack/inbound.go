@@ -258,22 +258,19 @@ func (l *Listener) join(ctx context.Context, at place, author switchboard.Author
 		tell(ctx, "Not joined, and the code is not used: "+l.cannotPost(err))
 		return
 	}
-	sessionID, role, err := l.sessions.Join(ctx, code, author)
+	sessionID, role, err := l.sessions.JoinPlace(ctx, code, author, Channel, addr, joinRecap)
 	if err != nil {
 		l.deleteLine(ctx, at, ts)
-		tell(ctx, joinRefusal(err))
-		return
-	}
-	if _, err := l.sessions.BindWithRecap(ctx, Channel, addr, sessionID, joinRecap); err != nil {
-		l.deleteLine(ctx, at, ts)
-		if errors.Is(err, sessions.ErrTooManyPlaces) {
-			// Join has no way to check the limit before it spends the use.
-			tell(ctx, fmt.Sprintf("You joined as %s, but this %s cannot show the conversation: it is already shown in as many places as it may be. "+
-				"Once it is taken out of one (/leave there; in Slack, /switchboard leave), join here again with a code.", withArticle(role), placeKind(at)))
-			return
+		switch {
+		case errors.Is(err, sessions.ErrTooManyPlaces):
+			tell(ctx, fmt.Sprintf("Not joined, and the code is not used: this conversation is already shown in as many places as it may be. "+
+				"Once it is taken out of one (/switchboard leave there), join in this %s again.", placeKind(at)))
+		case sessionID != "":
+			l.log.Error("slack: bind a joined session", "place", addr, "err", err)
+			tell(ctx, fmt.Sprintf("You joined as %s, but this %s could not show the conversation; join here again.", withArticle(role), placeKind(at)))
+		default:
+			tell(ctx, joinRefusal(err))
 		}
-		l.log.Error("slack: bind a joined session", "place", addr, "err", err)
-		tell(ctx, fmt.Sprintf("You joined as %s, but this %s could not show the conversation; join here again.", withArticle(role), placeKind(at)))
 		return
 	}
 	line := fmt.Sprintf("%s joined a shared conversation as %s: this %s shows it from now on, beginning with its last messages.",

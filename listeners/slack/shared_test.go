@@ -6,6 +6,8 @@ package slack_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"regexp"
 	"strings"
@@ -177,8 +179,13 @@ func TestJoinWhenShownInTooManyPlaces(t *testing.T) {
 	r.send(ev)
 	root := ev["ts"].(string)
 	r.eventually("Carol told why", func() bool { return r.ephemeralFor("C1", carol.ID, "already shown in as many places as it may be") })
-	if !r.ephemeralFor("C1", carol.ID, "/leave") {
+	if !r.ephemeralFor("C1", carol.ID, "leave there") {
 		t.Fatalf("the refusal does not say what to do: %+v", r.fake.Ephemerals("C1"))
+	}
+	// The code was not spent: one use went to the DM's join, no more.
+	sum := sha256.Sum256([]byte(code))
+	if inv, err := r.gw.DB.Invite(context.Background(), hex.EncodeToString(sum[:])); err != nil || inv.UsesLeft != 9 {
+		t.Fatalf("the code after a refused join: %+v, %v; want 9 of 10 uses left", inv, err)
 	}
 	if m := r.botReplies("C1", root); len(m) != 0 {
 		t.Fatalf("the thread shows %d bot messages: %s", len(m), allText(m))

@@ -89,8 +89,7 @@ type Sessions interface {
 	SetFollower(channel string, f sessions.Follower)
 	CatchUp(ctx context.Context, channel string) error
 	FindUI(ctx context.Context, sessionID, uiID string) (switchboard.UI, error)
-	Join(ctx context.Context, code string, author switchboard.Author) (string, collaboration.Role, error)
-	BindWithRecap(ctx context.Context, channel, address, sessionID string, recap int) (switchboard.Binding, error)
+	JoinPlace(ctx context.Context, code string, author switchboard.Author, channel, address string, recap int) (string, collaboration.Role, error)
 }
 
 // Listener is the Slack listener. Create it with New, start it with Run.
