@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -16,8 +17,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/listeners/websocket"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
+	"github.com/switchboard-gw/switchboard/sessions"
 	"github.com/switchboard-gw/switchboard/sessions/sessionstest"
 	"github.com/switchboard-gw/switchboard/storage"
 	"github.com/switchboard-gw/switchboard/web"
@@ -76,6 +79,7 @@ func (l *cuttableListener) cutAll() {
 type gateway struct {
 	llm *openaitest.Server
 	db  *storage.DB
+	mgr *sessions.Manager
 	url string
 	ln  *cuttableListener
 }
@@ -95,12 +99,14 @@ func newGatewayWith(t *testing.T, cfg websocket.Config, opts web.Options) *gatew
 func newGatewayGuides(t *testing.T, dir string, cfg websocket.Config, opts web.Options) *gateway {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	sg := sessionstest.New(t, dir, log)
-	ctx, cancel := context.WithCancel(context.Background())
 	mux := http.NewServeMux()
+	srv := httptest.NewUnstartedServer(mux)
+	url := "http://" + srv.Listener.Addr().String()
+	// Invite links point at this gateway, as http.public_url would.
+	sg := sessionstest.NewTuned(t, dir, log, func(c *sessions.Config) { c.PublicURL = url })
+	ctx, cancel := context.WithCancel(context.Background())
 	mux.Handle("GET /ws", websocket.New(ctx, cfg, sg.Manager, log))
 	mux.Handle("/", web.HandlerWith(opts))
-	srv := httptest.NewUnstartedServer(mux)
 	ln := &cuttableListener{Listener: srv.Listener}
 	srv.Listener = ln
 	srv.Start()
@@ -109,7 +115,7 @@ func newGatewayGuides(t *testing.T, dir string, cfg websocket.Config, opts web.O
 		ln.cutAll()
 		srv.Close()
 	})
-	return &gateway{llm: sg.LLM, db: sg.DB, url: srv.URL, ln: ln}
+	return &gateway{llm: sg.LLM, db: sg.DB, mgr: sg.Manager, url: url, ln: ln}
 }
 
 // page is one browser tab showing the demo page.
@@ -194,16 +200,24 @@ func (p *page) count(selector, text string) int {
 	return eval[int](p, fmt.Sprintf(`[...%s.querySelectorAll(%q)].filter(e => e.querySelector('.body').textContent.trim() === %q).length`, root, selector, text))
 }
 
-func TestWidgetInBrowser(t *testing.T) {
+// startBrowser starts headless Chromium for the test; its tabs are
+// chromedp.NewContext(browser).
+func startBrowser(t *testing.T) context.Context {
+	t.Helper()
 	path := findChromium(t)
 	alloc, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Flag("headless", true))...)
-	defer cancel()
+	t.Cleanup(cancel)
 	browser, cancelBrowser := chromedp.NewContext(alloc)
-	defer cancelBrowser()
+	t.Cleanup(cancelBrowser)
 	if err := chromedp.Do(browser); err != nil {
 		t.Fatalf("starting %s: %v", path, err)
 	}
+	return browser
+}
+
+func TestWidgetInBrowser(t *testing.T) {
+	browser := startBrowser(t)
 
 	t.Run("demo page loads with the widget open and connected", func(t *testing.T) {
 		g := newGateway(t)
@@ -279,8 +293,11 @@ func TestWidgetInBrowser(t *testing.T) {
 		p.waitFor(root + `.querySelector('.state').textContent === 'waiting for approval…'`)
 		p.click(root + `.querySelector('.confirm button[data-approve]')`)
 		p.waitFor(root + `.querySelector('.confirm .resolution')?.textContent.startsWith('Approved by ')`)
-		if !eval[bool](p, `[...`+root+`.querySelectorAll('.confirm button')].every(b => b.disabled)`) {
-			t.Fatal("Approve / Deny still enabled after the request was resolved")
+		if got := eval[string](p, root+`.querySelector('.confirm .resolution').textContent`); !strings.HasSuffix(got, " · Web") {
+			t.Errorf("resolution %q, want who approved and from where (· Web)", got)
+		}
+		if n := eval[int](p, root+`.querySelectorAll('.confirm button').length`); n != 0 {
+			t.Fatalf("%d Approve / Deny buttons left after the request was resolved", n)
 		}
 		p.waitFor(root + `.querySelector('.tool[data-call=call_1] .result')?.textContent.includes('Europe/Berlin')`)
 		p.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=assistant]')].some(m => m.textContent.includes('teatime'))`)
@@ -675,5 +692,250 @@ func TestWidgetInBrowser(t *testing.T) {
 		p.waitFor(root + `.activeElement === ` + root + `.querySelector('.launcher')`)
 		p.do(chromedp.KeyEvent("\r"))
 		p.waitFor(`!` + root + `.querySelector('.panel').hidden && ` + root + `.activeElement === ` + root + `.querySelector('textarea')`)
+	})
+}
+
+// openPerson opens url in a browser context of its own: another person,
+// with their own localStorage (and so their own anonymous id).
+func openPerson(t *testing.T, browser context.Context, url string) *page {
+	t.Helper()
+	return openPage(t, newPerson(t, browser), url)
+}
+
+// newPerson is a new browser context, for openPage's tab to inherit.
+func newPerson(t *testing.T, browser context.Context) context.Context {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	if err := chromedp.Do(ctx); err != nil { // its first run creates the browser context
+		t.Fatalf("new browser context: %v", err)
+	}
+	return ctx
+}
+
+// people is the header's list of people, as their accessible labels.
+func (p *page) people() []string {
+	p.t.Helper()
+	return eval[[]string](p, `(() => { const ul = `+root+`.querySelector('ul.people');
+		return ul.hidden ? [] : [...ul.querySelectorAll('li')].map(li => li.querySelector('.sr-only').textContent); })()`)
+}
+
+// stubClipboard makes navigator.clipboard.writeText succeed (recording
+// what it was given in window.__copied) or refuse, as a browser without
+// the permission does.
+func (p *page) stubClipboard(ok bool) {
+	p.t.Helper()
+	p.do(chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`Object.defineProperty(navigator, 'clipboard', { configurable: true, value: {
+		writeText: (text) => %t ? (window.__copied = text, Promise.resolve()) : Promise.reject(new DOMException('denied', 'NotAllowedError')) } })`, ok)))
+}
+
+// shareLink clicks Share and returns the link the panel then shows.
+func (p *page) shareLink() string {
+	p.t.Helper()
+	before := eval[string](p, `(`+root+`.querySelector('.share-link input') || {}).value || ''`)
+	p.click(root + `.querySelector('button.share')`)
+	p.waitFor(`(() => { const i = ` + root + `.querySelector('.share-link:not([hidden]) input'); return i && i.value !== ` + fmt.Sprintf("%q", before) + `; })()`)
+	return eval[string](p, root+`.querySelector('.share-link input').value`)
+}
+
+var linkRE = regexp.MustCompile(`^(http://[^/]+)/s/([a-z2-7]{26})$`)
+
+// sharedPage opens the demo page for its owner and says one thing in it.
+func sharedPage(t *testing.T, browser context.Context, g *gateway) *page {
+	t.Helper()
+	g.llm.Push(openaitest.Reply{Text: []string{"First answer."}})
+	p := openPerson(t, browser, g.url+"/")
+	p.say("first question")
+	p.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=assistant]:not(.streaming)')].some(m => m.textContent.includes('First answer.'))`)
+	p.stubClipboard(true)
+	return p
+}
+
+func TestSharingInBrowser(t *testing.T) {
+	browser := startBrowser(t)
+
+	t.Run("the owner's Share button copies a working link and shows it", func(t *testing.T) {
+		g := newGateway(t)
+		ann := sharedPage(t, browser, g)
+		if !eval[bool](ann, `!`+root+`.querySelector('button.share').hidden`) {
+			t.Fatal("the owner has no Share button")
+		}
+		link := ann.shareLink()
+		m := linkRE.FindStringSubmatch(link)
+		if m == nil || m[1] != g.url {
+			t.Fatalf("the link shown is %q, want %s/s/<code>", link, g.url)
+		}
+		ann.waitFor(root + `.querySelector('.share-link .share-status').textContent === 'Link copied'`)
+		if copied := eval[string](ann, `window.__copied`); copied != link {
+			t.Fatalf("copied %q, shown %q", copied, link)
+		}
+		// The notice's text is still shown as the gateway's own line.
+		ann.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=system]')].some(m => m.textContent.includes('Invite code ` + m[2] + `'))`)
+
+		// Without the clipboard the link is there to copy by hand, selected.
+		ann.stubClipboard(false)
+		second := ann.shareLink()
+		ann.waitFor(root + `.querySelector('.share-link .share-status').textContent === 'Copy this link'`)
+		if second == link || !linkRE.MatchString(second) {
+			t.Fatalf("second link %q (first %q), want a new one", second, link)
+		}
+		if sel := eval[string](ann, `(() => { const i = `+root+`.querySelector('.share-link input'); return `+root+`.activeElement === i ? i.value.slice(i.selectionStart, i.selectionEnd) : 'not focused'; })()`); sel != second {
+			t.Fatalf("selected %q, want the whole link", sel)
+		}
+
+		// The link is a page that brings another person into the
+		// conversation, as a member: no Share button for them.
+		resp, err := http.Get(link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s = %d", link, resp.StatusCode)
+		}
+		bob := openPerson(t, browser, link)
+		session := eval[string](ann, `document.querySelector('switchboard-chat').dataset.session`)
+		if got := eval[string](bob, `document.querySelector('switchboard-chat').dataset.session`); got != session {
+			t.Fatalf("the link opened session %q, want %q", got, session)
+		}
+		if !eval[bool](bob, root+`.querySelector('button.share').hidden`) {
+			t.Fatal("a member has a Share button")
+		}
+	})
+
+	t.Run("the people are listed when a second person joins, and as they come and go", func(t *testing.T) {
+		g := newGateway(t)
+		ann := sharedPage(t, browser, g)
+		if got := ann.people(); len(got) != 0 {
+			t.Fatalf("a conversation of one lists %q", got)
+		}
+		link := ann.shareLink()
+		bob := openPerson(t, browser, link)
+
+		guest := `Guest \d{4}`
+		annHere := regexp.MustCompile(`^` + guest + ` \(you\) · Web · owner · here now$`)
+		bobHere := regexp.MustCompile(`^` + guest + ` · Web · member · here now$`)
+		ann.waitFor(`(` + root + `.querySelectorAll('ul.people:not([hidden]) li').length === 2)`)
+		if got := ann.people(); len(got) != 2 || !annHere.MatchString(got[0]) || !bobHere.MatchString(got[1]) {
+			t.Fatalf("ann's list: %q, want her (owner) and a guest member, both here", got)
+		}
+		if got := bob.people(); len(got) != 2 || strings.Contains(got[0], "(you)") || !strings.Contains(got[1], "(you) · Web · member · here now") {
+			t.Fatalf("bob's list: %q, want ann and himself", got)
+		}
+		// Each badge: initials, a dot for here, its label as a tooltip.
+		type badge struct {
+			Initials string `json:"initials"`
+			Dots     int    `json:"dots"`
+			Title    string `json:"title"`
+		}
+		b := eval[badge](ann, `(() => { const li = `+root+`.querySelectorAll('ul.people li')[1];
+			return { initials: li.querySelector('.avatar').textContent, dots: li.querySelectorAll('.here').length, title: li.title }; })()`)
+		if !regexp.MustCompile(`^G\d$`).MatchString(b.Initials) || b.Dots != 1 || !bobHere.MatchString(b.Title) {
+			t.Fatalf("bob's badge: %+v", b)
+		}
+
+		// Bob closes his tab: still in the conversation, not here.
+		bobName := eval[string](bob, `document.querySelector('switchboard-chat').shadowRoot.querySelectorAll('ul.people li')[1].title.split(' (you)')[0]`)
+		p := bob.ctx
+		if err := chromedp.Do(p, chromedp.Navigate("about:blank")); err != nil {
+			t.Fatal(err)
+		}
+		ann.waitFor(`[...` + root + `.querySelectorAll('ul.people li')].some(li => li.dataset.here === 'false' && li.title.startsWith(` + fmt.Sprintf("%q", bobName+" · Web · member · last seen") + `))`)
+
+		// He comes back (the link again: the same conversation, no new
+		// use of the code) and leaves it: Ann is alone again.
+		if err := chromedp.Do(p, chromedp.Navigate(link)); err != nil {
+			t.Fatal(err)
+		}
+		bob.waitFor(`document.querySelector('switchboard-chat')?.dataset.connected === 'true'`)
+		ann.waitFor(`[...` + root + `.querySelectorAll('ul.people li')].filter(li => li.dataset.here === 'true').length === 2`)
+		bob.say("/leave")
+		bob.waitFor(`[...` + root + `.querySelectorAll('.notice')].some(n => n.textContent === 'You left this conversation.')`)
+		ann.waitFor(root + `.querySelector('ul.people').hidden`)
+		ann.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=system]')].some(m => m.textContent.includes(` + fmt.Sprintf("%q", bobName+" left the conversation.") + `))`)
+		if !eval[bool](bob, root+`.querySelector('textarea').disabled`) {
+			t.Error("after leaving, bob can still type into the conversation")
+		}
+	})
+
+	t.Run("the link shows the conversation so far, and a reload spends no other use", func(t *testing.T) {
+		g := newGateway(t)
+		ann := sharedPage(t, browser, g)
+		ann.say("/share uses 1")
+		ann.waitFor(root + `.querySelector('.share-link:not([hidden]) input') !== null`)
+		link := eval[string](ann, root+`.querySelector('.share-link input').value`)
+		if !linkRE.MatchString(link) {
+			t.Fatalf("link %q", link)
+		}
+		bob := openPerson(t, browser, link)
+		shown := func(p *page) {
+			t.Helper()
+			p.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=assistant]')].some(m => m.textContent.includes('First answer.'))`)
+			if n := p.count(".msg[data-role=user][data-mine=false]", "first question"); n != 1 {
+				t.Fatalf("ann's question shown %d times to bob:\n%s", n, p.transcript())
+			}
+			if n := p.count(".msg[data-role=assistant]", "First answer."); n != 1 {
+				t.Fatalf("the answer shown %d times to bob:\n%s", n, p.transcript())
+			}
+			if n := eval[int](p, root+`.querySelectorAll('.notice').length`); n != 0 {
+				t.Fatalf("bob sees a notice:\n%s", p.transcript())
+			}
+		}
+		shown(bob)
+		bob.do(chromedp.Reload())
+		bob.waitFor(`document.querySelector('switchboard-chat')?.dataset.connected === 'true'`)
+		shown(bob)
+		if got := eval[string](bob, `document.querySelector('switchboard-chat').dataset.session`); got != eval[string](ann, `document.querySelector('switchboard-chat').dataset.session`) {
+			t.Fatalf("after a reload bob is in %q", got)
+		}
+		// The one use went to Bob's first visit: a third person is told.
+		ctx, cancel := context.WithTimeout(newPerson(t, browser), 60*time.Second)
+		defer cancel()
+		carol := &page{t: t, ctx: ctx}
+		carol.do(chromedp.Navigate(link))
+		carol.waitFor(`[...` + root + `.querySelectorAll('.notice')].some(n => n.textContent.startsWith('This invite link cannot be used: that invite code has been used as many times as it allows'))`)
+		if !eval[bool](carol, root+`.querySelector('textarea').disabled`) || eval[string](carol, `document.querySelector('switchboard-chat').dataset.session || ''`) != "" {
+			t.Fatalf("a refused link left the widget usable or attached:\n%s", carol.transcript())
+		}
+	})
+
+	t.Run("others' messages and decisions say who and from where", func(t *testing.T) {
+		g := newGateway(t)
+		ann := sharedPage(t, browser, g)
+		ann.say("/share approver")
+		ann.waitFor(root + `.querySelector('.share-link:not([hidden]) input') !== null`)
+		code := linkRE.FindStringSubmatch(eval[string](ann, root+`.querySelector('.share-link input').value`))[2]
+		session := eval[string](ann, `document.querySelector('switchboard-chat').dataset.session`)
+
+		// Carol joins from Slack, as the Slack listener does it.
+		ctx := context.Background()
+		carol := switchboard.Author{Channel: "slack", ID: "U0CAROL", Name: "Carol"}
+		if _, _, err := g.mgr.Join(ctx, code, carol); err != nil {
+			t.Fatal(err)
+		}
+		ann.waitFor(`[...` + root + `.querySelectorAll('ul.people li')].some(li => li.title.startsWith('Carol · Slack · approver · '))`)
+
+		g.llm.Push(
+			openaitest.Reply{Text: []string{"Hi Carol."}},
+			openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "current_time", Args: `{"timezone":"UTC"}`}}},
+			openaitest.Reply{Text: []string{"It is noon."}},
+		)
+		if _, err := g.mgr.Submit(ctx, session, switchboard.Input{Kind: switchboard.InputText, ClientID: "s1", Author: carol, Place: "slack:D0CAROL", Text: "hello from Slack"}); err != nil {
+			t.Fatal(err)
+		}
+		ann.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=user]')].some(m => m.querySelector('.author')?.textContent === 'Carol · Slack' && m.querySelector('.body').textContent === 'hello from Slack')`)
+		ann.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=assistant]')].some(m => m.textContent.includes('Hi Carol.'))`)
+
+		ann.say("time?")
+		ann.waitFor(root + `.querySelector('.confirm button[data-approve]') !== null`)
+		id := eval[string](ann, root+`.querySelector('.confirm').dataset.confirmation`)
+		if _, err := g.mgr.Submit(ctx, session, switchboard.Input{Kind: switchboard.InputConfirm, Author: carol, Place: "slack:D0CAROL", ConfirmationID: id, Approved: true}); err != nil {
+			t.Fatal(err)
+		}
+		ann.waitFor(root + `.querySelector('.confirm .resolution')?.textContent === 'Approved by Carol · Slack'`)
+		if n := eval[int](ann, root+`.querySelectorAll('.confirm button').length`); n != 0 {
+			t.Fatalf("%d buttons left on a request Carol answered", n)
+		}
+		ann.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=assistant]')].some(m => m.textContent.includes('It is noon.'))`)
 	})
 }

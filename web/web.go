@@ -17,6 +17,7 @@ import (
 	"embed"
 	"encoding/hex"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -33,7 +34,26 @@ type asset struct {
 // Handler serves / (the demo page) and /widget.js. They are revalidated on
 // every load (no-cache, with an ETag of their content), so a gateway
 // upgrade reaches every page at once and an unchanged file costs a 304.
+//
+// It also serves the invite links /share makes, /s/<code>: the demo page
+// with the widget open and set to join with that code. The page only
+// carries the code; the widget's hello redeems it, so a link preview or a
+// crawler that fetches the page spends nothing.
 func Handler() http.Handler { return HandlerWith(Options{}) }
+
+// InvitePrefix is the path of invite links: InvitePrefix + code.
+const InvitePrefix = "/s/"
+
+// inviteCode is a well-formed invite code: 128 bits in lower-case base32
+// without padding (sessions.newInviteCode).
+var inviteCode = regexp.MustCompile(`^[a-z2-7]{26}$`)
+
+// The demo page's widget tag, which the link page gives the code.
+const (
+	widgetTag     = `<script src="/widget.js" data-title="Switchboard demo" data-open></script>`
+	invitedMarker = `<p class="lead">An open-source multi-channel AI chat gateway.</p>`
+	invitedNote   = invitedMarker + "\n  <p><strong>You were invited to a conversation.</strong> It is open in the chat,\n  with everything said so far.</p>"
+)
 
 // Options tune what Handler serves.
 type Options struct {
@@ -65,7 +85,12 @@ func HandlerWith(o Options) http.Handler {
 		a.body, a.etag = body, `"`+hex.EncodeToString(sum[:8])+`"`
 		assets[path] = a
 	}
+	invitePage := invitePage(assets["/"].body)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if code, ok := strings.CutPrefix(r.URL.Path, InvitePrefix); ok {
+			serveInvite(w, r, code, csp, invitePage)
+			return
+		}
 		a, ok := assets[r.URL.Path]
 		if !ok {
 			http.NotFound(w, r)
@@ -87,4 +112,48 @@ func HandlerWith(o Options) http.Handler {
 		}
 		http.ServeContent(w, r, a.name, time.Time{}, bytes.NewReader(a.body))
 	})
+}
+
+// invitePage splits the demo page around its widget's attributes, for
+// the link page to put the code in between.
+func invitePage(demo []byte) [2][]byte {
+	page := string(demo)
+	if !strings.Contains(page, widgetTag) || !strings.Contains(page, invitedMarker) {
+		panic("web: the demo page lacks its widget tag or lead") // fixed at build time, and tested
+	}
+	page = strings.Replace(page, invitedMarker, invitedNote, 1)
+	before, after, _ := strings.Cut(page, widgetTag)
+	return [2][]byte{
+		[]byte(before + `<script src="/widget.js" data-title="Switchboard demo" data-invite="`),
+		[]byte(`" data-open></script>` + after),
+	}
+}
+
+// serveInvite serves the link page of an invite code. The code is a
+// secret: the page is not stored by caches, and neither it nor what it
+// loads tells other sites its address (Referrer-Policy).
+func serveInvite(w http.ResponseWriter, r *http.Request, code, csp string, page [2][]byte) {
+	if !inviteCode.MatchString(code) { // also keeps anything but the code out of the page
+		http.NotFound(w, r)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Robots-Tag", "noindex")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", csp)
+	h.Set("X-Frame-Options", "SAMEORIGIN")
+	if r.Method == http.MethodHead {
+		return
+	}
+	_, _ = w.Write(page[0])
+	_, _ = w.Write([]byte(code))
+	_, _ = w.Write(page[1])
 }

@@ -59,7 +59,7 @@ func TestHandlerServesTheDemoPageAndWidget(t *testing.T) {
 func TestNothingIsLoadedFromElsewhere(t *testing.T) {
 	h := web.Handler()
 	url := regexp.MustCompile(`(?i)(https?://|["'(]//)[a-z0-9.-]+\.[a-z]{2,}`)
-	for _, path := range []string{"/", "/widget.js"} {
+	for _, path := range []string{"/", "/widget.js", "/s/4hqzk2m7a5bcdefghijklmnopq"} {
 		body, _ := io.ReadAll(get(t, h, path, nil).Body)
 		for _, m := range url.FindAllString(string(body), -1) {
 			// The embed snippet shown to readers names a placeholder host;
@@ -90,5 +90,84 @@ func TestDemoPageHeaders(t *testing.T) {
 	}
 	if xfo := resp.Header.Get("X-Frame-Options"); xfo != "SAMEORIGIN" {
 		t.Errorf("X-Frame-Options %q, want SAMEORIGIN", xfo)
+	}
+}
+
+// An invite link is the demo page with the widget set to join with its
+// code. The code is a secret: no cache keeps the page, and no request it
+// makes tells another site its address.
+func TestInviteLinkPage(t *testing.T) {
+	const code = "4hqzk2m7a5bcdefghijklmnopq"
+	h := web.HandlerWith(web.Options{ImageHosts: []string{"images.example.com"}})
+	resp := get(t, h, "/s/"+code, nil)
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("GET /s/<code> = %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	tags := regexp.MustCompile(`<script[^>]*>`).FindAllString(string(body), -1)
+	if len(tags) != 1 || !strings.Contains(tags[0], `src="/widget.js"`) || !strings.Contains(tags[0], ` data-invite="`+code+`"`) || !strings.Contains(tags[0], " data-open") {
+		t.Fatalf("the page's script tags %q: want the widget, open, with data-invite=%q", tags, code)
+	}
+	if !strings.Contains(string(body), "You were invited to a conversation.") {
+		t.Error("the page does not say what it is")
+	}
+	for k, want := range map[string]string{
+		"Cache-Control":          "no-store",
+		"Referrer-Policy":        "no-referrer",
+		"X-Frame-Options":        "SAMEORIGIN",
+		"X-Content-Type-Options": "nosniff",
+		"X-Robots-Tag":           "noindex",
+	} {
+		if got := resp.Header.Get(k); got != want {
+			t.Errorf("%s: %q, want %q", k, got, want)
+		}
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'self'") || !strings.Contains(csp, "img-src 'self' data: images.example.com;") {
+		t.Errorf("CSP %q, want the demo page's", csp)
+	}
+	if resp.Header.Get("ETag") != "" {
+		t.Error("an ETag invites caching of a page that must not be kept")
+	}
+	// The demo page itself has no invite.
+	if demo, _ := io.ReadAll(get(t, h, "/", nil).Body); strings.Contains(string(demo), "data-invite") || strings.Contains(string(demo), "You were invited") {
+		t.Error("the demo page carries an invite")
+	}
+
+	// Only a well-formed code is a page: anything else is not found, and
+	// never written into the page.
+	for _, path := range []string{
+		"/s/", "/s", "/s/" + code[:25], "/s/" + code + "a", "/s/" + strings.ToUpper(code), "/s/" + code + "/",
+		"/s/" + code[:25] + "1", "/s/" + code[:25] + "8", "/s/" + code[:20] + `"><b>x`, "/s/" + code + "/x", "/s/x/" + code,
+	} {
+		if resp := get(t, h, path, nil); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s = %d, want 404", path, resp.StatusCode)
+		}
+	}
+	req := httptest.NewRequest("POST", "/s/"+code, nil)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("POST /s/<code> = %d, want 405", rec.Code)
+	}
+}
+
+// The link page answers for the gateway's own names only, like every page
+// behind HostGuard (DNS rebinding).
+func TestInviteLinkBehindTheHostGuard(t *testing.T) {
+	h := web.HostGuard("https://chat.example.com", web.Handler())
+	for host, want := range map[string]int{
+		"127.0.0.1:8080":               http.StatusOK,
+		"localhost":                    http.StatusOK,
+		"chat.example.com":             http.StatusOK,
+		"rebind.attacker.example:8080": http.StatusMisdirectedRequest,
+		"127.0.0.1.attacker.example":   http.StatusMisdirectedRequest,
+	} {
+		req := httptest.NewRequest("GET", "/s/4hqzk2m7a5bcdefghijklmnopq", nil)
+		req.Host = host
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Errorf("GET /s/<code> with Host %s = %d, want %d", host, rec.Code, want)
+		}
 	}
 }

@@ -287,6 +287,7 @@ func TestOnlyLoopbackOrPublicHostsAreServed(t *testing.T) {
 	_, mport, _ := net.SplitHostPort(s.metricsAddr)
 	for _, r := range []struct{ addr, port, path string }{
 		{s.addr, port, "/"}, {s.addr, port, "/widget.js"}, {s.addr, port, "/ws"}, {s.addr, port, "/healthz"},
+		{s.addr, port, "/s/aaaaaaaaaaaaaaaaaaaaaaaaaa"}, // an invite link's page
 		{s.metricsAddr, mport, "/metrics"},
 	} {
 		for _, host := range []string{"rebind.attacker.example:" + r.port, "rebind.attacker.example", "127.0.0.1.attacker.example:" + r.port} {

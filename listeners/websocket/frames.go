@@ -31,7 +31,9 @@ type clientFrame struct {
 	Guide       string `json:"guide"`
 	ResumeAfter *int64 `json:"resume_after"`
 	Token       string `json:"token"`
-	User        *struct {
+	// Invite is an invite code (/share): join the session it names.
+	Invite string `json:"invite"`
+	User   *struct {
 		ID   string `json:"id"`
 		Name string `json:"name"`
 	} `json:"user"`
@@ -84,6 +86,13 @@ func decodeFrame(data []byte) (clientFrame, error) {
 		}
 		if f.User != nil && (len(f.User.ID) > maxIDLen || len(f.User.Name) > maxNameLen) {
 			return bad("user id or name too long")
+		}
+		f.Invite = strings.ToLower(strings.TrimSpace(f.Invite))
+		if f.Invite != "" && f.Session != "" {
+			return bad("send session or invite, not both: an invite names its session")
+		}
+		if len(f.Invite) > maxIDLen {
+			return bad("invite longer than %d bytes", maxIDLen)
 		}
 	case frameInput:
 		if strings.TrimSpace(f.Text) == "" {

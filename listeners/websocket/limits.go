@@ -9,20 +9,30 @@ import (
 	"golang.org/x/time/rate"
 )
 
+// invitesPerMinute bounds the invite codes one address may try a minute.
+// A code is 128 random bits, so guessing is hopeless anyway; the bound
+// keeps a scripted guesser from costing the store a lookup per frame, and
+// is far above what a person opening links needs. Manager.Join bounds
+// each person as well, so where every client has a proxy's address
+// (new_sessions_per_ip: -1) this bound is lifted with that one.
+const invitesPerMinute = 10
+
 // perIP bounds what one client address may hold and start: open
-// connections, and new sessions a minute. Behind a reverse proxy every
-// client shares the proxy's address, so raise the bounds there (or set
-// them to -1) and let the proxy limit.
+// connections, new sessions a minute, and invite codes tried a minute.
+// Behind a reverse proxy every client shares the proxy's address, so
+// raise the bounds there (or set them to -1) and let the proxy limit.
 type perIP struct {
 	maxConns   int // < 0: no bound
 	newPerMin  int // < 0: no bound
 	mu         sync.Mutex
 	conns      map[string]int
 	newSession map[string]*rate.Limiter
+	invites    map[string]*rate.Limiter
 }
 
 func newPerIP(maxConns, newPerMin int) *perIP {
-	return &perIP{maxConns: maxConns, newPerMin: newPerMin, conns: map[string]int{}, newSession: map[string]*rate.Limiter{}}
+	return &perIP{maxConns: maxConns, newPerMin: newPerMin, conns: map[string]int{},
+		newSession: map[string]*rate.Limiter{}, invites: map[string]*rate.Limiter{}}
 }
 
 // remoteIP is the address a request came from, without its port.
@@ -56,15 +66,29 @@ func (p *perIP) mayStartSession(ip string) bool {
 	if p.newPerMin < 0 {
 		return true
 	}
+	return p.allow(p.newSession, ip, p.newPerMin)
+}
+
+// mayTryInvite spends one of ip's invite tries.
+func (p *perIP) mayTryInvite(ip string) bool {
+	if p.newPerMin < 0 {
+		return true
+	}
+	return p.allow(p.invites, ip, invitesPerMinute)
+}
+
+// allow spends a token of ip's limiter in limiters, perMin a minute with
+// a burst of as many.
+func (p *perIP) allow(limiters map[string]*rate.Limiter, ip string, perMin int) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	l := p.newSession[ip]
+	l := limiters[ip]
 	if l == nil {
-		if len(p.newSession) >= 10_000 {
-			clear(p.newSession) // bounded memory; forgetting grants a fresh allowance
+		if len(limiters) >= 10_000 {
+			clear(limiters) // bounded memory; forgetting grants a fresh allowance
 		}
-		l = rate.NewLimiter(rate.Every(time.Minute/time.Duration(max(p.newPerMin, 1))), p.newPerMin)
-		p.newSession[ip] = l
+		l = rate.NewLimiter(rate.Every(time.Minute/time.Duration(max(perMin, 1))), perMin)
+		limiters[ip] = l
 	}
 	return l.Allow()
 }

@@ -42,6 +42,8 @@ const Channel = "web"
 type Sessions interface {
 	Attach(ctx context.Context, opts sessions.AttachOptions) (*sessions.Subscription, error)
 	Submit(ctx context.Context, sessionID string, in switchboard.Input) (*sessions.Receipt, error)
+	// Join redeems an invite code: hello.invite.
+	Join(ctx context.Context, code string, author switchboard.Author) (string, collaboration.Role, error)
 }
 
 // Config tunes the listener; zero values take the defaults noted.
@@ -67,7 +69,8 @@ type Config struct {
 	SendBuffer int   // frames queued per connection (256)
 	// MaxConnsPerIP bounds the connections open from one client address
 	// (100; -1: no bound); NewSessionsPerIP, the sessions one address may
-	// start a minute (30; -1: no bound).
+	// start a minute (30; -1: no bound, and none on the invite codes it
+	// tries either, 10 a minute otherwise).
 	MaxConnsPerIP    int
 	NewSessionsPerIP int
 	// SendBufferBytes bounds the same queue by bytes (1 MiB): while this
@@ -478,6 +481,13 @@ func (c *conn) hello(f clientFrame) {
 		// one it names, where it grants its role.
 		opts.MembersOnly = true
 		if id.session != "" {
+			if f.Invite != "" {
+				// Refused before the code is spent (the store cannot say
+				// which session a code names without spending it): the
+				// token opens its session without one, and nothing else.
+				c.refuse(fmt.Sprintf("this token is for session %s only; it redeems no invite code (connect without one)", id.session))
+				return
+			}
 			if opts.SessionID != "" && opts.SessionID != id.session {
 				c.refuse(fmt.Sprintf("this token is for session %s only", id.session))
 				return
@@ -487,6 +497,18 @@ func (c *conn) hello(f clientFrame) {
 			if opts.Role == "" {
 				opts.Role = collaboration.Member
 			}
+		}
+	}
+	if f.Invite != "" {
+		sid, ok := c.join(f.Invite, opts.Author)
+		if !ok {
+			return
+		}
+		// The code's role stands (Join granted it); the guide is the
+		// session's; and the newcomer reads the conversation so far.
+		opts.SessionID, opts.Role, opts.Guide = sid, "", ""
+		if f.ResumeAfter == nil {
+			opts.AfterSeq = 0
 		}
 	}
 	if opts.SessionID == "" && !h.perIP.mayStartSession(c.ip) {
@@ -529,6 +551,44 @@ func (c *conn) hello(f clientFrame) {
 		c.errorEvent(switchboard.ErrCodeBadFrame, fmt.Sprintf("resume_after %d is past the last event %d of this session; resuming from %d", *f.ResumeAfter, last, last))
 	}
 	c.log.Debug("websocket attached", "session", sub.Ready.Session, "user", opts.Author.Key(), "role", sub.Ready.Role)
+}
+
+// join redeems an invite code for author and returns the session it
+// names. A refusal is one error event, and the connection stays ready for
+// another hello: not_found for a code nobody made, forbidden for one that
+// expired, was used up or withdrawn, busy for too many tries.
+func (c *conn) join(code string, author switchboard.Author) (string, bool) {
+	h := c.h
+	if !h.perIP.mayTryInvite(c.ip) {
+		h.cfg.Metrics.Refused("invites_per_ip")
+		c.errorEvent(switchboard.ErrCodeBusy, "too many invite codes tried from your address in a short time; wait a minute")
+		return "", false
+	}
+	sid, role, err := h.sessions.Join(h.ctx, code, author)
+	const askAgain = "; ask whoever shared it for a new one"
+	switch {
+	case errors.Is(err, switchboard.ErrInviteUnknown):
+		c.errorEvent(switchboard.ErrCodeNotFound, switchboard.ErrInviteUnknown.Error()+": check the link"+askAgain)
+	case errors.Is(err, switchboard.ErrInviteExpired):
+		c.errorEvent(switchboard.ErrCodeForbidden, switchboard.ErrInviteExpired.Error()+askAgain)
+	case errors.Is(err, switchboard.ErrInviteUsedUp):
+		c.errorEvent(switchboard.ErrCodeForbidden, switchboard.ErrInviteUsedUp.Error()+askAgain)
+	case errors.Is(err, switchboard.ErrInviteRevoked):
+		c.errorEvent(switchboard.ErrCodeForbidden, switchboard.ErrInviteRevoked.Error()+askAgain)
+	case errors.Is(err, sessions.ErrTooManyJoins):
+		c.errorEvent(switchboard.ErrCodeBusy, sessions.ErrTooManyJoins.Error())
+	case errors.Is(err, sessions.ErrFull):
+		c.errorEvent(switchboard.ErrCodeBusy, sessions.ErrFull.Error())
+	case errors.Is(err, sessions.ErrClosed):
+		c.close(gws.CloseGoingAway, "gateway shutting down", reasonShutdown, true)
+	case err != nil:
+		c.log.Error("join by invite failed", "user", author.Key(), "err", err)
+		c.errorEvent(switchboard.ErrCodeInternal, "the gateway could not redeem the invite; try again")
+	default:
+		c.log.Info("joined by invite", "session", sid, "user", author.Key(), "role", role)
+		return sid, true
+	}
+	return "", false
 }
 
 func (c *conn) refuse(msg string) {

@@ -44,7 +44,20 @@ button, select, input, textarea { font: inherit; color: inherit; }
   box-shadow: 0 12px 32px rgba(0,0,0,.2); overflow: hidden; font-size: 15px; line-height: 1.45;
 }
 header { display: flex; align-items: center; gap: 8px; padding: 10px 12px; border-bottom: 1px solid var(--sb-border); }
-header h2 { flex: 1; margin: 0; font-size: 16px; font-weight: 600; }
+header h2 { flex: 1; min-width: 0; margin: 0; font-size: 16px; font-weight: 600; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.people { display: flex; margin: 0; padding: 0; list-style: none; }
+.people li { position: relative; margin-left: -4px; }
+.people .avatar {
+  display: flex; align-items: center; justify-content: center; width: 26px; height: 26px; border-radius: 50%;
+  background: var(--sb-bubble); border: 2px solid var(--sb-bg); box-shadow: 0 0 0 1px var(--sb-border);
+  font-size: 11px; font-weight: 600; color: var(--sb-fg);
+}
+.people .here { position: absolute; right: -1px; bottom: -1px; width: 9px; height: 9px; border-radius: 50%; background: #12b76a; border: 2px solid var(--sb-bg); }
+.share { border: 1px solid var(--sb-accent); color: var(--sb-accent); background: var(--sb-bg); border-radius: 999px; padding: 2px 10px; font-size: 13px; cursor: pointer; }
+.share-link { display: flex; flex-wrap: wrap; align-items: center; gap: 6px; padding: 8px 12px; border-bottom: 1px solid var(--sb-border); font-size: 13px; }
+.share-link .share-status { flex: 1; margin: 0; color: var(--sb-muted); }
+.share-link input { flex: 1 1 100%; min-width: 0; padding: 5px 7px; border: 1px solid var(--sb-border); border-radius: 6px; background: var(--sb-bg); font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; }
+.share-link .hide { border: 0; background: none; font-size: 18px; line-height: 1; cursor: pointer; color: var(--sb-muted); padding: 0 4px; }
 .dot { width: 8px; height: 8px; border-radius: 50%; background: var(--sb-muted); }
 :host([data-connected="true"]) .dot { background: #12b76a; }
 .close { border: 0; background: none; font-size: 22px; cursor: pointer; color: var(--sb-muted); padding: 0 4px; }
@@ -178,6 +191,32 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       el("a", { href: u.href, target: "_blank", rel: "noopener noreferrer nofollow" }, icon("image"), " " + (alt || u.host)));
   }
 
+  // CHANNELS are the listeners' names as people know the apps.
+  const CHANNELS = { web: "Web", stdin: "Terminal", slack: "Slack", discord: "Discord" };
+  function channelName(ch) { return CHANNELS[ch] || ch || ""; }
+
+  // initials are what a person's round badge shows: "Carol Diaz" → "CD".
+  function initials(name) {
+    const words = (name || "?").trim().split(/\s+/).filter(Boolean);
+    return words.slice(0, 2).map((w) => Array.from(w)[0]).join("").toUpperCase() || "?";
+  }
+
+  // ago is how long since an ISO time, as people say it: "3m", "2h", "4d".
+  function ago(iso) {
+    const ms = Date.now() - new Date(iso).getTime();
+    if (!(ms >= 60000)) return "moments";
+    if (ms < 3600000) return Math.floor(ms / 60000) + "m";
+    if (ms < 48 * 3600000) return Math.floor(ms / 3600000) + "h";
+    return Math.floor(ms / 86400000) + "d";
+  }
+
+  // memberLabel says who someone is, where and what they may do:
+  // "Carol · Slack · approver · here now".
+  function memberLabel(m, me) {
+    const where = m.here ? "here now" : m.last_seen ? "last seen " + ago(m.last_seen) + " ago" : "not seen yet";
+    return [m.name + (me ? " (you)" : ""), channelName(m.channel), m.role, where].join(" · ");
+  }
+
   const STATE_TEXT = {
     thinking: () => "thinking…",
     executing_tool: (d) => "running " + (d.tool || "a tool") + "…",
@@ -200,11 +239,20 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       this.stopped = false;   // refused (1008): wait for the user
       this.built = false;
       this.welcome = null;    // the greeting and suggestions, while the conversation is empty
+      this.listed = false;    // we were in the last list of people: leaving it means we left
     }
 
     get server() { return this.getAttribute("server") || defaultServer.href; }
     get guide() { return this.getAttribute("guide") || ""; }
-    get storageKey() { return "switchboard:" + this.server + ":" + this.guide; }
+    // invite is an invite code (the /s/ link page sets it): join with it.
+    get invite() { return (this.getAttribute("invite") || "").trim().toLowerCase(); }
+    // An invite remembers the session it led to under a key of its own, so
+    // a reload of the link re-attaches there (without spending another use
+    // of the code) and the visitor's own conversation is left as it was.
+    get storageKey() {
+      if (this.invite) return "switchboard:" + this.server + ":invite:" + this.invite;
+      return "switchboard:" + this.server + ":" + this.guide;
+    }
 
     connectedCallback() {
       if (!this.built) this.build();
@@ -265,13 +313,21 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       });
       this.compose = el("form", { class: "compose", onsubmit: (e) => { e.preventDefault(); this.sendInput(); } },
         this.input, el("button", { class: "send", type: "submit", text: "Send" }));
+      // The people of a shared conversation, and the owner's Share button.
+      this.people = el("ul", { class: "people", "aria-label": "People in this conversation", hidden: true });
+      this.shareButton = el("button", {
+        class: "share", type: "button", hidden: true, text: "Share",
+        title: "Invite others: copy a link to this conversation", onclick: () => this.share(),
+      });
+      this.linkBox = el("div", { class: "share-link", role: "group", "aria-label": "Invite link", hidden: true });
       this.panel = el("section", {
         class: "panel", id: panelID, role: "dialog", "aria-label": title, hidden: true,
         onkeydown: (e) => { if (e.key === "Escape") { this.setOpen(false, true); } },
       },
       el("header", {}, el("span", { class: "dot", "aria-hidden": "true" }), el("h2", { text: title }),
+        this.people, this.shareButton,
         el("button", { class: "close", type: "button", "aria-label": "Close chat", text: "×", onclick: () => this.setOpen(false, true) })),
-      this.log, this.stateLine, this.compose);
+      this.linkBox, this.log, this.stateLine, this.compose);
       root.append(this.launcher, this.panel);
     }
 
@@ -343,6 +399,12 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       if (this.session) {
         f.session = this.session;
         f.resume_after = this.lastSeq; // 0 after a reload: replay it all
+      } else if (this.invite) {
+        // Join the invite's session, with everything said so far; the
+        // guide is the session's.
+        delete f.guide;
+        f.invite = this.invite;
+        f.resume_after = 0;
       }
       this.send(f);
     }
@@ -374,6 +436,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
         case "ui": return this.onUI(d);
         case "state": return this.onState(d);
         case "error": return this.onError(ev, d);
+        case "members": return this.onMembers(d);
       }
     }
 
@@ -382,6 +445,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
         // A new conversation: the first, a /reset on this connection, or
         // a stored one that is gone. Its events start at seq 1.
         if (this.session) this.log.replaceChildren();
+        this.linkBox.hidden = true; // an invite to the conversation before
         this.lastSeq = 0;
       }
       this.session = d.session;
@@ -393,6 +457,9 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       this.dataset.session = d.session;
       this.save();
       this.setStatus("");
+      this.listed = false;
+      this.showPeople(d.members || []);
+      this.shareButton.hidden = d.role !== "owner";
       const viewer = d.role === "viewer";
       this.input.disabled = viewer;
       this.input.placeholder = viewer ? "You can watch this conversation but not write." : "Type a message…";
@@ -441,11 +508,24 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
         return;
       }
       if (d.code === "duplicate") return; // a resend after a reconnect: expected, and answered once
+      if (!this.attached && !this.session && this.invite && ["not_found", "forbidden", "busy"].includes(d.code)) {
+        // The code cannot be used (unknown, expired, used up, withdrawn,
+        // or too many tries): say why and stop; trying again changes nothing.
+        this.stopped = true;
+        this.wanted = false;
+        if (this.ws) this.ws.close(1000);
+        this.input.disabled = true;
+        this.input.placeholder = "This invite link cannot be used.";
+        this.setStatus("");
+        this.notice("This invite link cannot be used: " + (d.message || d.code) + ".");
+        return;
+      }
       if (d.code === "info") {
         // A private answer, not an error (the invite code /share made):
         // shown as the gateway's own line, its text there to copy.
         const b = el("div", { class: "msg", "data-role": "system" }, el("div", { class: "body", text: d.message || "" }));
         this.show(b);
+        if (d.link) this.showLink(d.link);
         return;
       }
       if (d.code === "interrupted") {
@@ -488,9 +568,11 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       if (d.html !== undefined) body.innerHTML = d.html; // rendered and sanitised by the gateway
       else body.textContent = d.content || "";
       if (d.role === "user") {
-        const mine = d.author_id && d.author_id === this.me;
+        const mine = d.author_id && d.author_id === this.me && (!d.channel || d.channel === "web");
         b.dataset.mine = String(Boolean(mine));
-        if (!b.querySelector(".author")) b.prepend(el("span", { class: "author", text: d.author || "someone" }));
+        // Written elsewhere: "Carol · Slack".
+        const where = d.channel && d.channel !== "web" ? " · " + channelName(d.channel) : "";
+        if (!b.querySelector(".author")) b.prepend(el("span", { class: "author", text: (d.author || "someone") + where }));
         if (mine) this.confirmPending(d.content);
       }
       if (d.role === "assistant" && d.model && /demo/i.test(d.model) && !b.querySelector(".model")) {
@@ -557,17 +639,95 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
     onConfirmationResolved(d) {
       const box = this.log.querySelector(`.confirm[data-confirmation="${CSS.escape(d.confirmation_id || "")}"]`);
       if (!box) return;
-      box.querySelectorAll("button").forEach((b) => {
-        b.disabled = true;
-        const chosen = !d.approved ? "data-deny" : d.scope === "session" ? "data-always" : "data-approve";
-        if (b.hasAttribute(chosen)) b.classList.add("chosen");
-      });
-      box.querySelectorAll(".resolution").forEach((r) => r.remove());
+      // Decided, here or in another place: the buttons go, and a line
+      // says who decided and from where.
+      box.querySelectorAll(".actions, .resolution").forEach((r) => r.remove());
       let text;
       if (d.by === "expired") text = "Expired: not run";
       else if (d.by === "cancelled") text = "Cancelled";
-      else text = (d.approved ? "Approved by " : "Denied by ") + d.by + (d.scope === "session" ? " · for this session" : "");
+      else {
+        text = (d.approved ? "Approved by " : "Denied by ") + d.by + (d.channel ? " · " + channelName(d.channel) : "") +
+          (d.scope === "session" ? " · for this session" : "");
+      }
       box.append(el("p", { class: "resolution", role: "status", text }));
+    }
+
+    onMembers(d) {
+      const members = d.members || [];
+      const mine = members.some((m) => this.isMe(m));
+      if (this.listed && !mine) return this.leftConversation();
+      this.showPeople(members);
+    }
+
+    isMe(m) { return m.channel === "web" && m.id === this.me; }
+
+    // showPeople lists the people of a shared conversation in the header:
+    // a badge each with a dot for those here now, who they are in its
+    // label. A conversation of one shows nothing.
+    showPeople(members) {
+      this.listed = members.some((m) => this.isMe(m));
+      const shown = members.length >= 2 ? members : [];
+      const max = 5;
+      this.people.replaceChildren(...shown.slice(0, max).map((m) => {
+        const label = memberLabel(m, this.isMe(m));
+        return el("li", { title: label, "data-here": String(Boolean(m.here)) },
+          el("span", { class: "avatar", "aria-hidden": "true", text: initials(m.name) }),
+          m.here ? el("span", { class: "here", "aria-hidden": "true" }) : null,
+          el("span", { class: "sr-only", text: label }));
+      }));
+      if (shown.length > max) {
+        const rest = shown.slice(max).map((m) => memberLabel(m, this.isMe(m)));
+        this.people.append(el("li", { title: rest.join("\n") },
+          el("span", { class: "avatar", "aria-hidden": "true", text: "+" + rest.length }),
+          el("span", { class: "sr-only", text: "and " + rest.join("; ") })));
+      }
+      this.people.hidden = shown.length === 0;
+    }
+
+    // leftConversation: we are no longer among its people (our /leave).
+    // The page forgets it, so a reload does not come back to it.
+    leftConversation() {
+      this.listed = false;
+      this.session = "";
+      this.save();
+      this.stopped = true;
+      this.wanted = false;
+      if (this.ws) this.ws.close(1000);
+      this.people.hidden = true;
+      this.shareButton.hidden = true;
+      this.input.disabled = true;
+      this.input.placeholder = "You left this conversation.";
+      this.setStatus("");
+      this.notice("You left this conversation.");
+    }
+
+    // share asks for an invite code; the answer (an info notice with its
+    // link) is shown by showLink.
+    share() {
+      if (!this.attached || !this.send({ type: "input", id: newID(), text: "/share" })) {
+        this.notice("Not connected; try again in a moment.");
+      }
+    }
+
+    // showLink shows an invite link as selectable text and copies it to
+    // the clipboard; where the browser refuses that, the text is selected
+    // for the person to copy themselves.
+    showLink(link) {
+      const status = el("p", { class: "share-status", role: "status", text: "Copying the link…" });
+      const field = el("input", { type: "text", readonly: true, value: link, "aria-label": "Invite link", onfocus: (e) => e.target.select() });
+      const hide = el("button", { class: "hide", type: "button", "aria-label": "Hide the invite link", text: "×", onclick: () => { this.linkBox.hidden = true; } });
+      this.linkBox.replaceChildren(status, hide, field);
+      this.linkBox.hidden = false;
+      const refused = () => {
+        status.textContent = "Copy this link";
+        field.focus();
+        field.select();
+      };
+      if (navigator.clipboard && navigator.clipboard.writeText) {
+        navigator.clipboard.writeText(link).then(() => { status.textContent = "Link copied"; }, refused);
+      } else {
+        refused();
+      }
     }
 
     onUI(d) {
@@ -689,7 +849,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
   // The script tag's data-* attributes configure the element it adds.
   if (script && !script.hasAttribute("data-manual")) {
     const chat = document.createElement("switchboard-chat");
-    for (const a of ["guide", "title", "server", "token", "user-name"]) {
+    for (const a of ["guide", "title", "server", "token", "user-name", "invite"]) {
       const v = script.getAttribute("data-" + a);
       if (v) chat.setAttribute(a, v);
     }
