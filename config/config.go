@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/url"
 	"slices"
+	"regexp"
 	"strings"
 	"time"
 
@@ -34,6 +35,47 @@ type Config struct {
 	Sessions  Sessions   `koanf:"sessions"`
 	Metrics   Metrics    `koanf:"metrics"`
 	Log       Log        `koanf:"log"`
+	Tools     Tools      `koanf:"tools"`
+}
+
+// Tools configures the tools that reach beyond the gateway: the sandboxed
+// Python interpreter and MCP servers (docs/sandbox.md, docs/mcp.md).
+type Tools struct {
+	Sandbox Sandbox     `koanf:"sandbox"`
+	MCP     []MCPServer `koanf:"mcp"`
+}
+
+// Sandbox is the python and sandbox_fs_* tools: code runs under
+// bubblewrap with no network, a read-only root and these limits.
+type Sandbox struct {
+	Enabled bool `koanf:"enabled"`
+	// Dir holds a workspace per session; empty: "sandbox" beside the
+	// database.
+	Dir         string   `koanf:"dir"`
+	Python      string   `koanf:"python"`
+	Bwrap       string   `koanf:"bwrap"`
+	Timeout     Duration `koanf:"timeout"`
+	CPU         Duration `koanf:"cpu"`
+	MemoryMB    int      `koanf:"memory_mb"`
+	MaxFiles    int      `koanf:"max_files"`
+	FileSizeMB  int      `koanf:"file_size_mb"`
+	MaxProcs    int      `koanf:"max_procs"`
+	OutputKB    int      `koanf:"output_kb"`
+	QuotaMB     int      `koanf:"quota_mb"`
+	TmpMB       int      `koanf:"tmp_mb"`
+	Concurrency int      `koanf:"concurrency"`
+	Wheelhouse  string   `koanf:"wheelhouse"`
+}
+
+// MCPServer is one MCP server: a program spoken to over stdio (Command)
+// or a Streamable HTTP endpoint (URL). Env and Headers values may name the
+// gateway's variables as ${VAR}.
+type MCPServer struct {
+	Name    string            `koanf:"name"`
+	Command []string          `koanf:"command"`
+	Env     map[string]string `koanf:"env"`
+	URL     string            `koanf:"url"`
+	Headers map[string]string `koanf:"headers"`
 }
 
 // HTTP is the server of the web widget, /ws and /healthz.
@@ -354,6 +396,9 @@ func (h HTTP) InviteBase() string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
+// mcpName is an MCP server's name: the prefix of its tools' names.
+var mcpName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,30}$`)
+
 // Duration is a time.Duration written the Go way in YAML ("30s", "10m").
 // A bare number is refused: "timeout: 30" is too easy to misread.
 type Duration time.Duration
@@ -413,6 +458,17 @@ func defaults() map[string]any {
 		"sessions.max_live":                       10000,
 		"sessions.new_per_minute":                 20,
 		"sessions.max_bindings":                   20,
+		"tools.sandbox.enabled":                   false,
+		"tools.sandbox.python":                    "/usr/bin/python3",
+		"tools.sandbox.timeout":                   Duration(30 * time.Second),
+		"tools.sandbox.cpu":                       Duration(10 * time.Second),
+		"tools.sandbox.memory_mb":                 1024,
+		"tools.sandbox.max_files":                 256,
+		"tools.sandbox.file_size_mb":              64,
+		"tools.sandbox.max_procs":                 64,
+		"tools.sandbox.output_kb":                 64,
+		"tools.sandbox.quota_mb":                  100,
+		"tools.sandbox.tmp_mb":                    64,
 		"storage.retention":                       Duration(0),
 		"sessions.approval_timeout":               Duration(10 * time.Minute),
 		"sessions.tool_timeout":                   Duration(30 * time.Second),
@@ -748,6 +804,37 @@ func (c Config) Validate() error {
 	}
 	if ss.MaxBindings < 1 {
 		bad("sessions.max_bindings", "must be at least 1")
+	}
+	sb := c.Tools.Sandbox
+	for _, l := range []struct {
+		key string
+		n   int
+	}{{"tools.sandbox.memory_mb", sb.MemoryMB}, {"tools.sandbox.max_files", sb.MaxFiles}, {"tools.sandbox.file_size_mb", sb.FileSizeMB},
+		{"tools.sandbox.max_procs", sb.MaxProcs}, {"tools.sandbox.output_kb", sb.OutputKB}, {"tools.sandbox.quota_mb", sb.QuotaMB}, {"tools.sandbox.tmp_mb", sb.TmpMB}} {
+		if l.n < 1 {
+			bad(l.key, "must be at least 1")
+		}
+	}
+	if sb.Timeout < Duration(time.Second) || sb.CPU < Duration(time.Second) {
+		bad("tools.sandbox.timeout", "timeout and cpu must be at least 1s")
+	}
+	seen := map[string]bool{}
+	for i, srv := range c.Tools.MCP {
+		key := fmt.Sprintf("tools.mcp[%d]", i)
+		switch {
+		case !mcpName.MatchString(srv.Name):
+			bad(key+".name", "want a short lower-case name (letters, digits, - and _; it prefixes the server's tools: name.tool), not %q", srv.Name)
+		case seen[srv.Name]:
+			bad(key+".name", "%q is configured twice", srv.Name)
+		case (len(srv.Command) > 0) == (srv.URL != ""):
+			bad(key, "set command (a program spoken to over stdio) or url (a Streamable HTTP server), one of them")
+		}
+		seen[srv.Name] = true
+		if srv.URL != "" {
+			if u, err := url.Parse(srv.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				bad(key+".url", "want an http(s) URL, not %q", srv.URL)
+			}
+		}
 	}
 	if c.Storage.Retention < 0 {
 		bad("storage.retention", "must be 0 (keep everything) or a duration, e.g. \"2160h\" for 90 days")

@@ -327,6 +327,18 @@ func TestBadValues(t *testing.T) {
 			want: []string{`listeners.websocket.max_conns_per_ip: must be at least 1, or -1 for no bound`}},
 		{name: "new sessions a minute", sets: []string{"sessions.new_per_minute=0"},
 			want: []string{`sessions.new_per_minute: must be at least 1`}},
+		{name: "sandbox memory", sets: []string{"tools.sandbox.memory_mb=0"},
+			want: []string{`tools.sandbox.memory_mb: must be at least 1`}},
+		{name: "sandbox timeout", sets: []string{"tools.sandbox.timeout=10ms"},
+			want: []string{`tools.sandbox.timeout: timeout and cpu must be at least 1s`}},
+		{name: "mcp name", file: "tools:\n  mcp:\n    - {name: GitHub, command: [gh-mcp]}\n",
+			want: []string{`tools.mcp[0].name: want a short lower-case name`}},
+		{name: "mcp twice", file: "tools:\n  mcp:\n    - {name: gh, command: [a]}\n    - {name: gh, url: https://x.example/mcp}\n",
+			want: []string{`tools.mcp[1].name: "gh" is configured twice`}},
+		{name: "mcp both", file: "tools:\n  mcp:\n    - {name: gh, command: [a], url: https://x.example/mcp}\n",
+			want: []string{`tools.mcp[0]: set command (a program spoken to over stdio) or url`}},
+		{name: "mcp url", file: "tools:\n  mcp:\n    - {name: docs, url: ftp://x.example}\n",
+			want: []string{`tools.mcp[0].url: want an http(s) URL, not "ftp://x.example"`}},
 		{name: "places per session", sets: []string{"sessions.max_bindings=0"},
 			want: []string{`sessions.max_bindings: must be at least 1`}},
 		{name: "live sessions", sets: []string{"sessions.max_live=-1"},
@@ -436,5 +448,26 @@ func TestInviteBase(t *testing.T) {
 		if got := c.h.InviteBase(); got != c.want {
 			t.Errorf("%+v: InviteBase = %q, want %q", c.h, got, c.want)
 		}
+	}
+}
+
+func TestToolsSection(t *testing.T) {
+	c := mustLoad(t, writeFile(t, `tools:
+  sandbox: { enabled: true, memory_mb: 512 }
+  mcp:
+    - name: github
+      command: [github-mcp-server, stdio]
+      env: { GITHUB_PERSONAL_ACCESS_TOKEN: "${GH_TOKEN}" }
+    - name: docs
+      url: https://docs.example.com/mcp
+      headers: { Authorization: "Bearer ${DOCS_TOKEN}" }
+`), nil, nil)
+	sb := c.Tools.Sandbox
+	if !sb.Enabled || sb.MemoryMB != 512 || sb.CPU != Duration(10*time.Second) || sb.QuotaMB != 100 || sb.Python != "/usr/bin/python3" {
+		t.Errorf("sandbox = %+v; want enabled, 512 MB and the other defaults", sb)
+	}
+	if len(c.Tools.MCP) != 2 || c.Tools.MCP[0].Command[1] != "stdio" || c.Tools.MCP[0].Env["GITHUB_PERSONAL_ACCESS_TOKEN"] != "${GH_TOKEN}" ||
+		c.Tools.MCP[1].Headers["Authorization"] != "Bearer ${DOCS_TOKEN}" {
+		t.Errorf("mcp = %+v", c.Tools.MCP)
 	}
 }

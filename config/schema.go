@@ -80,6 +80,27 @@ func (d *decoder) value(t reflect.Type, n *yaml.Node, key string) (any, bool) {
 		return v, true
 	case t.Kind() == reflect.Struct:
 		return d.mapping(t, n, key)
+	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String && t.Elem().Kind() == reflect.String:
+		// Free-form names to words (an MCP server's env and headers).
+		out := map[string]any{}
+		if isNull(n) {
+			return out, true
+		}
+		if n.Kind != yaml.MappingNode {
+			d.fail(n, key, "want a mapping of names to values, not %s", show(n))
+			return nil, false
+		}
+		ok := true
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode || v.Kind != yaml.ScalarNode {
+				d.fail(v, join(key, k.Value), "want a single value, not %s", show(v))
+				ok = false
+				continue
+			}
+			out[k.Value] = v.Value
+		}
+		return out, ok
 	case t.Kind() == reflect.Slice:
 		if isNull(n) {
 			return []any{}, true
