@@ -13,8 +13,8 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"slices"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
