@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -41,6 +42,8 @@ func TestRetentionDeletesIdleSessions(t *testing.T) {
 	// Restart with a retention that everything stored has outlived.
 	h.shutdown()
 	h.cfg.Retention = time.Nanosecond
+	forgotten := make(chan []string, 1)
+	h.cfg.Forget = func(ids []string) { forgotten <- ids }
 	h.start()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -56,6 +59,15 @@ func TestRetentionDeletesIdleSessions(t *testing.T) {
 	_, err := h.m.Attach(context.Background(), sessions.AttachOptions{SessionID: c.id, Author: alice})
 	if !errors.Is(err, switchboard.ErrNotFound) {
 		t.Fatalf("attaching to a deleted session: %v, want not found", err)
+	}
+	// What lives outside the database (a sandbox's files) is let go too.
+	select {
+	case ids := <-forgotten:
+		if !slices.Contains(ids, c.id) {
+			t.Fatalf("Forget was told %v, not %s", ids, c.id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Forget was not told of the deleted session")
 	}
 }
 

@@ -115,6 +115,11 @@ type Config struct {
 	// this, with everything they hold (0: keep them).
 	Retention time.Duration
 
+	// Forget, when set, is told the sessions retention deleted, after
+	// their rows are gone: what is kept of them outside the database (a
+	// sandbox's files, saved images) goes with them.
+	Forget func(sessionIDs []string)
+
 	// MaxBindings bounds the places one session is shown in (Bind): 20
 	// when 0.
 	MaxBindings int
@@ -658,6 +663,9 @@ func (m *Manager) deleteExpired() {
 		if err != nil {
 			m.cfg.Logger.Error("retention: deleting expired sessions failed", "err", err)
 			return
+		}
+		if m.cfg.Forget != nil && len(ids) > 0 {
+			m.cfg.Forget(ids)
 		}
 		deleted += len(ids)
 		if n < page || len(ids) == 0 {
