@@ -1,0 +1,316 @@
+// Package mcp makes the tools of MCP (Model Context Protocol) servers
+// tools of the gateway. A stdio server runs as a child process, restarted
+// with backoff when it dies and stopped with the gateway; a Streamable HTTP
+// server is reached at its URL. Each server's tools are listed when it
+// connects and again when it says its list changed; they appear to the
+// model as server__tool (see ToolName) with the server's JSON Schema, and a
+// call goes to the server with the caller's context, so the gateway's tool
+// timeout applies. A server that is down answers its tools at once with an
+// error the model can read.
+//
+// The package is built on the official SDK,
+// github.com/modelcontextprotocol/go-sdk.
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchboard-gw/switchboard/tools"
+)
+
+// ServerConfig is one MCP server, an entry of tools.mcp in config.yaml.
+// Exactly one of Command (a stdio server) and URL (a Streamable HTTP
+// server) is set.
+type ServerConfig struct {
+	// Name namespaces the server's tools: guides say name.tool or name.*.
+	Name string `koanf:"name"`
+	// Command is the program and its arguments, run without a shell.
+	Command []string `koanf:"command"`
+	// Env is the child's environment besides PATH and HOME: nothing else
+	// of the gateway's environment reaches it. A value may name the
+	// gateway's variables as ${VAR}.
+	Env map[string]string `koanf:"env"`
+	// URL is the Streamable HTTP endpoint (http or https).
+	URL string `koanf:"url"`
+	// Headers are sent with every request to URL (not to a host it
+	// redirects to); a value may name the gateway's variables as ${VAR}:
+	// Authorization: "Bearer ${GITHUB_TOKEN}".
+	Headers map[string]string `koanf:"headers"`
+}
+
+// Validate checks the entry's shape; it does not look at the environment.
+func (c ServerConfig) Validate() error {
+	if err := validServerName(c.Name); err != nil {
+		return fmt.Errorf("tools.mcp: %w", err)
+	}
+	where := "tools.mcp[" + c.Name + "]"
+	switch {
+	case len(c.Command) > 0 && c.URL != "":
+		return fmt.Errorf("%s: set command (a stdio server) or url (a Streamable HTTP server), not both", where)
+	case len(c.Command) == 0 && c.URL == "":
+		return fmt.Errorf("%s: set command (a stdio server) or url (a Streamable HTTP server)", where)
+	case len(c.Command) > 0:
+		if strings.TrimSpace(c.Command[0]) == "" {
+			return fmt.Errorf("%s: command: the program is empty", where)
+		}
+		if len(c.Headers) > 0 {
+			return fmt.Errorf("%s: headers are for url servers; give a stdio server its secrets in env", where)
+		}
+	default:
+		u, err := url.Parse(c.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%s: url %q: want an http:// or https:// URL", where, c.URL)
+		}
+		if len(c.Env) > 0 {
+			return fmt.Errorf("%s: env is for command servers; send a url server its secrets in headers", where)
+		}
+		for k := range c.Headers {
+			if !validHeaderName(k) {
+				return fmt.Errorf("%s: headers: %q is not a header name", where, k)
+			}
+		}
+	}
+	for k := range c.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return fmt.Errorf("%s: env: %q is not a variable name", where, k)
+		}
+	}
+	return nil
+}
+
+// Status is what the gateway knows of one server right now.
+type Status struct {
+	Name      string
+	Transport string // "stdio" or "http"
+	// State is "starting" (first connection under way), "running",
+	// "restarting" (down, the next attempt is scheduled) or "stopped".
+	State     string
+	Tools     int
+	Restarts  int    // connections lost or failed since the start
+	LastError string // why it last went down; empty if it never did
+}
+
+// Server states.
+const (
+	StateStarting   = "starting"
+	StateRunning    = "running"
+	StateRestarting = "restarting"
+	StateStopped    = "stopped"
+)
+
+// Manager runs the configured MCP servers and offers their tools.
+type Manager struct {
+	log     *slog.Logger
+	servers []*server
+	changed chan struct{}
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	// watch is closed and replaced whenever a server's state or tools
+	// change, for whoever waits on a condition (the tests).
+	watch chan struct{}
+
+	// Knobs the tests turn; New sets the production values.
+	backoffMin, backoffMax time.Duration
+	connectTimeout         time.Duration
+	grace                  time.Duration // a stdio child's time to exit after stdin closes, and after SIGTERM
+}
+
+// New checks the servers and resolves the ${VAR} references in their Env
+// and Headers from environ (the gateway's environment); it starts nothing.
+// A reference to a variable that is not set is an error, as a key missing
+// from the server would only show up as failing calls later.
+func New(servers []ServerConfig, environ []string, logger *slog.Logger) (*Manager, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Manager{
+		log:     logger,
+		changed: make(chan struct{}, 1),
+		ctx:     ctx, cancel: cancel,
+		watch:          make(chan struct{}),
+		backoffMin:     time.Second,
+		backoffMax:     time.Minute,
+		connectTimeout: 30 * time.Second,
+		grace:          3 * time.Second,
+	}
+	seen := map[string]bool{}
+	for _, c := range servers {
+		if err := c.Validate(); err != nil {
+			cancel()
+			return nil, err
+		}
+		if seen[c.Name] {
+			cancel()
+			return nil, fmt.Errorf("tools.mcp: server %q is configured twice", c.Name)
+		}
+		seen[c.Name] = true
+		s, err := newServer(m, c, environ)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		m.servers = append(m.servers, s)
+	}
+	return m, nil
+}
+
+// Start connects every server and waits until each has been listed or has
+// failed once, or ctx ends: a server that fails is logged and tried again
+// with backoff (1s doubling to 1m) in the background, its tools appearing
+// when it comes up. Start returns an error only when called twice or after
+// Close.
+func (m *Manager) Start(ctx context.Context) error {
+	m.mu.Lock()
+	if m.started || m.closed {
+		m.mu.Unlock()
+		return errors.New("mcp: Start called twice or after Close")
+	}
+	m.started = true
+	m.mu.Unlock()
+	for _, s := range m.servers {
+		m.wg.Go(func() { s.run(m.ctx) })
+	}
+	for _, s := range m.servers {
+		select {
+		case <-s.firstDone:
+		case <-ctx.Done():
+			m.log.Warn("mcp: server still starting; its tools appear once it is up", "server", s.cfg.Name)
+		}
+	}
+	return nil
+}
+
+// Tools returns the tools of every server, sorted by name: the last list
+// each server gave, also while it is down (its tools then answer that it is
+// not running). A tool whose schema is not valid JSON Schema is left out
+// (with a warning naming it when the server is listed).
+func (m *Manager) Tools() []tools.Tool {
+	var out []tools.Tool
+	for _, s := range m.servers {
+		s.mu.Lock()
+		for _, e := range s.tools {
+			out = append(out, e.tool)
+		}
+		s.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b tools.Tool) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Group returns the tools of one server named by GatewayName
+// ("github.create_issue"), sorted, for tools.Registry.SetGroup; none for a
+// server that is not configured or never listed.
+func (m *Manager) Group(server string) []tools.Tool {
+	var out []tools.Tool
+	for _, s := range m.servers {
+		if s.cfg.Name != server {
+			continue
+		}
+		s.mu.Lock()
+		for _, e := range s.tools {
+			t := e.tool
+			t.Name = GatewayName(server, e.mcpName)
+			out = append(out, t)
+		}
+		s.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b tools.Tool) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Changed receives a value after the tool list changed (a server came up,
+// said its list changed, or listed differently after a restart); then call
+// Tools again. Signals coalesce: one receiver, and one value may stand for
+// several changes.
+func (m *Manager) Changed() <-chan struct{} { return m.changed }
+
+// Lookup returns the server and MCP tool name behind a model-facing name,
+// for showing it as server.tool.
+func (m *Manager) Lookup(name string) (server, tool string, ok bool) {
+	for _, s := range m.servers {
+		s.mu.Lock()
+		for _, e := range s.tools {
+			if e.tool.Name == name {
+				s.mu.Unlock()
+				return s.cfg.Name, e.mcpName, true
+			}
+		}
+		s.mu.Unlock()
+	}
+	return "", "", false
+}
+
+// Servers returns the configured server names, in configuration order.
+func (m *Manager) Servers() []string {
+	names := make([]string, len(m.servers))
+	for i, s := range m.servers {
+		names[i] = s.cfg.Name
+	}
+	return names
+}
+
+// Status returns each server's state, in configuration order.
+func (m *Manager) Status() []Status {
+	out := make([]Status, len(m.servers))
+	for i, s := range m.servers {
+		out[i] = s.status()
+	}
+	return out
+}
+
+// Close stops every server: a stdio child gets its stdin closed, then
+// SIGTERM, then SIGKILL, a grace period apart; calls under way fail. Close
+// waits for that and is safe to call more than once.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	m.closed = true
+	started := m.started
+	m.mu.Unlock()
+	m.cancel()
+	m.wg.Wait()
+	if !started {
+		for _, s := range m.servers {
+			s.set(func() { s.state = StateStopped })
+		}
+	}
+	return nil
+}
+
+// notifyChanged signals Changed without blocking: a signal already waiting
+// covers this change too.
+func (m *Manager) notifyChanged() {
+	select {
+	case m.changed <- struct{}{}:
+	default:
+	}
+}
+
+// bump wakes whoever waits for a state change.
+func (m *Manager) bump() {
+	m.mu.Lock()
+	close(m.watch)
+	m.watch = make(chan struct{})
+	m.mu.Unlock()
+}
+
+// watching returns the channel the next state change closes.
+func (m *Manager) watching() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.watch
+}
