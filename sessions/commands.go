@@ -32,7 +32,7 @@ func parseCommand(text string) (command, bool) {
 
 // readOnly are the commands a viewer may use: they change nothing in the
 // conversation (leaving changes only where it is shown).
-var readOnly = map[string]bool{"help": true, "who": true, "approvals": true, "pending": true, "tools": true, "usage": true, "leave": true}
+var readOnly = map[string]bool{"help": true, "who": true, "approvals": true, "pending": true, "tools": true, "usage": true, "leave": true, "files": true}
 
 func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
 
@@ -52,6 +52,7 @@ const Help = `Commands:
   /role <name> <role>       give someone another role (owner)
   /approvals                the last tool calls approved or denied, by whom
   /leave                    stop showing this conversation here
+  /files                    the files in this conversation's sandbox
   /usage                    tokens used in this session
   /stop                     stop the running turn
   /reset                    start a new conversation
@@ -94,6 +95,8 @@ func (s *session) command(ctx context.Context, j job, cmd command) {
 		s.leave(ctx, in)
 	case "approvals":
 		s.approvals(ctx, in.Author)
+	case "files":
+		s.files(in.Author)
 	default:
 		if _, ok := s.m.cfg.Tools.Lookup(cmd.name); ok {
 			s.runToolDirectly(ctx, in.Author, cmd)

@@ -115,6 +115,10 @@ type Config struct {
 	// this, with everything they hold (0: keep them).
 	Retention time.Duration
 
+	// Files, when set, lists a session's files kept outside the
+	// conversation (its sandbox's workspace), for /files.
+	Files func(sessionID string) ([]File, error)
+
 	// Forget, when set, is told the sessions retention deleted, after
 	// their rows are gone: what is kept of them outside the database (a
 	// sandbox's files, saved images) goes with them.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/collaboration"
@@ -194,5 +195,33 @@ func TestASessionIsShownInAtMostMaxBindingsPlaces(t *testing.T) {
 	}
 	if _, err := h.m.Bind(ctx, "discord", "c", ann.id); !errors.Is(err, sessions.ErrTooManyPlaces) {
 		t.Fatalf("a third place: %v; want ErrTooManyPlaces", err)
+	}
+}
+
+func TestFilesListsTheSandboxWorkspace(t *testing.T) {
+	when := time.Date(2026, 11, 25, 9, 30, 0, 0, time.UTC)
+	listed := ""
+	h := newHarness(t, func(c *sessions.Config) {
+		c.Files = func(id string) ([]sessions.File, error) {
+			listed = id
+			return []sessions.File{{Path: "data.csv", Size: 2048, Modified: when}, {Path: "out/chart.png", Size: 3 << 20, Modified: when}}, nil
+		}
+	})
+	ann := h.newSession(alice)
+	ann.say("/files")
+	got := ann.info()
+	for _, want := range []string{"2 files", "data.csv  2.0 KiB  2026-11-25 09:30 UTC", "out/chart.png  3.0 MiB"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("/files = %q; missing %q", got, want)
+		}
+	}
+	if listed != ann.id {
+		t.Errorf("listed the files of %q, want %q", listed, ann.id)
+	}
+	off := newHarness(t)
+	c := off.newSession(alice)
+	c.say("/files")
+	if got := c.info(); !strings.Contains(got, "tools.sandbox is off") {
+		t.Errorf("/files without a sandbox: %q", got)
 	}
 }

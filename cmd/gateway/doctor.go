@@ -39,7 +39,7 @@ import (
 	"github.com/switchboard-gw/switchboard/guides"
 	"github.com/switchboard-gw/switchboard/providers"
 	"github.com/switchboard-gw/switchboard/providers/openai"
-	"github.com/switchboard-gw/switchboard/tools"
+	"github.com/switchboard-gw/switchboard/tools/sandbox"
 )
 
 // severity orders the outcomes of a check; only PROBLEM fails the run.
@@ -283,11 +283,14 @@ func (d *doctor) checkGuides(provs map[string]*providers.Resilient, buildErr err
 		res.Fix = "fix the file and line named above; guides.dir is " + absPath(d.cfg.Guides.Dir)
 		return nil, res
 	}
-	registry, err := tools.NewRegistry(tools.Builtins(time.Now)...)
+	// The tools start-up would offer (nothing is started: MCP servers'
+	// tools are checked by the server's name only).
+	tb, err := buildTools(d.cfg, d.environ, slog.New(slog.DiscardHandler))
 	if err != nil {
 		res.Sev, res.Detail = sevProblem, err.Error()
 		return catalog, res
 	}
+	registry := tb.registry
 	providers := slices.Sorted(maps.Keys(provs))
 	if buildErr != nil { // the names are still known
 		providers = providers[:0]
@@ -295,7 +298,7 @@ func (d *doctor) checkGuides(provs map[string]*providers.Resilient, buildErr err
 			providers = append(providers, p.Name)
 		}
 	}
-	if err := catalog.Check(providers, registry.Names(), nil); err != nil {
+	if err := catalog.Check(providers, registry.Names(), tb.groups()); err != nil {
 		res.Sev, res.Detail = sevProblem, err.Error()
 		res.Fix = "name a provider from the config's providers list and tools the gateway has (" + strings.Join(registry.Names(), ", ") + ")"
 		return catalog, res
@@ -1065,16 +1068,34 @@ func firstEnvName(msg string) string {
 // ---------------------------------------------------------------------------
 // bubblewrap
 
-// checkBubblewrap looks for bwrap on the PATH of the gateway's environment
-// and has it create the namespaces a sandbox needs. Nothing uses it yet, so
-// the most it warns.
+// checkBubblewrap, with tools.sandbox.enabled, runs the sandbox's own
+// check (bwrap, user namespaces, python, the workspace folder): a failure
+// is a problem, since the python tool would refuse every run. Without it,
+// it looks for bwrap on the PATH and has it create the namespaces a
+// sandbox needs, and at most warns.
 func (d *doctor) checkBubblewrap(ctx context.Context) checkResult {
 	res := checkResult{Name: "bubblewrap"}
+	if d.cfg.Tools.Sandbox.Enabled {
+		ctx, cancel := context.WithTimeout(ctx, d.timeout)
+		defer cancel()
+		sc := sandboxConfig(d.cfg)
+		sb, err := sandbox.New(sc, slog.New(slog.DiscardHandler))
+		if err == nil {
+			err = sb.Check(ctx)
+		}
+		if err != nil {
+			res.Sev, res.Detail = sevProblem, "tools.sandbox is enabled but cannot run: "+err.Error()
+			res.Fix = "the message names what is missing; docs/sandbox.md has the set-up"
+			return res
+		}
+		res.Sev, res.Detail = sevOK, "the python tool's sandbox works (workspaces in "+sc.Dir+")"
+		return res
+	}
 	pathEnv, _ := lookupEnv(d.environ, "PATH")
 	bwrap := lookPathIn(pathEnv, "bwrap")
 	if bwrap == "" {
 		res.Sev = sevWarn
-		res.Detail = "bwrap is not on PATH: needed by the sandboxed python tool (coming)"
+		res.Detail = "bwrap is not on PATH: needed by the sandboxed python tool (tools.sandbox.enabled, off now)"
 		res.Fix = "apt-get install bubblewrap (dnf install bubblewrap, apk add bubblewrap)"
 		return res
 	}

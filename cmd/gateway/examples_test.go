@@ -28,6 +28,7 @@ import (
 	"github.com/switchboard-gw/switchboard/config"
 	"github.com/switchboard-gw/switchboard/guides"
 	"github.com/switchboard-gw/switchboard/tools"
+	"github.com/switchboard-gw/switchboard/tools/sandbox"
 )
 
 // docBlock is one fenced block of a document.
@@ -420,11 +421,19 @@ func loadExampleGuide(t *testing.T, b docBlock) {
 	if err != nil {
 		t.Fatalf("%s does not load as a guide: %v", b, err)
 	}
+	// Every tool the gateway can offer: the built-ins, the sandbox's, and
+	// the MCP servers the docs' examples configure.
+	all := tools.Builtins(time.Now)
+	sb, err := sandbox.New(sandbox.Config{Enabled: true, Dir: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all = append(all, sb.Tools()...)
 	var names []string
-	for _, tool := range tools.Builtins(time.Now) {
+	for _, tool := range all {
 		names = append(names, tool.Name)
 	}
-	if err := c.Check([]string{"main", "backup"}, names, nil); err != nil {
+	if err := c.Check([]string{"main", "backup"}, names, []string{"github", "docs"}); err != nil {
 		t.Errorf("%s: %v", b, err)
 	}
 }

@@ -39,7 +39,6 @@ import (
 	"github.com/switchboard-gw/switchboard/providers/openai"
 	"github.com/switchboard-gw/switchboard/sessions"
 	"github.com/switchboard-gw/switchboard/storage"
-	"github.com/switchboard-gw/switchboard/tools"
 	"github.com/switchboard-gw/switchboard/web"
 )
 
@@ -140,15 +139,17 @@ Run "gateway doctor -h" for a command's flags. Flags:
 	if err != nil {
 		return err
 	}
-	registry, err := tools.NewRegistry(tools.Builtins(time.Now)...)
+	tb, err := buildTools(cfg, environ, log)
 	if err != nil {
 		return err
 	}
+	defer tb.close()
+	registry := tb.registry
 	provs, defaultProvider, err := buildProviders(cfg, environ, log)
 	if err != nil {
 		return err
 	}
-	if err := catalog.Check(slices.Sorted(maps.Keys(provs)), registry.Names(), nil); err != nil {
+	if err := catalog.Check(slices.Sorted(maps.Keys(provs)), registry.Names(), tb.groups()); err != nil {
 		return err
 	}
 	if _, ok := catalog.Get(cfg.Guides.Default); !ok {
@@ -194,6 +195,7 @@ Run "gateway doctor -h" for a command's flags. Flags:
 		MaxLive: cfg.Sessions.MaxLive, NewPerMinute: cfg.Sessions.NewPerMinute,
 		Retention: time.Duration(cfg.Storage.Retention), MaxBindings: cfg.Sessions.MaxBindings,
 		PublicURL: inviteHTTP.InviteBase(),
+		Files:     tb.files, Forget: tb.forget,
 	})
 	// Sessions stop after the listeners, so a turn in flight can still be
 	// stored; then the store flushes on Close.
@@ -212,6 +214,10 @@ Run "gateway doctor -h" for a command's flags. Flags:
 	if err != nil {
 		return err
 	}
+
+	// The sandbox is checked and MCP servers listed before the turns a
+	// restart resumes may call them.
+	tb.start(ctx)
 
 	// What a crash or the last shutdown left under way goes on now.
 	if err := manager.Recover(ctx); err != nil {

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/switchboard-gw/switchboard/config"
+	"github.com/switchboard-gw/switchboard/sessions"
+	"github.com/switchboard-gw/switchboard/tools"
+	"github.com/switchboard-gw/switchboard/tools/mcp"
+	"github.com/switchboard-gw/switchboard/tools/sandbox"
+)
+
+// toolbox is the tools the gateway offers: the built-ins, the sandbox's
+// when tools.sandbox.enabled, and each MCP server's under its name.
+type toolbox struct {
+	registry *tools.Registry
+	sandbox  *sandbox.Sandbox // nil when off
+	mcp      *mcp.Manager     // nil without servers
+	images   string           // the terminal's saved images (dataDir)
+	log      *slog.Logger
+}
+
+// buildTools makes the registry. Nothing is started: MCP servers start
+// with start, once the sessions exist.
+func buildTools(cfg config.Config, environ []string, log *slog.Logger) (*toolbox, error) {
+	tb := &toolbox{log: log, images: dataDir(cfg, "images")}
+	all := tools.Builtins(time.Now)
+	if sc := cfg.Tools.Sandbox; sc.Enabled {
+		sb, err := sandbox.New(sandboxConfig(cfg), log)
+		if err != nil {
+			return nil, err
+		}
+		tb.sandbox = sb
+		all = append(all, sb.Tools()...)
+	}
+	reg, err := tools.NewRegistry(all...)
+	if err != nil {
+		return nil, err
+	}
+	tb.registry = reg
+	if len(cfg.Tools.MCP) > 0 {
+		servers := make([]mcp.ServerConfig, len(cfg.Tools.MCP))
+		for i, s := range cfg.Tools.MCP {
+			servers[i] = mcp.ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env, URL: s.URL, Headers: s.Headers}
+		}
+		m, err := mcp.New(servers, environ, log)
+		if err != nil {
+			return nil, err
+		}
+		tb.mcp = m
+	}
+	return tb, nil
+}
+
+// sandboxConfig is tools.sandbox in the sandbox's terms; its workspaces go
+// beside the database unless tools.sandbox.dir says where.
+func sandboxConfig(cfg config.Config) sandbox.Config {
+	sc := cfg.Tools.Sandbox
+	dir := sc.Dir
+	if dir == "" {
+		dir = dataDir(cfg, "sandbox")
+	}
+	return sandbox.Config{
+		Enabled: true, Dir: dir, Python: sc.Python, Bwrap: sc.Bwrap,
+		Timeout: time.Duration(sc.Timeout), CPUSeconds: int(time.Duration(sc.CPU) / time.Second),
+		MemoryBytes: int64(sc.MemoryMB) << 20, MaxFiles: sc.MaxFiles, FileSizeBytes: int64(sc.FileSizeMB) << 20,
+		MaxProcs: sc.MaxProcs, OutputBytes: sc.OutputKB << 10, QuotaBytes: int64(sc.QuotaMB) << 20,
+		TmpBytes: int64(sc.TmpMB) << 20, Concurrency: sc.Concurrency, Wheelhouse: sc.Wheelhouse,
+	}
+}
+
+// groups are the MCP servers' names: a guide may name their tools.
+func (tb *toolbox) groups() []string {
+	if tb.mcp == nil {
+		return nil
+	}
+	return tb.mcp.Servers()
+}
+
+// start checks the sandbox (its tools refuse with the reason when it
+// cannot run, so the gateway still starts) and connects the MCP servers,
+// keeping their tools in the registry as they change, until ctx ends.
+func (tb *toolbox) start(ctx context.Context) {
+	if tb.sandbox != nil {
+		if err := tb.sandbox.Check(ctx); err != nil {
+			tb.log.Error("tools.sandbox: the python tool cannot run here", "err", err)
+		} else {
+			tb.log.Info("sandbox ready", "dir", tb.sandbox.Config().Dir)
+		}
+	}
+	if tb.mcp == nil {
+		return
+	}
+	go func() {
+		for {
+			tb.syncMCP()
+			select {
+			case <-tb.mcp.Changed():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := tb.mcp.Start(startCtx); err != nil {
+		tb.log.Error("mcp: start", "err", err)
+	}
+	tb.syncMCP()
+}
+
+// syncMCP puts each server's tools in the registry as "server.tool", the
+// name guides and people use; the providers send it as "server__tool".
+func (tb *toolbox) syncMCP() {
+	byServer := map[string][]tools.Tool{}
+	for _, t := range tb.mcp.Tools() {
+		server, _, ok := tb.mcp.Lookup(t.Name)
+		if !ok {
+			continue
+		}
+		t.Name = server + "." + strings.TrimPrefix(t.Name, server+"__")
+		byServer[server] = append(byServer[server], t)
+	}
+	for _, server := range tb.mcp.Servers() {
+		if err := tb.registry.SetGroup(server, byServer[server]); err != nil {
+			tb.log.Warn("mcp: some tools of a server are left out", "server", server, "err", err)
+		}
+	}
+}
+
+// close stops the MCP servers.
+func (tb *toolbox) close() {
+	if tb.mcp != nil {
+		if err := tb.mcp.Close(); err != nil {
+			tb.log.Warn("mcp: close", "err", err)
+		}
+	}
+}
+
+// forget deletes what a session kept in files, once retention deleted it.
+func (tb *toolbox) forget(ids []string) {
+	for _, id := range ids {
+		if tb.sandbox != nil {
+			if err := tb.sandbox.Remove(id); err != nil {
+				tb.log.Warn("retention: a sandbox's files were not deleted", "session", id, "err", err)
+			}
+		}
+		if !safeSessionID(id) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(tb.images, id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			tb.log.Warn("retention: saved images were not deleted", "session", id, "err", err)
+		}
+	}
+}
+
+// files lists a session's sandbox files for /files.
+func (tb *toolbox) files(sessionID string) ([]sessions.File, error) {
+	if tb.sandbox == nil {
+		return nil, sessions.ErrNoFiles
+	}
+	fs, err := tb.sandbox.Files(sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: files of %s: %w", sessionID, err)
+	}
+	out := make([]sessions.File, len(fs))
+	for i, f := range fs {
+		out[i] = sessions.File{Path: f.Path, Size: f.Size, Modified: f.ModTime}
+	}
+	return out, nil
+}
+
+// safeSessionID: a session id is a folder name as it is (s_ and hex).
+func safeSessionID(id string) bool {
+	if !strings.HasPrefix(id, "s_") || len(id) > 64 {
+		return false
+	}
+	for _, r := range id[2:] {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}
