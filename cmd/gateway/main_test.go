@@ -24,6 +24,10 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
+	if os.Getenv("GATEWAY_TEST_MCP_SERVER") == "1" {
+		serveTestMCP() // mcp_test.go: an MCP server for the gateway to start
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 
