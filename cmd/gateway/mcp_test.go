@@ -124,6 +124,8 @@ tools:
 	if !tr.IsError || !strings.Contains(tr.ContentPreview, "needs an admin") {
 		t.Errorf("a tool error: %+v", tr)
 	}
-	saw("the last answer", func(f wsFrame) bool { return f.Type == "message" && strings.Contains(string(f.Data), "could not close") })
+	saw("the last answer", func(f wsFrame) bool {
+		return f.Type == "message" && strings.Contains(string(f.Data), "could not close")
+	})
 	srv.stop()
 }
