@@ -822,8 +822,8 @@ func (c Config) Validate() error {
 	for i, srv := range c.Tools.MCP {
 		key := fmt.Sprintf("tools.mcp[%d]", i)
 		switch {
-		case !mcpName.MatchString(srv.Name):
-			bad(key+".name", "want a short lower-case name (letters, digits, - and _; it prefixes the server's tools: name.tool), not %q", srv.Name)
+		case !mcpName.MatchString(srv.Name) || strings.Contains(srv.Name, "__") || strings.HasSuffix(srv.Name, "_"):
+			bad(key+".name", "want a short lower-case name (letters, digits, - and _, no \"__\" and not ending in _; it prefixes the server's tools: name.tool), not %q", srv.Name)
 		case seen[srv.Name]:
 			bad(key+".name", "%q is configured twice", srv.Name)
 		case (len(srv.Command) > 0) == (srv.URL != ""):

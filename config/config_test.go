@@ -333,6 +333,8 @@ func TestBadValues(t *testing.T) {
 			want: []string{`tools.sandbox.timeout: timeout and cpu must be at least 1s`}},
 		{name: "mcp name", file: "tools:\n  mcp:\n    - {name: GitHub, command: [gh-mcp]}\n",
 			want: []string{`tools.mcp[0].name: want a short lower-case name`}},
+		{name: "mcp name with __", file: "tools:\n  mcp:\n    - {name: git__hub, command: [gh-mcp]}\n",
+			want: []string{`tools.mcp[0].name: want a short lower-case name`}},
 		{name: "mcp twice", file: "tools:\n  mcp:\n    - {name: gh, command: [a]}\n    - {name: gh, url: https://x.example/mcp}\n",
 			want: []string{`tools.mcp[1].name: "gh" is configured twice`}},
 		{name: "mcp both", file: "tools:\n  mcp:\n    - {name: gh, command: [a], url: https://x.example/mcp}\n",

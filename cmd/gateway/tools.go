@@ -119,17 +119,8 @@ func (tb *toolbox) start(ctx context.Context) {
 // syncMCP puts each server's tools in the registry as "server.tool", the
 // name guides and people use; the providers send it as "server__tool".
 func (tb *toolbox) syncMCP() {
-	byServer := map[string][]tools.Tool{}
-	for _, t := range tb.mcp.Tools() {
-		server, _, ok := tb.mcp.Lookup(t.Name)
-		if !ok {
-			continue
-		}
-		t.Name = server + "." + strings.TrimPrefix(t.Name, server+"__")
-		byServer[server] = append(byServer[server], t)
-	}
 	for _, server := range tb.mcp.Servers() {
-		if err := tb.registry.SetGroup(server, byServer[server]); err != nil {
+		if err := tb.registry.SetGroup(server, tb.mcp.Group(server)); err != nil {
 			tb.log.Warn("mcp: some tools of a server are left out", "server", server, "err", err)
 		}
 	}

@@ -239,13 +239,13 @@ func (m *Manager) Group(server string) []tools.Tool {
 // several changes.
 func (m *Manager) Changed() <-chan struct{} { return m.changed }
 
-// Lookup returns the server and MCP tool name behind a model-facing name,
-// for showing it as server.tool.
+// Lookup returns the server and MCP tool name behind a listed tool's name,
+// the model's (ToolName) or the gateway's (GatewayName).
 func (m *Manager) Lookup(name string) (server, tool string, ok bool) {
 	for _, s := range m.servers {
 		s.mu.Lock()
 		for _, e := range s.tools {
-			if e.tool.Name == name {
+			if e.tool.Name == name || GatewayName(s.cfg.Name, e.mcpName) == name {
 				s.mu.Unlock()
 				return s.cfg.Name, e.mcpName, true
 			}
