@@ -144,6 +144,13 @@ func (m *Manager) Join(ctx context.Context, code string, author switchboard.Auth
 		m.cfg.Metrics.Refused("joins_per_minute")
 		return "", "", ErrTooManyJoins
 	}
+	// The session is loaded before a use is spent: a gateway too full to
+	// load it leaves the code as it was.
+	if peek, err := m.cfg.Store.Invite(ctx, hashCode(code)); err == nil {
+		if _, err := m.load(ctx, peek.SessionID); err != nil {
+			return "", "", err
+		}
+	}
 	inv, err := m.cfg.Store.RedeemInvite(ctx, hashCode(code), m.cfg.Now().UTC())
 	if err != nil {
 		return "", "", fmt.Errorf("sessions: join: %w", err)

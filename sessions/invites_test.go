@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/collaboration"
@@ -82,5 +83,29 @@ func TestShareAndJoin(t *testing.T) {
 	owner.send(switchboard.Input{Kind: switchboard.InputText, Text: "/share expires 10y"})
 	if e := owner.errorEvent(); e.Code != switchboard.ErrCodeBadInput || !strings.Contains(e.Message, "Usage: /share") {
 		t.Fatalf("a bad /share: %+v", e)
+	}
+}
+
+// A gateway too full to load the session leaves the code unspent.
+func TestJoinWhenFullSpendsNothing(t *testing.T) {
+	h := newHarness(t, func(c *sessions.Config) { c.MaxLive = 1; c.IdleTimeout = 10 * time.Millisecond })
+	owner := h.newSession(alice)
+	owner.send(switchboard.Input{Kind: switchboard.InputText, Text: "/share member uses 1"})
+	code := inviteCodeRE.FindStringSubmatch(owner.errorEvent().Message)[1]
+	owner.sub.Close()
+	for h.m.Live() > 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	other := h.newSession(switchboard.Author{Channel: "web", ID: "zoe", Name: "Zoe"}) // the one place in memory
+	ctx := context.Background()
+	if _, _, err := h.m.Join(ctx, code, bob); !errors.Is(err, sessions.ErrFull) {
+		t.Fatalf("join while full: %v", err)
+	}
+	other.sub.Close()
+	for h.m.Live() > 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if id, _, err := h.m.Join(ctx, code, bob); err != nil || id != owner.id {
+		t.Fatalf("the code after a refusal: %s, %v; want its one use still there", id, err)
 	}
 }
