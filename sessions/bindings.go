@@ -201,6 +201,9 @@ func (m *Manager) follow(ctx context.Context, opts AttachOptions) (*Subscription
 	}
 	g := s.guideSnapshot()
 	sub := s.subscribe(after, opts.Follow+":", opts.Follow, nil)
+	s.mu.Lock()
+	s.passUnsentLocked(sub)
+	s.mu.Unlock()
 	sub.Ready = switchboard.ReadyData{
 		Session: s.id, Guide: g.Name, LastSeq: last, Pending: s.openRequests(),
 		Greeting: g.Greeting, Suggestions: g.Suggestions,

@@ -2,6 +2,7 @@ package sessions_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,5 +119,41 @@ func TestBoundSessionIsFollowed(t *testing.T) {
 	}
 	if got := f2.next(t); got.RenderedSeq != b.RenderedSeq+1 {
 		t.Fatalf("caught up from %d, want %d", got.RenderedSeq, b.RenderedSeq+1)
+	}
+}
+
+// A command from a chat app can be what loads a bound session: its answer
+// for that one person is sent before the channel's follower, told of the
+// load, has attached; it is kept a moment and handed to the follower.
+func TestAnAnswerBeforeTheFollowerAttachesIsKept(t *testing.T) {
+	h := newHarness(t, func(c *sessions.Config) { c.IdleTimeout = 20 * time.Millisecond })
+	f := make(follower, 16)
+	h.m.SetFollower("slack", f)
+	ctx := context.Background()
+	web := h.newSession(alice)
+	web.say("/help") // stored
+	if _, err := h.m.Bind(ctx, "slack", "T1:D1", web.id); err != nil {
+		t.Fatal(err)
+	}
+	f.next(t)
+	web.sub.Close()
+	for h.m.Live() > 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	r, err := h.m.Submit(ctx, web.id, switchboard.Input{Kind: switchboard.InputText, Author: bob, Text: "/who", Place: "slack:T1:D1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := f.next(t) // told of the load; attaches only now
+	sub, err := h.m.Attach(ctx, sessions.AttachOptions{SessionID: b.SessionID, Follow: "slack", AfterSeq: b.RenderedSeq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := &client{t: t, h: h, sub: sub, id: b.SessionID}
+	if e := fc.errorEvent(); e.For != bob.Key() || !strings.Contains(e.Message, "in this conversation") {
+		t.Fatalf("the follower got %+v; want Bob's /who answer", e)
 	}
 }

@@ -102,6 +102,9 @@ type session struct {
 	// membersMayStop is the guide's members_may_stop, for submit.
 	membersMayStop bool
 	cancelTurn     context.CancelCauseFunc
+	// unsent are notices for one person that no listener took (guarded by
+	// mu): see passUnsentLocked.
+	unsent []unsentNotice
 	// open are the approval requests the session waits for, as listeners
 	// attaching now are told (ReadyData.Pending); kept by setPending.
 	open []switchboard.ConfirmationRequestData
@@ -780,15 +783,59 @@ func (s *session) sendNoticeLocked(d switchboard.ErrorData) {
 		Time: s.m.cfg.Now().UTC().Truncate(time.Millisecond), Session: s.id,
 		Agent: s.shownGuide.Name, Type: switchboard.EventError, Data: raw,
 	}
+	sent := false
 	for sub := range s.listeners {
 		if to != "" && sub.author != to && !(sub.follow != "" && strings.HasPrefix(to, sub.follow+":")) {
 			continue
 		}
+		sent = true
 		select {
 		case sub.notices <- ev:
 		default: // a listener this far behind gets the history, not notices
 		}
 	}
+	if !sent && to != "" {
+		// The answer to a command from a chat app that loaded the session:
+		// its follower is told of the load and attaches a moment later.
+		if len(s.unsent) == maxUnsent {
+			s.unsent = s.unsent[1:]
+		}
+		s.unsent = append(s.unsent, unsentNotice{to: to, ev: ev, at: s.m.cfg.Now()})
+	}
+}
+
+// unsentNotice is a notice for one person that no listener of theirs was
+// attached to take; a follower of their channel attaching soon after gets
+// it (passUnsentLocked).
+type unsentNotice struct {
+	to string
+	ev switchboard.Event
+	at time.Time
+}
+
+const (
+	maxUnsent = 8
+	unsentTTL = 10 * time.Second
+)
+
+// passUnsentLocked hands a follower that has just attached the notices
+// for its channel's people that found no listener a moment ago.
+func (s *session) passUnsentLocked(sub *Subscription) {
+	now := s.m.cfg.Now()
+	keep := s.unsent[:0]
+	for _, n := range s.unsent {
+		switch {
+		case now.Sub(n.at) > unsentTTL: // stale: dropped
+		case strings.HasPrefix(n.to, sub.follow+":"):
+			select {
+			case sub.notices <- n.ev:
+			default:
+			}
+		default:
+			keep = append(keep, n)
+		}
+	}
+	s.unsent = keep
 }
 
 func (s *session) emitError(ctx context.Context, code, msg string) {
