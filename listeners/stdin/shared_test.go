@@ -585,3 +585,28 @@ func TestResetInAJoinedSessionStaysBound(t *testing.T) {
 	}
 	tm.quit()
 }
+
+// A conversation shown in as many places as it may be: the terminal is
+// told so, shows nothing of it, and the code keeps its use.
+func TestJoinWhenShownInTooManyPlaces(t *testing.T) {
+	gw := sessionstest.NewTuned(t, "../../guides", slog.New(slog.NewTextHandler(io.Discard, nil)), func(c *sessions.Config) { c.MaxBindings = 1 })
+	gw.LLM.Respond(model)
+	c := carolsThread(t, gw)
+	code := c.share("member uses 1")
+	if _, err := gw.Manager.Bind(context.Background(), "slack", "T1:C9:1.1", c.session()); err != nil {
+		t.Fatal(err)
+	}
+	tm := startTerm(t, gw.Manager)
+	tm.expect("Type /help for commands")
+	tm.send("/join " + code)
+	tm.expect("! Not joined, and the code is not used: this conversation is already shown in as many places as it may be")
+	if sid, ok := binding(t, gw); ok {
+		t.Fatalf("the terminal was bound to %s", sid)
+	}
+	if err := gw.Manager.Unbind(context.Background(), "slack", "T1:C9:1.1"); err != nil {
+		t.Fatal(err)
+	}
+	tm.send("/join " + code)
+	tm.expect("Joined Carol's shared conversation as member.")
+	tm.quit()
+}

@@ -64,7 +64,7 @@ var ErrNoInput = errors.New("stdin: input ended before its first line")
 type Sessions interface {
 	Attach(ctx context.Context, opts sessions.AttachOptions) (*sessions.Subscription, error)
 	Submit(ctx context.Context, sessionID string, in switchboard.Input) (*sessions.Receipt, error)
-	Join(ctx context.Context, code string, author switchboard.Author) (string, collaboration.Role, error)
+	JoinPlace(ctx context.Context, code string, author switchboard.Author, channel, address string, recap int) (string, collaboration.Role, error)
 	BindWithRecap(ctx context.Context, channel, address, sessionID string, recap int) (switchboard.Binding, error)
 	Binding(ctx context.Context, channel, address string) (switchboard.Binding, error)
 	Unbind(ctx context.Context, channel, address string) error
@@ -312,7 +312,7 @@ func (l *Listener) serve(ctx context.Context, at attachment, sessionID string, v
 		}
 		if name, args := command(line); name == "join" {
 			// The terminal's own business: which session it shows.
-			if next := l.join(ctx, v, sessionID, args); next != nil {
+			if next := l.join(ctx, v, at, sessionID, args); next != nil {
 				return next, nil
 			}
 			continue
@@ -369,28 +369,36 @@ func command(line string) (name, args string) {
 // session it names; the terminal's place is bound to that session, so a
 // restart shows it again, and the terminal shows it from a short recap.
 // A code that does not work changes nothing.
-func (l *Listener) join(ctx context.Context, v *view, current, args string) *attachment {
+func (l *Listener) join(ctx context.Context, v *view, cur attachment, current, args string) *attachment {
 	code := inviteCode(args)
 	if code == "" {
 		v.printf("Usage: /join CODE, with the code (or the link) someone's /share gave you.\n")
 		return nil
 	}
-	sessionID, role, err := l.Sessions.Join(ctx, code, l.Author)
-	if err != nil {
+	// One call: a conversation shown in as many places as it may be is
+	// refused before the code is spent.
+	sessionID, role, err := l.Sessions.JoinPlace(ctx, code, l.Author, Channel, Address, recapMessages)
+	switch {
+	case errors.Is(err, sessions.ErrTooManyPlaces):
+		v.printf("! Not joined, and the code is not used: %s.\n", sessions.ErrTooManyPlaces)
+		return nil
+	case err != nil && sessionID != "":
+		l.logger().Error("stdin: bind a joined session", "session", sessionID, "err", err)
+		v.printf("! You joined as %s, but the terminal could not show the conversation; try /join again.\n", role)
+		return nil
+	case err != nil:
 		v.printf("! Not joined: %s.\n", joinRefusal(err))
 		return nil
 	}
 	if sessionID == current {
-		v.printf("This terminal already shows that conversation; you are %s in it.\n", article(string(role)))
-		return nil
-	}
-	if _, err := l.Sessions.BindWithRecap(ctx, Channel, Address, sessionID, recapMessages); err != nil {
-		if errors.Is(err, sessions.ErrTooManyPlaces) {
-			v.printf("! You joined as %s, but %s.\n", role, sessions.ErrTooManyPlaces)
-			return nil
+		if !cur.bound {
+			// Its own conversation: the terminal shows it as its own, not
+			// as one it joined.
+			if err := l.Sessions.Unbind(ctx, Channel, Address); err != nil {
+				l.logger().Warn("stdin: unbind the terminal's own session", "err", err)
+			}
 		}
-		l.logger().Error("stdin: bind a joined session", "session", sessionID, "err", err)
-		v.printf("! You joined as %s, but the terminal could not show the conversation; try /join again.\n", role)
+		v.printf("This terminal already shows that conversation; you are %s in it.\n", article(string(role)))
 		return nil
 	}
 	at := l.joined(sessionID, true)
