@@ -74,6 +74,22 @@ type Author struct {
 // Key is the author's identity across the gateway, e.g. "slack:U123".
 func (a Author) Key() string { return a.Channel + ":" + a.ID }
 
+// ChannelName is a channel as people know the app ("Slack" for
+// "slack"), for labels such as "Carol · Slack"; an unknown one as it is.
+func ChannelName(channel string) string {
+	switch channel {
+	case "web":
+		return "Web"
+	case "stdin":
+		return "Terminal"
+	case "slack":
+		return "Slack"
+	case "discord":
+		return "Discord"
+	}
+	return channel
+}
+
 // DisplayName is the name to show, falling back to the id.
 func (a Author) DisplayName() string {
 	if a.Name != "" {

@@ -140,13 +140,40 @@ func (s *session) unshare(ctx context.Context, by switchboard.Author) {
 // role (a member who already has a higher role keeps it), and returns the
 // session's id. A listener then shows the session in its place (Bind).
 func (m *Manager) Join(ctx context.Context, code string, author switchboard.Author) (string, collaboration.Role, error) {
+	return m.redeem(ctx, code, author, nil)
+}
+
+// JoinPlace is Join for a place in a channel (a Slack DM, a Discord
+// thread, the terminal): the place then shows the session, first with a
+// recap of its last recap messages. A session shown in as many places as
+// it may be is refused (ErrTooManyPlaces) before the code is spent.
+func (m *Manager) JoinPlace(ctx context.Context, code string, author switchboard.Author, channel, address string, recap int) (string, collaboration.Role, error) {
+	sessionID, role, err := m.redeem(ctx, code, author, func(sessionID string) error {
+		return m.roomFor(ctx, sessionID, channel, address)
+	})
+	if err != nil {
+		return "", "", err
+	}
+	if _, err := m.BindWithRecap(ctx, channel, address, sessionID, recap); err != nil {
+		return sessionID, role, err
+	}
+	return sessionID, role, nil
+}
+
+// redeem spends a use of code for author once check (if any) allows the
+// session it names and the session is loaded: a refusal, or a gateway
+// too full to load it, leaves the code as it was.
+func (m *Manager) redeem(ctx context.Context, code string, author switchboard.Author, check func(sessionID string) error) (string, collaboration.Role, error) {
 	if !m.mayJoin(author) {
 		m.cfg.Metrics.Refused("joins_per_minute")
 		return "", "", ErrTooManyJoins
 	}
-	// The session is loaded before a use is spent: a gateway too full to
-	// load it leaves the code as it was.
-	if peek, err := m.cfg.Store.Invite(ctx, hashCode(code)); err == nil {
+	if peek, err := m.cfg.Store.Invite(ctx, hashCode(code)); err == nil { // else RedeemInvite says what is wrong
+		if check != nil {
+			if err := check(peek.SessionID); err != nil {
+				return "", "", err
+			}
+		}
 		if _, err := m.load(ctx, peek.SessionID); err != nil {
 			return "", "", err
 		}
@@ -163,30 +190,10 @@ func (m *Manager) Join(ctx context.Context, code string, author switchboard.Auth
 	if cur := s.role(author); s.isMember(author) && rank(cur) >= rank(role) {
 		role = cur
 	}
-	if _, err := s.join(ctx, author, role); err != nil {
+	if _, err := s.joinAndTell(ctx, author, role); err != nil {
 		return "", "", err
 	}
 	return inv.SessionID, role, nil
-}
-
-// JoinPlace is Join for a place in a channel (a Slack DM, a Discord
-// thread, the terminal): the place then shows the session, first with a
-// recap of its last recap messages. A session shown in as many places as
-// it may be is refused (ErrTooManyPlaces) before the code is spent.
-func (m *Manager) JoinPlace(ctx context.Context, code string, author switchboard.Author, channel, address string, recap int) (string, collaboration.Role, error) {
-	if inv, err := m.cfg.Store.Invite(ctx, hashCode(code)); err == nil {
-		if err := m.roomFor(ctx, inv.SessionID, channel, address); err != nil {
-			return "", "", err
-		}
-	} // else Join says what is wrong with the code, within its rate limit
-	sessionID, role, err := m.Join(ctx, code, author)
-	if err != nil {
-		return "", "", err
-	}
-	if _, err := m.BindWithRecap(ctx, channel, address, sessionID, recap); err != nil {
-		return sessionID, role, err
-	}
-	return sessionID, role, nil
 }
 
 // rank orders roles by what they may do.

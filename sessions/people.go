@@ -9,6 +9,7 @@ package sessions
 // worth a write per message.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -39,8 +40,8 @@ func (s *session) saveSeen(seen map[string]time.Time) {
 	}
 }
 
-// membersLocked lists the session's people: the owner first, then in the
-// order they joined (the store's), newcomers of this load last.
+// membersLocked lists the session's people: by role, owner first, then
+// by name.
 func (s *session) membersLocked() []switchboard.MemberData {
 	here := map[string]bool{}
 	for sub := range s.listeners {
@@ -51,7 +52,7 @@ func (s *session) membersLocked() []switchboard.MemberData {
 	out := make([]switchboard.MemberData, 0, len(s.roles))
 	for key, role := range s.roles {
 		ch, id, _ := strings.Cut(key, ":")
-		d := switchboard.MemberData{ID: id, Name: cmpOr(s.names[key], id), Channel: ch, Role: string(role), Here: here[key]}
+		d := switchboard.MemberData{ID: id, Name: cmp.Or(s.names[key], id), Channel: ch, Role: string(role), Here: here[key]}
 		if t, ok := s.seen[key]; ok {
 			d.LastSeen = &t
 		}
@@ -64,13 +65,6 @@ func (s *session) membersLocked() []switchboard.MemberData {
 		return strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name))
 	})
 	return out
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // membersChangedLocked tells the attached people who is in the session
@@ -132,7 +126,7 @@ func (s *session) who(by switchboard.Author) {
 		default:
 			where = "not seen yet"
 		}
-		fmt.Fprintf(&b, "\n  %s · %s · %s · %s", m.Name, channelName(m.Channel), m.Role, where)
+		fmt.Fprintf(&b, "\n  %s · %s · %s · %s", m.Name, switchboard.ChannelName(m.Channel), m.Role, where)
 	}
 	b.WriteString("\nThe owner changes roles with /role <name> <viewer|member|approver>.")
 	s.tell(by, NoticeInfo, b.String())
@@ -156,21 +150,6 @@ func ago(d time.Duration) string {
 		return fmt.Sprintf("%dh", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
-}
-
-// channelName is a listener's name as people know the app.
-func channelName(ch string) string {
-	switch ch {
-	case "web":
-		return "Web"
-	case "stdin":
-		return "Terminal"
-	case "slack":
-		return "Slack"
-	case "discord":
-		return "Discord"
-	}
-	return ch
 }
 
 // setRole answers "/role <person> <role>": the owner changes what someone
@@ -239,7 +218,7 @@ func (s *session) findMember(who string) (key, name string, err error) {
 	case 0:
 		return "", "", fmt.Errorf("nobody called %s is in this conversation; /who lists the people", quoteID(who))
 	case 1:
-		return found[0], cmpOr(s.names[found[0]], who), nil
+		return found[0], cmp.Or(s.names[found[0]], who), nil
 	}
 	slices.Sort(found)
 	return "", "", fmt.Errorf("%d people are called %s here: name one by channel and id (%s)", len(found), quoteID(who), strings.Join(found, ", "))
@@ -256,7 +235,7 @@ func (s *session) leave(ctx context.Context, in switchboard.Input) {
 				s.tell(in.Author, switchboard.ErrCodeInternal, "This place could not leave the conversation; try again.")
 				return
 			}
-			s.systemMessage(ctx, fmt.Sprintf("%s took this conversation out of a %s place; it goes on everywhere else.", in.Author.DisplayName(), channelName(ch)))
+			s.systemMessage(ctx, fmt.Sprintf("%s took this conversation out of a %s place; it goes on everywhere else.", in.Author.DisplayName(), switchboard.ChannelName(ch)))
 			return
 		}
 	}
@@ -294,7 +273,7 @@ func (s *session) approvals(ctx context.Context, by switchboard.Author) {
 		if d.Resolved.Approved {
 			verdict = "approved"
 		}
-		tool := cmpOr(d.Request.ToolName, "a tool")
+		tool := cmp.Or(d.Request.ToolName, "a tool")
 		who := "by " + d.Resolved.By
 		switch d.Resolved.By {
 		case "expired":
@@ -303,7 +282,7 @@ func (s *session) approvals(ctx context.Context, by switchboard.Author) {
 			who = "(the turn was stopped)"
 		}
 		if d.Resolved.Channel != "" {
-			who += " · " + channelName(d.Resolved.Channel)
+			who += " · " + switchboard.ChannelName(d.Resolved.Channel)
 		}
 		always := ""
 		if d.Resolved.Scope == switchboard.ScopeSession {

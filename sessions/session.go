@@ -438,7 +438,7 @@ func (s *session) accept(ctx context.Context, in switchboard.Input) (*Receipt, e
 	if !member {
 		// Someone writing where they may (a Slack thread's other people)
 		// is one of the session's people from now on: /who lists them.
-		if _, err := s.join(ctx, in.Author, ""); err != nil {
+		if _, err := s.joinAndTell(ctx, in.Author, ""); err != nil {
 			s.log.Warn("writer not recorded as a member", "author", in.Author.Key(), "err", err)
 		}
 	}
@@ -536,11 +536,24 @@ func (s *session) join(ctx context.Context, a switchboard.Author, role collabora
 	if a.Name != "" {
 		s.names[a.Key()] = a.Name
 	}
-	if !known || role != cur {
-		s.membersChangedLocked()
-	}
 	s.mu.Unlock()
 	return role, nil
+}
+
+// joinAndTell is join for someone who does not attach (a writer from a
+// chat app, an invite redeemed for a place): the others are told of a new
+// member or role at once. Attach tells them itself, once attached, so
+// that the newcomer is shown as here.
+func (s *session) joinAndTell(ctx context.Context, a switchboard.Author, role collaboration.Role) (collaboration.Role, error) {
+	before := s.role(a)
+	wasMember := s.isMember(a)
+	got, err := s.join(ctx, a, role)
+	if err == nil && (!wasMember || got != before) {
+		s.mu.Lock()
+		s.membersChangedLocked()
+		s.mu.Unlock()
+	}
+	return got, err
 }
 
 func (s *session) roleLocked(a switchboard.Author) collaboration.Role {

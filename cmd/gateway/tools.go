@@ -98,22 +98,22 @@ func (tb *toolbox) start(ctx context.Context) {
 	if tb.mcp == nil {
 		return
 	}
-	go func() {
-		for {
-			tb.syncMCP()
-			select {
-			case <-tb.mcp.Changed():
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
 	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := tb.mcp.Start(startCtx); err != nil {
 		tb.log.Error("mcp: start", "err", err)
 	}
 	tb.syncMCP()
+	go func() {
+		for {
+			select {
+			case <-tb.mcp.Changed(): // buffered: a change since Start is not missed
+				tb.syncMCP()
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 }
 
 // syncMCP puts each server's tools in the registry as "server.tool", the
