@@ -223,10 +223,10 @@ func (l *Listener) Run(ctx context.Context) error {
 	l.dg.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) {
 		readyOnce.Do(func() {
 			l.botUserID = r.User.ID
-			if l.cfg.ApplicationID == "" && r.Application != nil {
-				l.cfg.ApplicationID = r.Application.ID
-			}
 			l.appID = l.cfg.ApplicationID
+			if l.appID == "" && r.Application != nil {
+				l.appID = r.Application.ID
+			}
 			close(l.ready)
 		})
 	})

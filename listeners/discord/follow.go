@@ -323,7 +323,7 @@ func (f *follow) message(ctx context.Context, d *switchboard.MessageData) {
 
 		who := d.Author
 		if d.Channel != "" {
-			who += " · " + channelName(d.Channel)
+			who += " · " + switchboard.ChannelName(d.Channel)
 		}
 		for _, piece := range splitDiscord("**"+mdEscape(who)+"**: "+toDiscord(d.Content), contentLimit) {
 			f.send(ctx, &discordgo.MessageSend{Content: piece})
@@ -419,7 +419,7 @@ func (f *follow) resolved(ctx context.Context, d *switchboard.ConfirmationResolv
 func resolvedText(d switchboard.ConfirmationResolvedData) string {
 	by := mdEscape(d.By)
 	if d.Channel != "" {
-		by += " · " + mdEscape(channelName(d.Channel))
+		by += " · " + mdEscape(switchboard.ChannelName(d.Channel))
 	}
 	switch {
 	case d.By == "expired", d.By == "cancelled":
@@ -581,18 +581,4 @@ func imageExt(mime string) string {
 		return ".webp"
 	}
 	return ".png"
-}
-
-func channelName(c string) string {
-	switch c {
-	case "web":
-		return "Web"
-	case "stdin":
-		return "Terminal"
-	case "slack":
-		return "Slack"
-	case "discord":
-		return "Discord"
-	}
-	return c
 }

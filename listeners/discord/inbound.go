@@ -257,6 +257,7 @@ func (l *Listener) joinCommand(ctx context.Context, i *discordgo.Interaction, pl
 			ch, err := l.channel(ctx, place)
 			switch {
 			case err != nil:
+				l.log.Info("discord: join refused: the channel could not be read", "place", place, "err", err)
 				answer("Not joined, and the code is not used: " + cannotPost(err))
 				return
 			case !l.allowed(i.GuildID, ch.ID, ch.ParentID):
@@ -378,7 +379,7 @@ func withArticle(r collaboration.Role) string {
 func cannotPost(err error) string {
 	var re *discordgo.RESTError
 	if !errors.As(err, &re) || re.Message == nil {
-		return "I could not post here (" + err.Error() + "); try again."
+		return "I could not post here just now; try again in a moment."
 	}
 	reason := fmt.Sprintf("(Discord: %d %s)", re.Message.Code, re.Message.Message)
 	switch re.Message.Code {

@@ -594,7 +594,7 @@ func resolvedStatus(res switchboard.ConfirmationResolvedData, byMention string, 
 			status += " by " + by
 		}
 		if res.Channel != "" { // where the answer came from, in a shared conversation
-			status += " · " + mdEscape(channelName(res.Channel))
+			status += " · " + mdEscape(switchboard.ChannelName(res.Channel))
 		}
 	}
 	if !at.IsZero() {

@@ -349,7 +349,7 @@ func (f *follow) message(ctx context.Context, d *switchboard.MessageData) {
 		f.asker = ""
 		who := d.Author
 		if d.Channel != "" {
-			who += " · " + channelName(d.Channel)
+			who += " · " + switchboard.ChannelName(d.Channel)
 		}
 		f.post(ctx, mrkdwnEscape(who+": "+d.Content), []slackapi.Block{
 			slackapi.NewContextBlock("", slackapi.NewTextBlockObject(slackapi.MarkdownType, "*"+mrkdwnEscape(who)+"*", false, false)),
@@ -515,7 +515,7 @@ func (f *follow) resolved(ctx context.Context, d *switchboard.ConfirmationResolv
 func resolvedLine(d switchboard.ConfirmationResolvedData) string {
 	by := mrkdwnEscape(d.By)
 	if d.Channel != "" {
-		by += " · " + channelName(d.Channel)
+		by += " · " + switchboard.ChannelName(d.Channel)
 	}
 	switch {
 	case d.By == "expired", d.By == "cancelled":
@@ -702,18 +702,4 @@ func (l *Listener) retry(ctx context.Context, call func() error) error {
 			return ctx.Err()
 		}
 	}
-}
-
-func channelName(c string) string {
-	switch c {
-	case "web":
-		return "Web"
-	case "stdin":
-		return "Terminal"
-	case "discord":
-		return "Discord"
-	case "slack":
-		return "Slack"
-	}
-	return c
 }

@@ -337,7 +337,7 @@ func (l *Listener) deleteLine(ctx context.Context, at place, ts string) {
 func (l *Listener) cannotPost(err error) string {
 	var se slackapi.SlackErrorResponse
 	if !errors.As(err, &se) {
-		return "I could not post here (" + err.Error() + "); try again."
+		return "I could not post here just now; try again in a moment."
 	}
 	switch se.Err {
 	case "not_in_channel":
@@ -672,7 +672,7 @@ func (l *Listener) onCommand(ctx context.Context, cmd slackapi.SlashCommand) any
 
 // private are the commands whose answer is for the one who asked alone:
 // the session answers them with a notice for that person.
-var private = map[string]bool{"who": true, "approvals": true, "share": true, "unshare": true}
+var private = map[string]bool{"who": true, "approvals": true, "share": true, "unshare": true, "files": true}
 
 const commandHelp = "Mention me in a channel to start a conversation in a thread, or write to me directly; " +
 	"in a thread I answer every message. Tool calls that need consent show Approve and Deny buttons.\n" +

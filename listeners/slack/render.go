@@ -473,8 +473,8 @@ func resolvedBlocks(req switchboard.ConfirmationRequestData, res switchboard.Con
 			plain += " by " + mrkdwnEscape(name) // no mention: it would notify
 		}
 		if res.Channel != "" { // where the answer came from, in a shared conversation
-			status += " · " + mrkdwnEscape(channelName(res.Channel))
-			plain += " · " + mrkdwnEscape(channelName(res.Channel))
+			status += " · " + mrkdwnEscape(switchboard.ChannelName(res.Channel))
+			plain += " · " + mrkdwnEscape(switchboard.ChannelName(res.Channel))
 		}
 		if !at.IsZero() {
 			status += " · " + at.Format("15:04")

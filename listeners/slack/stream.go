@@ -44,7 +44,7 @@ func (f *follow) flushNative(ctx context.Context, r *streamed) bool {
 	}
 	n := r.native
 	full := r.text.String()
-	if len(full) < n.sent || !strings.HasPrefix(full, full[:n.sent]) {
+	if len(full) < n.sent {
 		return true // the final text is shorter: nothing more to send
 	}
 	pending := full[n.sent:]
@@ -231,10 +231,9 @@ func cutAt(s string, n int) int {
 	end := len(s)
 	if utf8.RuneCountInString(s) > n {
 		end = 0
-		for i := range n {
+		for range n {
 			_, size := utf8.DecodeRuneInString(s[end:])
 			end += size
-			_ = i
 		}
 	}
 	if end == len(s) {
