@@ -91,8 +91,6 @@ func (tb *toolbox) start(ctx context.Context) {
 	if tb.sandbox != nil {
 		if err := tb.sandbox.Check(ctx); err != nil {
 			tb.log.Error("tools.sandbox: the python tool cannot run here", "err", err)
-		} else {
-			tb.log.Info("sandbox ready", "dir", tb.sandbox.Config().Dir)
 		}
 	}
 	if tb.mcp == nil {

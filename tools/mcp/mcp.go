@@ -239,22 +239,6 @@ func (m *Manager) Group(server string) []tools.Tool {
 // several changes.
 func (m *Manager) Changed() <-chan struct{} { return m.changed }
 
-// Lookup returns the server and MCP tool name behind a listed tool's name,
-// the model's (ToolName) or the gateway's (GatewayName).
-func (m *Manager) Lookup(name string) (server, tool string, ok bool) {
-	for _, s := range m.servers {
-		s.mu.Lock()
-		for _, e := range s.tools {
-			if e.tool.Name == name || GatewayName(s.cfg.Name, e.mcpName) == name {
-				s.mu.Unlock()
-				return s.cfg.Name, e.mcpName, true
-			}
-		}
-		s.mu.Unlock()
-	}
-	return "", "", false
-}
-
 // Servers returns the configured server names, in configuration order.
 func (m *Manager) Servers() []string {
 	names := make([]string, len(m.servers))

@@ -27,7 +27,6 @@ const (
 	sep         = "__"
 	maxNameLen  = 64
 	hashLen     = 8
-	anyTool     = "*"
 	patternSep  = "."
 	maxToolName = 128 // what MCP allows a tool name
 )
@@ -64,46 +63,6 @@ func GatewayName(server, tool string) string {
 		return server + patternSep + tool
 	}
 	return server + patternSep + strings.TrimPrefix(ToolName(server, tool), server+sep)
-}
-
-// ParsePattern splits a guide's MCP tool reference, server.tool or
-// server.* (every tool of the server), into its parts. ok is false for a
-// name without a dot (a built-in tool's) ; err says what is wrong with one
-// that has a dot but is no valid reference.
-func ParsePattern(pattern string) (server, tool string, ok bool, err error) {
-	server, tool, ok = strings.Cut(pattern, patternSep)
-	if !ok {
-		return "", "", false, nil
-	}
-	if err := validServerName(server); err != nil {
-		return "", "", true, fmt.Errorf("%q: %w", pattern, err)
-	}
-	if tool == "" {
-		return "", "", true, fmt.Errorf("%q: no tool after the dot (write %s.* for all of its tools)", pattern, server)
-	}
-	if len(tool) > maxToolName {
-		return "", "", true, fmt.Errorf("%q: the tool name is longer than %d characters", pattern, maxToolName)
-	}
-	return server, tool, true, nil
-}
-
-// Matches reports whether a tool name, the gateway's (GatewayName) or the
-// model's (ToolName), belongs to pattern: server.* or server.tool, where
-// tool may be the MCP name or the gateway's renamed form. A pattern without
-// a dot matches only itself, so a guide's list may mix built-in names and
-// MCP patterns.
-func Matches(pattern, name string) bool {
-	server, tool, ok, err := ParsePattern(pattern)
-	if err != nil {
-		return false
-	}
-	if !ok {
-		return pattern == name
-	}
-	if tool == anyTool {
-		return strings.HasPrefix(name, server+sep) || strings.HasPrefix(name, server+patternSep)
-	}
-	return name == GatewayName(server, tool) || name == ToolName(server, tool)
 }
 
 func validServerName(name string) error {

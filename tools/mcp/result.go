@@ -103,11 +103,19 @@ func capText(s string) string {
 	if len(s) <= maxResultText {
 		return s
 	}
-	cut := maxResultText
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	head := cutAt(s, maxResultText)
+	return head + fmt.Sprintf("\n…[cut: the result was %s; this is the first %s]", size(len(s)), size(len(head)))
+}
+
+// cutAt is s cut to at most n bytes, at a character boundary.
+func cutAt(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return s[:cut] + fmt.Sprintf("\n…[cut: the result was %s; this is the first %s]", size(len(s)), size(cut))
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 func size(n int) string {

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -412,11 +411,7 @@ func description(t *sdk.Tool) string {
 		d = t.Annotations.Title
 	}
 	if len(d) > maxDescription {
-		cut := maxDescription
-		for cut > 0 && !utf8.RuneStart(d[cut]) {
-			cut--
-		}
-		d = d[:cut] + "…"
+		d = cutAt(d, maxDescription) + "…"
 	}
 	return d
 }

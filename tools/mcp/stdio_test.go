@@ -61,14 +61,6 @@ func TestStdio(t *testing.T) {
 		if st.State != StateRunning || st.Transport != "stdio" || st.Tools != len(want) {
 			t.Errorf("status %+v", st)
 		}
-		for _, name := range []string{ToolName("local", "repos.list"), GatewayName("local", "repos.list")} {
-			if srv, tool, ok := m.Lookup(name); !ok || srv != "local" || tool != "repos.list" {
-				t.Errorf("Lookup(%q): %q %q %v", name, srv, tool, ok)
-			}
-		}
-		if _, _, ok := m.Lookup("local__nope"); ok {
-			t.Error("Lookup of a tool not listed")
-		}
 	})
 
 	t.Run("registry group", func(t *testing.T) {

@@ -182,20 +182,21 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.buf = append(l.buf, p...)
+	rest := l.buf
 	for {
-		i := bytes.IndexByte(l.buf, '\n')
+		i := bytes.IndexByte(rest, '\n')
 		if i < 0 {
 			break
 		}
-		l.emit(l.buf[:i])
-		l.buf = l.buf[i+1:]
+		l.emit(rest[:i])
+		rest = rest[i+1:]
 	}
-	if len(l.buf) > maxStderrLine {
-		l.emit(l.buf)
-		l.buf = l.buf[:0]
+	if len(rest) > maxStderrLine {
+		l.emit(rest)
+		rest = nil
 	}
 	// Keep what is left at the front, so the buffer does not creep.
-	l.buf = append(make([]byte, 0, len(l.buf)), l.buf...)
+	l.buf = l.buf[:copy(l.buf, rest)]
 	return len(p), nil
 }
 

@@ -76,46 +76,6 @@ func TestGatewayName(t *testing.T) {
 	}
 }
 
-func TestPatterns(t *testing.T) {
-	cases := []struct {
-		pattern, name string
-		want          bool
-	}{
-		{"github.*", "github__create_issue", true},
-		{"github.*", ToolName("github", "repos.list"), true},
-		{"github.*", "githubx__create_issue", false},
-		{"git.*", "github__create_issue", false},
-		{"github.create_issue", "github__create_issue", true},
-		{"github.create_issue", "github__close_issue", false},
-		{"github.repos.list", ToolName("github", "repos.list"), true},
-		{"current_time", "current_time", true},
-		{"current_time", "github__current_time", false},
-		{"Bad.*", "Bad__x", false},
-		{"github.*", "github.create_issue", true},
-		{"github.*", "githubx.create_issue", false},
-		{"github.create_issue", "github.create_issue", true},
-		{"github.repos.list", GatewayName("github", "repos.list"), true},
-		{GatewayName("github", "repos.list"), GatewayName("github", "repos.list"), true},
-		{"github.repos.list", "github.repos_list", false},
-	}
-	for _, c := range cases {
-		if got := Matches(c.pattern, c.name); got != c.want {
-			t.Errorf("Matches(%q, %q) = %v", c.pattern, c.name, got)
-		}
-	}
-	for _, bad := range []string{"github.", "Git.x", "a__b.x", "a_.x", ".x"} {
-		if _, _, ok, err := ParsePattern(bad); !ok || err == nil {
-			t.Errorf("ParsePattern(%q): ok %v, err %v", bad, ok, err)
-		}
-	}
-	if s, tool, ok, err := ParsePattern("github.*"); !ok || err != nil || s != "github" || tool != "*" {
-		t.Errorf("ParsePattern(github.*) = %q %q %v %v", s, tool, ok, err)
-	}
-	if _, _, ok, err := ParsePattern("calculator"); ok || err != nil {
-		t.Errorf("a built-in name is no pattern: %v %v", ok, err)
-	}
-}
-
 func TestValidate(t *testing.T) {
 	cases := []struct {
 		c    ServerConfig

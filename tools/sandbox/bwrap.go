@@ -404,7 +404,6 @@ func (c *capped) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (c *capped) Bytes() []byte  { return c.buf.Bytes() }
 func (c *capped) String() string { return c.buf.String() }
 
 // text is the output for the model, marked when it was cut.

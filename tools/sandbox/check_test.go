@@ -157,10 +157,10 @@ func TestConfig(t *testing.T) {
 		{func(c *Config) { c.Python = "python3" }, "tools.sandbox.python"},
 		{func(c *Config) { c.Python = "/usr/bin/../bin/python3" }, "tools.sandbox.python"},
 		{func(c *Config) { c.Timeout = -time.Second }, "tools.sandbox.timeout"},
-		{func(c *Config) { c.MemoryBytes = 1 << 20 }, "tools.sandbox.memory"},
+		{func(c *Config) { c.MemoryBytes = 1 << 20 }, "tools.sandbox.memory_mb"},
 		{func(c *Config) { c.MaxFiles = 3 }, "tools.sandbox.max_files"},
 		{func(c *Config) { c.MaxProcs = -1 }, "tools.sandbox.max_procs"},
-		{func(c *Config) { c.QuotaBytes = -1 }, "tools.sandbox.quota"},
+		{func(c *Config) { c.QuotaBytes = -1 }, "tools.sandbox.quota_mb"},
 		{func(c *Config) { c.Wheelhouse = "wheels" }, "tools.sandbox.wheelhouse"},
 	}
 	for _, b := range bad {

@@ -159,7 +159,8 @@ except OSError as e:
 		t.Fatalf("%d children before the limit (%v), want fewer than 32:\n%s", n, err, out)
 	}
 
-	start := time.Now()
+	// The message comes only from the wall-clock kill: a bomb that held
+	// the run past it would fail python() at the helper's deadline.
 	out = python(t, s, sessA, `
 import os
 print("bombing", flush=True)
@@ -170,9 +171,6 @@ while True:
         pass
 `).Content
 	mustContain(t, "bomb", out, "killed: the code ran longer than 2.0 s, its time limit", "bombing")
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("the bomb took %s to stop", d)
-	}
 	if left := sandboxProcesses(t); len(left) > 0 {
 		t.Fatalf("sandbox processes left after the run: %v", left)
 	}
@@ -214,12 +212,8 @@ func TestEscapeCPU(t *testing.T) {
 
 func TestEscapeWallClock(t *testing.T) {
 	s := newSandbox(t, func(c *Config) { c.Timeout = 1500 * time.Millisecond })
-	start := time.Now()
 	out := python(t, s, sessA, "import time\nprint('sleeping')\ntime.sleep(600)\n").Content
 	mustContain(t, "result", out, "killed: the code ran longer than 1.5 s, its time limit", "stdout:\nsleeping")
-	if d := time.Since(start); d > 6*time.Second {
-		t.Errorf("the run took %s", d)
-	}
 }
 
 func TestEscapeMemory(t *testing.T) {

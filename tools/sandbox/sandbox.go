@@ -146,19 +146,19 @@ func (c Config) Validate() error {
 	case c.CPUSeconds < 0:
 		return errors.New("tools.sandbox.cpu: must be positive")
 	case c.MemoryBytes < 0 || c.MemoryBytes > 0 && c.MemoryBytes < 64<<20:
-		return errors.New("tools.sandbox.memory: must be at least 64 MiB (Python itself needs some)")
+		return errors.New("tools.sandbox.memory_mb: must be at least 64 (Python itself needs some)")
 	case c.MaxFiles < 0 || c.MaxFiles > 0 && c.MaxFiles < 16:
 		return errors.New("tools.sandbox.max_files: must be at least 16")
 	case c.FileSizeBytes < 0:
-		return errors.New("tools.sandbox.file_size: must be positive")
+		return errors.New("tools.sandbox.file_size_mb: must be positive")
 	case c.MaxProcs < 0:
 		return errors.New("tools.sandbox.max_procs: must be positive")
 	case c.OutputBytes < 0:
-		return errors.New("tools.sandbox.output: must be positive")
+		return errors.New("tools.sandbox.output_kb: must be positive")
 	case c.QuotaBytes < 0:
-		return errors.New("tools.sandbox.quota: must be positive")
+		return errors.New("tools.sandbox.quota_mb: must be positive")
 	case c.TmpBytes < 0:
-		return errors.New("tools.sandbox.tmp: must be positive")
+		return errors.New("tools.sandbox.tmp_mb: must be positive")
 	case c.Concurrency < 0:
 		return errors.New("tools.sandbox.concurrency: must be positive")
 	case c.Wheelhouse != "" && !filepath.IsAbs(c.Wheelhouse):
@@ -433,7 +433,7 @@ func (s *Sandbox) check(ctx context.Context) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	if out.status != 0 || strings.TrimSpace(string(out.stdout.Bytes())) != "ok 3" {
+	if out.status != 0 || strings.TrimSpace(out.stdout.String()) != "ok 3" {
 		return nil, fmt.Errorf("sandbox unavailable: a test run of %s in the sandbox failed with status %d: %s",
 			s.cfg.Python, out.status, firstLine(out.stderr.String()+out.stdout.String()))
 	}

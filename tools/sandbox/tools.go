@@ -166,8 +166,9 @@ func (s *Sandbox) Run(ctx context.Context, sessionID, code string, deps []string
 	if err != nil {
 		return tools.Result{}, err
 	}
-	out := s.report(res, timeout, before, after)
-	out.Images, out.Content = s.images(ws, before, after, out.Content)
+	changed, removed := diff(before, after)
+	out := s.report(res, timeout, after, changed, removed)
+	out.Images, out.Content = s.images(ws, changed, out.Content)
 	s.log.Info("sandbox run", "session", sessionID, "status", res.status, "signal", int(res.signal), "stopped", errString(res.stopped),
 		"elapsed", res.elapsed.Round(time.Millisecond), "cpu", res.cpu.Round(time.Millisecond), "images", len(out.Images))
 	return out, nil
@@ -180,8 +181,9 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// report words a run's outcome for the model.
-func (s *Sandbox) report(res *execResult, timeout time.Duration, before, after *snapshot) tools.Result {
+// report words a run's outcome for the model: changed and removed are the
+// files the run wrote and removed (diff), after the workspace it left.
+func (s *Sandbox) report(res *execResult, timeout time.Duration, after *snapshot, changed, removed []string) tools.Result {
 	var b strings.Builder
 	switch {
 	case errors.Is(res.stopped, errTimeout):
@@ -212,7 +214,6 @@ func (s *Sandbox) report(res *execResult, timeout time.Duration, before, after *
 	for _, n := range s.notes(res.stdout.String() + res.stderr.String()) {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}
-	changed, removed := diff(before, after)
 	if len(changed) > 0 {
 		const most = 20
 		names := make([]string, 0, min(len(changed), most))
@@ -284,10 +285,9 @@ func diff(before, after *snapshot) (changed, removed []string) {
 	return changed, removed
 }
 
-// images are the pictures a run wrote, for the users; content says which
-// were shown and which not.
-func (s *Sandbox) images(ws string, before, after *snapshot, content string) ([]switchboard.UIImage, string) {
-	changed, _ := diff(before, after)
+// images are the pictures among the files a run wrote (changed), for the
+// users; content says which were shown and which not.
+func (s *Sandbox) images(ws string, changed []string, content string) ([]switchboard.UIImage, string) {
 	var names []string
 	for _, p := range changed {
 		if isImageName(p) {
