@@ -138,7 +138,8 @@ func (s *session) unshare(ctx context.Context, by switchboard.Author) {
 
 // Join lets author into the session an invite code names, with the code's
 // role (a member who already has a higher role keeps it), and returns the
-// session's id. A listener then shows the session in its place (Bind).
+// session's id, for a listener that attaches the person next (Attach tells
+// the others); a place in a chat app joins with JoinPlace.
 func (m *Manager) Join(ctx context.Context, code string, author switchboard.Author) (string, collaboration.Role, error) {
 	return m.redeem(ctx, code, author, nil)
 }
@@ -156,6 +157,13 @@ func (m *Manager) JoinPlace(ctx context.Context, code string, author switchboard
 	}
 	if _, err := m.BindWithRecap(ctx, channel, address, sessionID, recap); err != nil {
 		return sessionID, role, err
+	}
+	// A person in a chat app's place never attaches: the others are told
+	// of them now.
+	if s, err := m.load(ctx, sessionID); err == nil {
+		s.mu.Lock()
+		s.membersChangedLocked()
+		s.mu.Unlock()
 	}
 	return sessionID, role, nil
 }
@@ -190,7 +198,9 @@ func (m *Manager) redeem(ctx context.Context, code string, author switchboard.Au
 	if cur := s.role(author); s.isMember(author) && rank(cur) >= rank(role) {
 		role = cur
 	}
-	if _, err := s.joinAndTell(ctx, author, role); err != nil {
+	// Not told to the others here: a listener attaches next (Attach tells
+	// them, with the newcomer here) or JoinPlace does.
+	if _, err := s.join(ctx, author, role); err != nil {
 		return "", "", err
 	}
 	return inv.SessionID, role, nil

@@ -815,7 +815,9 @@ func TestSharingInBrowser(t *testing.T) {
 		guest := `Guest \d{4}`
 		annHere := regexp.MustCompile(`^` + guest + ` \(you\) · Web · owner · here now$`)
 		bobHere := regexp.MustCompile(`^` + guest + ` · Web · member · here now$`)
-		ann.waitFor(`(` + root + `.querySelectorAll('ul.people:not([hidden]) li').length === 2)`)
+		// Joining and attaching are two lists (Bob in, then Bob here), and
+		// Ann's may come after Bob's page is ready: wait for the second.
+		ann.waitFor(root + `.querySelectorAll('ul.people:not([hidden]) li[data-here=true]').length === 2`)
 		if got := ann.people(); len(got) != 2 || !annHere.MatchString(got[0]) || !bobHere.MatchString(got[1]) {
 			t.Fatalf("ann's list: %q, want her (owner) and a guest member, both here", got)
 		}
@@ -910,7 +912,7 @@ func TestSharingInBrowser(t *testing.T) {
 		// Carol joins from Slack, as the Slack listener does it.
 		ctx := context.Background()
 		carol := switchboard.Author{Channel: "slack", ID: "U0CAROL", Name: "Carol"}
-		if _, _, err := g.mgr.Join(ctx, code, carol); err != nil {
+		if _, _, err := g.mgr.JoinPlace(ctx, code, carol, "slack", "T1:D0CAROL", 5); err != nil {
 			t.Fatal(err)
 		}
 		ann.waitFor(`[...` + root + `.querySelectorAll('ul.people li')].some(li => li.title.startsWith('Carol · Slack · approver · '))`)

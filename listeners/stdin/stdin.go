@@ -387,7 +387,11 @@ func (l *Listener) join(ctx context.Context, v *view, cur attachment, current, a
 		v.printf("! You joined as %s, but the terminal could not show the conversation; try /join again.\n", role)
 		return nil
 	case err != nil:
-		v.printf("! Not joined: %s.\n", joinRefusal(err))
+		msg, known := joinRefusal(err)
+		if !known {
+			l.logger().Error("stdin: join by invite", "err", err)
+		}
+		v.printf("! Not joined: %s.\n", msg)
 		return nil
 	}
 	if sessionID == current {
@@ -421,14 +425,17 @@ func inviteCode(args string) string {
 	return strings.Trim(code, "/")
 }
 
-// joinRefusal is why a code did not work, as a sentence's end.
-func joinRefusal(err error) string {
-	for _, known := range []error{switchboard.ErrInviteUnknown, switchboard.ErrInviteExpired, switchboard.ErrInviteUsedUp, switchboard.ErrInviteRevoked, sessions.ErrTooManyJoins} {
-		if errors.Is(err, known) {
-			return known.Error()
+// joinRefusal is why a code did not work, as a sentence's end; known is
+// false for a failure of the gateway's own (logged, not shown: its text
+// is an error chain, not a sentence).
+func joinRefusal(err error) (msg string, known bool) {
+	for _, e := range []error{switchboard.ErrInviteUnknown, switchboard.ErrInviteExpired, switchboard.ErrInviteUsedUp, switchboard.ErrInviteRevoked,
+		sessions.ErrTooManyJoins, sessions.ErrFull, sessions.ErrClosed} {
+		if errors.Is(err, e) {
+			return e.Error(), true
 		}
 	}
-	return err.Error()
+	return "the gateway could not redeem the code; try again", false
 }
 
 // afterReset follows /reset to the new conversation; a terminal showing a
@@ -1015,7 +1022,7 @@ func (v *view) resolvedLocked(d *switchboard.ConfirmationResolvedData) {
 		// No channel: a /stop, or an answer stored before channels were.
 		what = word + " by " + d.By
 	default:
-		what = word + " by " + d.By + " · " + channelName(d.Channel)
+		what = word + " by " + d.By + " · " + switchboard.ChannelName(d.Channel)
 	}
 	if d.Scope == switchboard.ScopeSession {
 		what += " (for this session)"
@@ -1037,22 +1044,26 @@ func (v *view) membersLocked(ms []switchboard.MemberData) {
 	next := make(map[string]switchboard.MemberData, len(ms))
 	newcomers := map[string]bool{}
 	var lines []string
+	self := v.self.Key()
 	for _, m := range ms {
 		key := m.Channel + ":" + m.ID
 		next[key] = m
-		if m.Channel == v.self.Channel && m.ID == v.self.ID {
+		if key == self {
 			v.role = m.Role // the prompt follows (below)
 			continue
 		}
 		was, known := v.members[key]
 		switch {
+		case !known:
+			// A first appearance: attached at once, or joined with a code
+			// and not here yet (a web page opens right after; a chat
+			// app's thread never counts as here).
+			if !m.Here {
+				newcomers[key] = true
+			}
+			lines = append(lines, fmt.Sprintf("%s (%s) joined", m.Name, switchboard.ChannelName(m.Channel)))
 		case m.Here && !was.Here && !v.newcomers[key]:
-			lines = append(lines, fmt.Sprintf("%s (%s) is here", m.Name, channelName(m.Channel)))
-		case !known && !m.Here:
-			// Joined with a code, here or not yet (a web page opens
-			// right after; a chat app's thread never counts as here).
-			newcomers[key] = true
-			lines = append(lines, fmt.Sprintf("%s (%s) joined", m.Name, channelName(m.Channel)))
+			lines = append(lines, fmt.Sprintf("%s (%s) is here", m.Name, switchboard.ChannelName(m.Channel)))
 		case was.Here && !m.Here:
 			lines = append(lines, m.Name+" left")
 		}
@@ -1061,7 +1072,7 @@ func (v *view) membersLocked(ms []switchboard.MemberData) {
 	// of the others in a message).
 	var gone []string
 	for key, m := range v.members {
-		if _, ok := next[key]; !ok && m.Here && !(m.Channel == v.self.Channel && m.ID == v.self.ID) {
+		if _, ok := next[key]; !ok && m.Here && key != self {
 			gone = append(gone, m.Name+" left")
 		}
 	}
@@ -1092,24 +1103,9 @@ func othersMessage(d *switchboard.MessageData) string {
 		name = d.AuthorID
 	}
 	if d.Channel != "" {
-		name += " · " + channelName(d.Channel)
+		name += " · " + switchboard.ChannelName(d.Channel)
 	}
 	return name + ": " + d.Content
-}
-
-// channelName is a channel as people know the app.
-func channelName(ch string) string {
-	switch ch {
-	case "web":
-		return "Web"
-	case Channel:
-		return "Terminal"
-	case "slack":
-		return "Slack"
-	case "discord":
-		return "Discord"
-	}
-	return ch
 }
 
 func (v *view) isSelf(d *switchboard.MessageData) bool {

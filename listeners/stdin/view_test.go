@@ -219,10 +219,15 @@ func TestViewMembers(t *testing.T) {
 	roster := func(ms ...switchboard.MemberData) {
 		v.render(event(t, 0, switchboard.EventMembers, switchboard.MembersData{Members: ms}))
 	}
-	roster(carol, me) // no news
+	roster(carol, me)      // no news
+	roster(carol, dan, me) // a new member, attached at once: one line
+	away := dan
+	away.Here = false
+	roster(carol, away, me)
 	roster(carol, dan, me)
 	roster(carol, me)
-	if got, want := ansiNames.Replace(strings.ReplaceAll(out.String(), "\x1b[0m", "[0]")), "[d]  Dan (Web) is here[0]\n[d]  Dan left[0]\n"; got != want {
+	if got, want := ansiNames.Replace(strings.ReplaceAll(out.String(), "\x1b[0m", "[0]")),
+		"[d]  Dan (Web) joined[0]\n[d]  Dan left[0]\n[d]  Dan (Web) is here[0]\n[d]  Dan left[0]\n"; got != want {
 		t.Fatalf("\n got %q\nwant %q", got, want)
 	}
 	if _, ok := v.openConfirmation(); !ok {

@@ -457,7 +457,6 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       this.dataset.session = d.session;
       this.save();
       this.setStatus("");
-      this.listed = false;
       this.showPeople(d.members || []);
       this.shareButton.hidden = d.role !== "owner";
       const viewer = d.role === "viewer";
