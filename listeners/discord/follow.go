@@ -125,7 +125,9 @@ func (f *follow) run() {
 // once attaches and renders until the session unloads.
 func (f *follow) once(ctx context.Context) {
 	if b, err := f.l.sessions.Binding(ctx, Channel, f.b.Address); err == nil && b.SessionID == f.b.SessionID {
-		f.b = b // its state and progress as stored now
+		f.l.followMu.Lock() // Follow reads f.b
+		f.b = b             // its state and progress as stored now
+		f.l.followMu.Unlock()
 	}
 	if f.rendered < f.b.RenderedSeq {
 		f.rendered = f.b.RenderedSeq
