@@ -69,13 +69,15 @@ type Sandbox struct {
 
 // MCPServer is one MCP server: a program spoken to over stdio (Command)
 // or a Streamable HTTP endpoint (URL). Env and Headers values may name the
-// gateway's variables as ${VAR}.
+// gateway's variables as ${VAR}. MaxResponseMB bounds each message the
+// server sends, in MiB (1-64; 0 is the default, 8).
 type MCPServer struct {
-	Name    string            `koanf:"name"`
-	Command []string          `koanf:"command"`
-	Env     map[string]string `koanf:"env"`
-	URL     string            `koanf:"url"`
-	Headers map[string]string `koanf:"headers"`
+	Name          string            `koanf:"name"`
+	Command       []string          `koanf:"command"`
+	Env           map[string]string `koanf:"env"`
+	URL           string            `koanf:"url"`
+	Headers       map[string]string `koanf:"headers"`
+	MaxResponseMB int               `koanf:"max_response_mb"`
 }
 
 // HTTP is the server of the web widget, /ws and /healthz.
@@ -834,6 +836,9 @@ func (c Config) Validate() error {
 			if u, err := url.Parse(srv.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				bad(key+".url", "want an http(s) URL, not %q", srv.URL)
 			}
+		}
+		if srv.MaxResponseMB < 0 || srv.MaxResponseMB > 64 {
+			bad(key+".max_response_mb", "want 1 to 64 (MiB), or leave it out for the default 8, not %d", srv.MaxResponseMB)
 		}
 	}
 	if c.Storage.Retention < 0 {

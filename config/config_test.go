@@ -341,6 +341,8 @@ func TestBadValues(t *testing.T) {
 			want: []string{`tools.mcp[0]: set command (a program spoken to over stdio) or url`}},
 		{name: "mcp url", file: "tools:\n  mcp:\n    - {name: docs, url: ftp://x.example}\n",
 			want: []string{`tools.mcp[0].url: want an http(s) URL, not "ftp://x.example"`}},
+		{name: "mcp max response", file: "tools:\n  mcp:\n    - {name: docs, url: https://x.example/mcp, max_response_mb: 100}\n",
+			want: []string{`tools.mcp[0].max_response_mb: want 1 to 64 (MiB), or leave it out for the default 8, not 100`}},
 		{name: "places per session", sets: []string{"sessions.max_bindings=0"},
 			want: []string{`sessions.max_bindings: must be at least 1`}},
 		{name: "live sessions", sets: []string{"sessions.max_live=-1"},
@@ -463,13 +465,14 @@ func TestToolsSection(t *testing.T) {
     - name: docs
       url: https://docs.example.com/mcp
       headers: { Authorization: "Bearer ${DOCS_TOKEN}" }
+      max_response_mb: 16
 `), nil, nil)
 	sb := c.Tools.Sandbox
 	if !sb.Enabled || sb.MemoryMB != 512 || sb.CPU != Duration(10*time.Second) || sb.QuotaMB != 100 || sb.Python != "/usr/bin/python3" {
 		t.Errorf("sandbox = %+v; want enabled, 512 MB and the other defaults", sb)
 	}
 	if len(c.Tools.MCP) != 2 || c.Tools.MCP[0].Command[1] != "stdio" || c.Tools.MCP[0].Env["GITHUB_PERSONAL_ACCESS_TOKEN"] != "${GH_TOKEN}" ||
-		c.Tools.MCP[1].Headers["Authorization"] != "Bearer ${DOCS_TOKEN}" {
+		c.Tools.MCP[1].Headers["Authorization"] != "Bearer ${DOCS_TOKEN}" || c.Tools.MCP[0].MaxResponseMB != 0 || c.Tools.MCP[1].MaxResponseMB != 16 {
 		t.Errorf("mcp = %+v", c.Tools.MCP)
 	}
 }

@@ -48,7 +48,7 @@ func buildTools(cfg config.Config, environ []string, log *slog.Logger) (*toolbox
 	if len(cfg.Tools.MCP) > 0 {
 		servers := make([]mcp.ServerConfig, len(cfg.Tools.MCP))
 		for i, s := range cfg.Tools.MCP {
-			servers[i] = mcp.ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env, URL: s.URL, Headers: s.Headers}
+			servers[i] = mcp.ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env, URL: s.URL, Headers: s.Headers, MaxResponseMB: s.MaxResponseMB}
 		}
 		m, err := mcp.New(servers, environ, log)
 		if err != nil {

@@ -6,7 +6,9 @@
 // model as server__tool (see ToolName) with the server's JSON Schema, and a
 // call goes to the server with the caller's context, so the gateway's tool
 // timeout applies. A server that is down answers its tools at once with an
-// error the model can read.
+// error the model can read. Each message a server sends is bounded before
+// it is read (ServerConfig.MaxResponseMB): a call whose answer is larger
+// fails with an error telling the model to ask for less.
 //
 // The package is built on the official SDK,
 // github.com/modelcontextprotocol/go-sdk.
@@ -44,6 +46,19 @@ type ServerConfig struct {
 	// redirects to); a value may name the gateway's variables as ${VAR}:
 	// Authorization: "Bearer ${GITHUB_TOKEN}".
 	Headers map[string]string `koanf:"headers"`
+	// MaxResponseMB bounds each message the server sends, in MiB: an
+	// answer, an event of its event stream, a message (a line) of a stdio
+	// server (1-64; 0 is 8). A call whose answer is larger fails with an error
+	// the model reads; a stdio server is then restarted.
+	MaxResponseMB int `koanf:"max_response_mb"`
+}
+
+// maxResponse is the bound on each message of the server, in bytes.
+func (c ServerConfig) maxResponse() int {
+	if c.MaxResponseMB == 0 {
+		return defaultMaxResponseMB << 20
+	}
+	return c.MaxResponseMB << 20
 }
 
 // Validate checks the entry's shape; it does not look at the environment.
@@ -77,6 +92,9 @@ func (c ServerConfig) Validate() error {
 				return fmt.Errorf("%s: headers: %q is not a header name", where, k)
 			}
 		}
+	}
+	if c.MaxResponseMB < 0 || c.MaxResponseMB > maxMaxResponseMB {
+		return fmt.Errorf("%s: max_response_mb: want 1 to %d (MiB), or 0 for the default %d", where, maxMaxResponseMB, defaultMaxResponseMB)
 	}
 	for k := range c.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {

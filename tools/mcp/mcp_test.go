@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 	case "stubborn":
 		serveStdio(true)
 		return
+	case "huge":
+		serveHuge()
+		return
 	}
 	os.Exit(m.Run())
 }

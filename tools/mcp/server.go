@@ -161,7 +161,7 @@ func (s *server) connectAndServe(ctx context.Context) error {
 	if len(s.cfg.Command) > 0 {
 		stderr = &lineLogger{log: s.log, server: s.cfg.Name}
 		cmd = stdioCommand(s.cfg, s.env, stderr)
-		transport = &sdk.CommandTransport{Command: cmd, TerminateDuration: s.m.grace}
+		transport = &stdioTransport{cmd: cmd, grace: s.m.grace, max: s.cfg.maxResponse()}
 	} else {
 		transport = httpTransport(s.cfg, s.header, s.log)
 	}
@@ -196,8 +196,9 @@ func (s *server) connectAndServe(ctx context.Context) error {
 		return fmt.Errorf("connect: %w", s.exitReason(cmd, err))
 	}
 	lost := make(chan struct{})
+	var lostErr error // why, once lost is closed
 	go func() {
-		_ = cs.Wait()
+		lostErr = cs.Wait()
 		close(lost)
 	}()
 	// A drop asked of an earlier connection is no reason to end this one.
@@ -223,7 +224,11 @@ func (s *server) connectAndServe(ctx context.Context) error {
 			}
 		case <-lost:
 			_ = tt.conn.Close() // to read the exit status
-			return s.exitReason(cmd, errors.New("the connection closed"))
+			why := errors.New("the connection closed")
+			if errors.As(lostErr, new(tooLargeError)) {
+				why = lostErr
+			}
+			return s.exitReason(cmd, why)
 		case <-s.drop:
 			var why error
 			s.set(func() { why = s.broken })
@@ -266,8 +271,12 @@ const (
 	codeRejectedByTransport = -32005
 )
 
-// exitReason prefers a child's exit status to the transport's view of it.
+// exitReason prefers a child's exit status to the transport's view of it,
+// but for a message over the bound, for which the gateway stopped it.
 func (s *server) exitReason(cmd *exec.Cmd, err error) error {
+	if errors.As(err, new(tooLargeError)) {
+		return err
+	}
 	if cmd != nil && cmd.ProcessState != nil {
 		return fmt.Errorf("the process ended: %s", cmd.ProcessState)
 	}
@@ -428,7 +437,10 @@ func securityWarning(server string, t *sdk.Tool) string {
 
 // call runs the tool on the server. A server that is down answers at once;
 // a call cut by the connection's end says the action may or may not have
-// happened, since the server may have done it before dying.
+// happened, since the server may have done it before dying. An answer over
+// the server's bound (max_response_mb) fails the call, telling the model
+// to ask for less; over HTTP the session goes on, a stdio server is
+// restarted.
 func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (tools.Result, error) {
 	s.mu.Lock()
 	cs, state := s.cs, s.state
@@ -457,6 +469,12 @@ func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (t
 		if ctx.Err() != nil {
 			return tools.Result{}, fmt.Errorf("MCP server %s: %w", s.cfg.Name, ctx.Err())
 		}
+		limit := s.cfg.maxResponse()
+		if answeredTooLarge(err, limit) {
+			// limitTransport answered for the server; the session goes on.
+			s.log.Warn("mcp: answer too large; dropped", "server", s.cfg.Name, "tool", tool, "limit", size(limit))
+			return tools.Result{}, fmt.Errorf("MCP server %s: the answer was larger than %s, the gateway's limit, and was dropped; the call itself may have taken effect. %s", s.cfg.Name, size(limit), askLess)
+		}
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) && !transportCode(werr.Code) {
 			// The server answered with a protocol error (an unknown tool,
@@ -467,15 +485,13 @@ func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (t
 		// makes a new one, while this call answers at once (closing here
 		// would wait for the other calls on it).
 		s.log.Warn("mcp: call failed; reconnecting", "server", s.cfg.Name, "tool", tool, "err", err)
-		s.set(func() {
-			if s.cs == cs {
-				s.cs, s.broken = nil, err
-				select {
-				case s.drop <- struct{}{}:
-				default:
-				}
-			}
-		})
+		s.lose(cs, err)
+		if errors.As(err, new(tooLargeError)) {
+			// A stdio server's message over the bound: any call under way
+			// on the connection ends so, though most likely it was this
+			// one's answer.
+			return tools.Result{}, fmt.Errorf("MCP server %s sent a message larger than %s, the gateway's limit, during the call (most likely the answer), so it is being restarted and the call may or may not have taken effect. %s", s.cfg.Name, size(limit), askLess)
+		}
 		again := "restarted"
 		if len(s.cfg.Command) == 0 {
 			again = "reconnected"
@@ -483,4 +499,21 @@ func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (t
 		return tools.Result{}, fmt.Errorf("MCP server %s stopped answering during the call, so it may or may not have taken effect; it is being %s, try again later", s.cfg.Name, again)
 	}
 	return toResult(s.cfg.Name, tool, r)
+}
+
+// askLess ends the error of a call whose answer was too large.
+const askLess = "Ask the tool for less: a narrower query, fewer items, a smaller page."
+
+// lose gives up on cs after a call found it broken: the run loop closes
+// it and connects again.
+func (s *server) lose(cs *sdk.ClientSession, err error) {
+	s.set(func() {
+		if s.cs == cs {
+			s.cs, s.broken = nil, err
+			select {
+			case s.drop <- struct{}{}:
+			default:
+			}
+		}
+	})
 }

@@ -134,16 +134,25 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // httpTransport is the SDK transport for a Streamable HTTP server. Its
 // client has no overall timeout: the server's event stream stays open for
-// the session; each call is bounded by its own context instead.
+// the session; each call is bounded by its own context instead, and each
+// answer by limitTransport.
 func httpTransport(c ServerConfig, h http.Header, log *slog.Logger) sdk.Transport {
 	u, _ := url.Parse(c.URL) // Validate parsed it
 	if len(h) > 0 && u.Scheme == "http" && !loopback(u.Hostname()) {
 		log.Warn("mcp: headers go to the server over plain http; use https beyond this machine", "server", c.Name, "url", c.URL)
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
+	limit := c.maxResponse()
 	return &sdk.StreamableClientTransport{
-		Endpoint:   c.URL,
-		HTTPClient: &http.Client{Transport: &headerTransport{host: u.Host, header: h, base: base}},
+		Endpoint: c.URL,
+		HTTPClient: &http.Client{Transport: &limitTransport{
+			base: &headerTransport{host: u.Host, header: h, base: base},
+			max:  limit, log: log, server: c.Name,
+		}},
+		// The SDK's own bound on an event (none unless set: v1.8.0 does
+		// not apply its documented default) fails the whole session;
+		// limitTransport's, which counts at least as much, comes first.
+		MaxEventSize: limit,
 	}
 }
 

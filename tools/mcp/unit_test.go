@@ -95,6 +95,9 @@ func TestValidate(t *testing.T) {
 		{ServerConfig{Name: "x", Command: []string{"a"}, Headers: map[string]string{"A": "b"}}, "headers are for url"},
 		{ServerConfig{Name: "x", URL: "https://x", Headers: map[string]string{"Bad Header": "b"}}, "not a header name"},
 		{ServerConfig{Name: "x", Command: []string{"a"}, Env: map[string]string{"A=B": "b"}}, "not a variable name"},
+		{ServerConfig{Name: "x", URL: "https://x", MaxResponseMB: 64}, ""},
+		{ServerConfig{Name: "x", URL: "https://x", MaxResponseMB: 65}, "max_response_mb: want 1 to 64 (MiB), or 0 for the default 8"},
+		{ServerConfig{Name: "x", Command: []string{"a"}, MaxResponseMB: -1}, "max_response_mb"},
 	}
 	for _, c := range cases {
 		err := c.c.Validate()
