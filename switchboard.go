@@ -128,6 +128,10 @@ type Binding struct {
 	// State is the listener's own note about the place (what it had under
 	// way there), kept across restarts; empty for none.
 	State string
+	// ByInvite: the place was bound by an invite code (a join), not to a
+	// conversation it started. Only the conversation's people act there:
+	// anyone else who can read the place is refused (sessions' access.go).
+	ByInvite bool
 }
 
 // Member is a person in a session: their role and the name they last
@@ -138,6 +142,10 @@ type Member struct {
 	Name     string
 	Role     string
 	LastSeen time.Time
+	// Pinned: the owner set Role with /role, so a role granted from
+	// elsewhere (a configured approver, a token, an invite code) does not
+	// change it.
+	Pinned bool
 }
 
 // Channel is the listener part of Key ("slack" of "slack:U1").

@@ -10,17 +10,19 @@ import (
 )
 
 // Bind stores that b.Address shows b.SessionID. A place already bound to
-// another session is bound anew (issue: joining a shared session), from
-// b.RenderedSeq; binding it again to the same session keeps how far it was
-// rendered.
+// another session is bound anew, from b.RenderedSeq (whether it may be is
+// the sessions' decision: a join never re-binds a thread); binding it
+// again to the same session keeps how far it was rendered and how it was
+// bound.
 func (db *DB) Bind(ctx context.Context, b switchboard.Binding) error {
-	_, err := db.write.ExecContext(ctx, `INSERT INTO bindings (channel, address, session_id, rendered_seq, created_at)
-		VALUES (?, ?, ?, ?, ?)
+	_, err := db.write.ExecContext(ctx, `INSERT INTO bindings (channel, address, session_id, rendered_seq, created_at, by_invite)
+		VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (channel, address) DO UPDATE SET
 			rendered_seq = CASE WHEN session_id = excluded.session_id THEN rendered_seq ELSE excluded.rendered_seq END,
 			state = CASE WHEN session_id = excluded.session_id THEN state ELSE '' END,
+			by_invite = CASE WHEN session_id = excluded.session_id THEN by_invite ELSE excluded.by_invite END,
 			session_id = excluded.session_id`,
-		b.Channel, b.Address, b.SessionID, b.RenderedSeq, b.CreatedAt.UnixMilli())
+		b.Channel, b.Address, b.SessionID, b.RenderedSeq, b.CreatedAt.UnixMilli(), b.ByInvite)
 	if err != nil {
 		return fmt.Errorf("storage: bind %s %s to %s: %w", b.Channel, b.Address, b.SessionID, err)
 	}
@@ -39,8 +41,8 @@ func (db *DB) Unbind(ctx context.Context, channel, address string) error {
 func (db *DB) Binding(ctx context.Context, channel, address string) (switchboard.Binding, error) {
 	b := switchboard.Binding{Channel: channel, Address: address}
 	var created int64
-	err := db.read.QueryRowContext(ctx, `SELECT session_id, rendered_seq, created_at, state FROM bindings
-		WHERE channel = ? AND address = ?`, channel, address).Scan(&b.SessionID, &b.RenderedSeq, &created, &b.State)
+	err := db.read.QueryRowContext(ctx, `SELECT session_id, rendered_seq, created_at, state, by_invite FROM bindings
+		WHERE channel = ? AND address = ?`, channel, address).Scan(&b.SessionID, &b.RenderedSeq, &created, &b.State, &b.ByInvite)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = ErrNotFound
 	}
@@ -53,7 +55,7 @@ func (db *DB) Binding(ctx context.Context, channel, address string) (switchboard
 
 // SessionBindings returns the places a session is shown in.
 func (db *DB) SessionBindings(ctx context.Context, sessionID string) ([]switchboard.Binding, error) {
-	return db.bindings(ctx, "session "+sessionID, `SELECT channel, address, session_id, rendered_seq, created_at, state
+	return db.bindings(ctx, "session "+sessionID, `SELECT channel, address, session_id, rendered_seq, created_at, state, by_invite
 		FROM bindings WHERE session_id = ? ORDER BY created_at, channel, address`, sessionID)
 }
 
@@ -61,7 +63,7 @@ func (db *DB) SessionBindings(ctx context.Context, sessionID string) ([]switchbo
 // the place has not been shown: what its listener catches up on start.
 // Cheap however many places are bound: one index probe per binding.
 func (db *DB) BindingsBehind(ctx context.Context, channel string) ([]switchboard.Binding, error) {
-	return db.bindings(ctx, "behind in "+channel, `SELECT b.channel, b.address, b.session_id, b.rendered_seq, b.created_at, b.state
+	return db.bindings(ctx, "behind in "+channel, `SELECT b.channel, b.address, b.session_id, b.rendered_seq, b.created_at, b.state, b.by_invite
 		FROM bindings b
 		WHERE b.channel = ? AND b.rendered_seq < (SELECT COALESCE(MAX(e.seq), 0) FROM events e WHERE e.session_id = b.session_id)
 		ORDER BY b.created_at`, channel)
@@ -77,7 +79,7 @@ func (db *DB) bindings(ctx context.Context, what, query string, args ...any) ([]
 	for rows.Next() {
 		var b switchboard.Binding
 		var created int64
-		if err := rows.Scan(&b.Channel, &b.Address, &b.SessionID, &b.RenderedSeq, &created, &b.State); err != nil {
+		if err := rows.Scan(&b.Channel, &b.Address, &b.SessionID, &b.RenderedSeq, &created, &b.State, &b.ByInvite); err != nil {
 			return nil, fmt.Errorf("storage: bindings of %s: %w", what, err)
 		}
 		b.CreatedAt = fromMillis(created)

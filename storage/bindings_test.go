@@ -102,3 +102,37 @@ func TestBindings(t *testing.T) {
 		t.Fatalf("binding of a deleted session: %v", err)
 	}
 }
+
+// How a place was bound is kept: a place joined by invite stays so when it
+// is bound again to the same session, and a new session bound there
+// brings its own.
+func TestBindingByInvite(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openFile(t)
+	newSession(t, db, "s1", "")
+	newSession(t, db, "s2", "")
+	now := time.UnixMilli(1_700_000_000_000).UTC()
+	bind := func(session string, byInvite bool) switchboard.Binding {
+		t.Helper()
+		if err := db.Bind(ctx, switchboard.Binding{Channel: "slack", Address: "T1:C1:1.1", SessionID: session, CreatedAt: now, ByInvite: byInvite}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := db.Binding(ctx, "slack", "T1:C1:1.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if b := bind("s1", true); !b.ByInvite {
+		t.Fatalf("joined place read back as %+v", b)
+	}
+	if b := bind("s1", false); !b.ByInvite {
+		t.Fatalf("bound again to the same session: %+v, want still by invite", b)
+	}
+	if bs, _ := db.SessionBindings(ctx, "s1"); len(bs) != 1 || !bs[0].ByInvite {
+		t.Fatalf("SessionBindings = %+v", bs)
+	}
+	if b := bind("s2", false); b.ByInvite || b.SessionID != "s2" {
+		t.Fatalf("after /reset to a new session: %+v, want its own binding", b)
+	}
+}

@@ -175,9 +175,9 @@ func (db *DB) updateSession(ctx context.Context, op, id, query string, args ...a
 // SetMember grants a member their role in a session under the name given,
 // replacing what was there; a LastSeen of zero keeps the stored one.
 func (db *DB) SetMember(ctx context.Context, sessionID string, m switchboard.Member) error {
-	_, err := db.write.ExecContext(ctx, `INSERT INTO members (session_id, author_key, role, name, last_seen) VALUES (?, ?, ?, ?, ?)
+	_, err := db.write.ExecContext(ctx, `INSERT INTO members (session_id, author_key, role, name, last_seen, pinned) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (session_id, author_key) DO UPDATE SET role = excluded.role, name = excluded.name,
-		last_seen = max(last_seen, excluded.last_seen)`, sessionID, m.Key, m.Role, m.Name, unixMilli(m.LastSeen))
+		last_seen = max(last_seen, excluded.last_seen), pinned = excluded.pinned`, sessionID, m.Key, m.Role, m.Name, unixMilli(m.LastSeen), m.Pinned)
 	if err != nil {
 		return fmt.Errorf("storage: set member %s in %s: %w", m.Key, sessionID, err)
 	}
@@ -237,7 +237,7 @@ func (db *DB) Member(ctx context.Context, sessionID, authorKey string) (string, 
 
 // Members returns every member of a session, by author key.
 func (db *DB) Members(ctx context.Context, sessionID string) ([]switchboard.Member, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT author_key, role, name, last_seen FROM members WHERE session_id = ? ORDER BY author_key`, sessionID)
+	rows, err := db.read.QueryContext(ctx, `SELECT author_key, role, name, last_seen, pinned FROM members WHERE session_id = ? ORDER BY author_key`, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("storage: members of %s: %w", sessionID, err)
 	}
@@ -246,7 +246,7 @@ func (db *DB) Members(ctx context.Context, sessionID string) ([]switchboard.Memb
 	for rows.Next() {
 		var m switchboard.Member
 		var seen int64
-		if err := rows.Scan(&m.Key, &m.Role, &m.Name, &seen); err != nil {
+		if err := rows.Scan(&m.Key, &m.Role, &m.Name, &seen, &m.Pinned); err != nil {
 			return nil, fmt.Errorf("storage: members of %s: %w", sessionID, err)
 		}
 		if seen > 0 {

@@ -144,6 +144,13 @@ func TestMembers(t *testing.T) {
 	if len(got) != 2 || !got[1].LastSeen.Equal(t1) || got[1].Role != "approver" {
 		t.Errorf("after SeenMembers and a new role: %+v; want web:u1 approver last seen %v", got, t1)
 	}
+	// A role the owner set is pinned, and stays so until set again.
+	if err := db.SetMember(ctx, "s1", switchboard.Member{Key: "web:u1", Role: "viewer", Pinned: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = db.Members(ctx, "s1"); !got[1].Pinned || got[1].Role != "viewer" {
+		t.Errorf("after a pinned role: %+v", got[1])
+	}
 	if err := db.RemoveMember(ctx, "s1", "web:u1"); err != nil {
 		t.Fatal(err)
 	}
