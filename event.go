@@ -168,17 +168,43 @@ type ConfirmationRequestData struct {
 }
 
 // ConfirmationResolvedData closes a confirmation request. By is the display
-// name of who answered, or "expired" / "cancelled".
+// name of who answered; for an expiry it is "expired", for a stopped turn
+// the name of who stopped it. Whether a person answered is told by Reason
+// (read it with Why), never by By: a person may be called "Expired".
 type ConfirmationResolvedData struct {
 	ConfirmationID string `json:"confirmation_id"`
 	Approved       bool   `json:"approved"`
 	By             string `json:"by"`
+	// Reason is why the request closed without an answer: ReasonExpired
+	// or ReasonCancelled; empty for a person's answer.
+	Reason string `json:"reason,omitempty"`
 	// Channel is where the answer was given ("slack"), empty for an
 	// expiry or a cancellation.
 	Channel string `json:"channel,omitempty"`
 	// Scope is ScopeSession when the approver allowed the tool for the
 	// rest of the session ("Always allow"); empty for this call only.
 	Scope string `json:"scope,omitempty"`
+}
+
+// Why a confirmation request closed without a person's answer
+// (ConfirmationResolvedData.Reason).
+const (
+	ReasonExpired   = "expired"   // nobody answered in time
+	ReasonCancelled = "cancelled" // the turn was stopped
+)
+
+// Why is why the request closed without a person's answer, ReasonExpired
+// or ReasonCancelled, or "" when a person answered. Events stored before
+// Reason existed said it only in By, with no Channel (a person's answer
+// always has one); they are read the same way here, and only here.
+func (d ConfirmationResolvedData) Why() string {
+	if d.Reason != "" {
+		return d.Reason
+	}
+	if d.Channel == "" && !d.Approved && (d.By == ReasonExpired || d.By == ReasonCancelled) {
+		return d.By
+	}
+	return ""
 }
 
 // Session states.

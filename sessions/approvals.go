@@ -187,7 +187,7 @@ func (s *session) confirm(ctx context.Context, in switchboard.Input) {
 		s.tell(in.Author, switchboard.ErrCodeBadInput, fmt.Sprintf("Unknown approval scope %s: leave it out (this call) or send \"session\" (the rest of the session).", quoteID(in.Scope)))
 		return
 	}
-	s.resolve(ctx, c, in.Approved, in.Author, in.Scope)
+	s.resolve(ctx, c, in.Approved, in.Author, in.Scope, "")
 }
 
 // expire treats an unanswered request whose time ran out as denied.
@@ -196,15 +196,17 @@ func (s *session) expire(ctx context.Context, id string) {
 		return
 	}
 	if c := s.pending.find(id); c != nil && !c.Resolved {
-		s.resolve(ctx, c, false, switchboard.Author{Name: "expired"}, "")
+		// By stays "expired" for clients that read only by.
+		s.resolve(ctx, c, false, switchboard.Author{Name: switchboard.ReasonExpired}, "", switchboard.ReasonExpired)
 	}
 }
 
 // resolve records an answer; once every request of the turn is answered,
 // the turn goes on. An approval for the session (scope) allows the tool
 // from now on, and answers the turn's other open requests for it too: the
-// allowance is stored in the same write as the answers.
-func (s *session) resolve(ctx context.Context, c *confirmation, approved bool, who switchboard.Author, scope string) {
+// allowance is stored in the same write as the answers. why is the
+// event's Reason: empty for a person's answer.
+func (s *session) resolve(ctx context.Context, c *confirmation, approved bool, who switchboard.Author, scope, why string) {
 	by := who.DisplayName()
 	p := s.pending
 	answered := []*confirmation{c}
@@ -225,15 +227,15 @@ func (s *session) resolve(ctx context.Context, c *confirmation, approved bool, w
 		for _, c := range answered {
 			c.Resolved, c.Approved, c.By = true, approved, by
 			s.emit(ctx, switchboard.EventConfirmationResolved, switchboard.ConfirmationResolvedData{
-				ConfirmationID: c.ID, Approved: approved, By: by, Channel: who.Channel, Scope: scope,
+				ConfirmationID: c.ID, Approved: approved, By: by, Channel: who.Channel, Scope: scope, Reason: why,
 			})
 		}
 		if !approved {
 			reason := "the user denied this tool call"
-			switch by {
-			case "expired":
+			switch why {
+			case switchboard.ReasonExpired:
 				reason = "nobody approved this tool call in time, so it did not run"
-			case "cancelled":
+			case switchboard.ReasonCancelled:
 				reason = "cancelled: the user stopped the turn"
 			}
 			s.setResult(ctx, p, c.CallIndex, reason, true)
@@ -291,9 +293,9 @@ func (s *session) stop(ctx context.Context, by switchboard.Author, stoppedRunnin
 	evs := s.collect(func() {
 		for _, c := range p.Confirmations {
 			if !c.Resolved {
-				c.Resolved, c.By = true, "cancelled"
+				c.Resolved, c.By = true, switchboard.ReasonCancelled
 				s.emit(ctx, switchboard.EventConfirmationResolved, switchboard.ConfirmationResolvedData{
-					ConfirmationID: c.ID, Approved: false, By: by.DisplayName(),
+					ConfirmationID: c.ID, Approved: false, By: by.DisplayName(), Reason: switchboard.ReasonCancelled,
 				})
 				s.setResult(ctx, p, c.CallIndex, "cancelled: the user stopped the turn", true)
 			}

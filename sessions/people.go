@@ -275,11 +275,14 @@ func (s *session) approvals(ctx context.Context, by switchboard.Author) {
 		}
 		tool := cmp.Or(d.Request.ToolName, "a tool")
 		who := "by " + d.Resolved.By
-		switch d.Resolved.By {
-		case "expired":
+		switch d.Resolved.Why() { // never by By: a person may be called "Expired"
+		case switchboard.ReasonExpired:
 			who = "(nobody answered in time)"
-		case "cancelled":
+		case switchboard.ReasonCancelled:
 			who = "(the turn was stopped)"
+			if d.Resolved.Reason != "" && d.Resolved.By != "" { // By is who stopped it
+				who = "(the turn was stopped by " + d.Resolved.By + ")"
+			}
 		}
 		if d.Resolved.Channel != "" {
 			who += " · " + switchboard.ChannelName(d.Resolved.Channel)

@@ -584,6 +584,27 @@ func TestWidgetInBrowser(t *testing.T) {
 			t.Errorf("security warning (svgs|text): %q, want 1|it runs commands", got)
 		}
 
+		// An expiry or a cancellation is told by reason (or, stored before
+		// reasons, by by alone without a channel), never by a name: people
+		// called "Expired" or "cancelled" answer as people.
+		p.do(chromedp.Evaluate[chromedp.Void](`(() => {
+			const w = document.querySelector('switchboard-chat');
+			const cases = [
+				['c-r1', {by: 'Expired', channel: 'slack'}],
+				['c-r2', {by: 'cancelled', channel: 'discord', approved: true}],
+				['c-r3', {by: 'expired', reason: 'expired'}],
+				['c-r4', {by: 'Ann', reason: 'cancelled'}],
+				['c-r5', {by: 'expired'}],
+			];
+			for (const [id, d] of cases) {
+				w.handle({type: 'confirmation_request', data: {confirmation_id: id, tool_call_id: 'call_' + id, tool_name: 'shell', args: {}}});
+				w.handle({type: 'confirmation_resolved', data: {confirmation_id: id, approved: false, ...d}});
+			}
+		})()`))
+		if got := eval[string](p, `['c-r1', 'c-r2', 'c-r3', 'c-r4', 'c-r5'].map(id => `+root+`.querySelector('.confirm[data-confirmation=' + id + '] .resolution')?.textContent).join('|')`); got != "Denied by Expired · Slack|Approved by cancelled · Discord|Expired: not run|Cancelled by Ann|Expired: not run" {
+			t.Errorf("resolutions: %q", got)
+		}
+
 		// Nothing the widget shows is drawn from an emoji font.
 		type shown struct {
 			Text  string `json:"text"`

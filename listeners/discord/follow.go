@@ -423,9 +423,11 @@ func resolvedText(d switchboard.ConfirmationResolvedData) string {
 	if d.Channel != "" {
 		by += " · " + mdEscape(switchboard.ChannelName(d.Channel))
 	}
-	switch {
-	case d.By == "expired", d.By == "cancelled":
-		return "-# The tool call was " + d.By + "."
+	switch why := d.Why(); { // never by By: a person may be called "Expired"
+	case why == switchboard.ReasonCancelled && d.Reason != "" && d.By != "": // By is who stopped the turn
+		return "-# The tool call was cancelled by " + by + "."
+	case why != "":
+		return "-# The tool call was " + why + "."
 	case d.Approved && d.Scope == switchboard.ScopeSession:
 		return "-# Always allowed by " + by + "."
 	case d.Approved:

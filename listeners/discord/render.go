@@ -577,11 +577,14 @@ func resolvedStatus(res switchboard.ConfirmationResolvedData, byMention string, 
 	}
 	var status string
 	color := colorDenied
-	switch {
-	case !res.Approved && strings.EqualFold(name, "expired"):
+	switch res.Why() { // never by the name: a person may be called "Expired"
+	case switchboard.ReasonExpired:
 		status, color = "⌛ Expired", colorClosed
-	case !res.Approved && strings.EqualFold(name, "cancelled"):
+	case switchboard.ReasonCancelled:
 		status, color = "🚫 Cancelled", colorClosed
+		if res.Reason != "" && by != "" { // By is who stopped the turn (a legacy one says "cancelled")
+			status += " by " + by
+		}
 	default:
 		status = "❌ Denied"
 		switch {

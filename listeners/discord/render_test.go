@@ -766,8 +766,16 @@ func TestResolvedEdit(t *testing.T) {
 		{"from slack", switchboard.ConfirmationResolvedData{Approved: true, By: "Carol", Channel: "slack"}, "", at, "✅ Approved by Carol · Slack · <t:1735826700:t>", colorApproved},
 		{"denied in discord", switchboard.ConfirmationResolvedData{By: "Dan", Channel: "discord"}, "<@123>", at, "❌ Denied by <@123> · Discord · <t:1735826700:t>", colorDenied},
 		{"an unknown channel", switchboard.ConfirmationResolvedData{Approved: true, By: "Eve", Channel: "irc_*"}, "", time.Time{}, `✅ Approved by Eve · irc\_\*`, colorApproved},
-		{"expired", switchboard.ConfirmationResolvedData{By: "expired"}, "", at, "⌛ Expired · <t:1735826700:t>", colorClosed},
-		{"cancelled", switchboard.ConfirmationResolvedData{By: "cancelled"}, "", time.Time{}, "🚫 Cancelled", colorClosed},
+		{"expired", switchboard.ConfirmationResolvedData{By: "expired", Reason: switchboard.ReasonExpired}, "", at, "⌛ Expired · <t:1735826700:t>", colorClosed},
+		{"cancelled", switchboard.ConfirmationResolvedData{By: "Ann", Reason: switchboard.ReasonCancelled}, "<@123>", time.Time{}, "🚫 Cancelled by <@123>", colorClosed},
+		// Stored before reasons: by alone said it, without a channel.
+		{"expired, stored before reasons", switchboard.ConfirmationResolvedData{By: "expired"}, "", at, "⌛ Expired · <t:1735826700:t>", colorClosed},
+		{"cancelled, stored before reasons", switchboard.ConfirmationResolvedData{By: "cancelled"}, "", time.Time{}, "🚫 Cancelled", colorClosed},
+		// People called so answer as people: the reason says, never the name.
+		{"denied by a person called Expired", switchboard.ConfirmationResolvedData{By: "Expired", Channel: "discord"}, "", at, "❌ Denied by Expired · Discord · <t:1735826700:t>", colorDenied},
+		{"denied by a person called expired", switchboard.ConfirmationResolvedData{By: "expired", Channel: "slack"}, "", at, "❌ Denied by expired · Slack · <t:1735826700:t>", colorDenied},
+		{"denied by a person called Cancelled, by mention", switchboard.ConfirmationResolvedData{By: "Cancelled", Channel: "discord"}, "<@123>", at, "❌ Denied by <@123> · Discord · <t:1735826700:t>", colorDenied},
+		{"approved by a person called cancelled", switchboard.ConfirmationResolvedData{Approved: true, By: "cancelled", Channel: "web"}, "", time.Time{}, "✅ Approved by cancelled · Web", colorApproved},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -452,11 +452,15 @@ func resolvedBlocks(req switchboard.ConfirmationRequestData, res switchboard.Con
 		by = mrkdwnEscape(squash(by)) // a name, not a mention
 	}
 	var status, plain string
-	switch {
-	case !res.Approved && strings.EqualFold(name, "expired"):
+	switch res.Why() { // never by the name: a person may be called "Expired"
+	case switchboard.ReasonExpired:
 		status, plain = "Expired", "Expired"
-	case !res.Approved && strings.EqualFold(name, "cancelled"):
+	case switchboard.ReasonCancelled:
 		status, plain = "Cancelled", "Cancelled"
+		if res.Reason != "" && name != "" { // By is who stopped the turn (a legacy one says "cancelled")
+			status += " by " + by
+			plain += " by " + mrkdwnEscape(name) // no mention: it would notify
+		}
 	default:
 		verb := "Denied"
 		switch {

@@ -635,8 +635,19 @@ func TestResolvedBlocks(t *testing.T) {
 			"Denied by Dan · Discord · 14:05", "Denied by Dan · Discord: current_time", 3},
 		{"from slack, by mention", switchboard.ConfirmationResolvedData{Approved: true, By: "Ann", Channel: "slack"}, "<@U123>", at,
 			"Approved by <@U123> · Slack · 14:05", "Approved by Ann · Slack: current_time", 3},
-		{"expired", switchboard.ConfirmationResolvedData{By: "expired"}, "", at, "Expired", "Expired: current_time", 3},
-		{"cancelled", switchboard.ConfirmationResolvedData{By: "cancelled"}, "", at, "Cancelled", "Cancelled: current_time", 3},
+		{"expired", switchboard.ConfirmationResolvedData{By: "expired", Reason: switchboard.ReasonExpired}, "", at, "Expired", "Expired: current_time", 3},
+		{"cancelled", switchboard.ConfirmationResolvedData{By: "Ann", Reason: switchboard.ReasonCancelled}, "<@U123>", at,
+			"Cancelled by <@U123>", "Cancelled by Ann: current_time", 3},
+		// Stored before reasons: by alone said it, without a channel.
+		{"expired, stored before reasons", switchboard.ConfirmationResolvedData{By: "expired"}, "", at, "Expired", "Expired: current_time", 3},
+		{"cancelled, stored before reasons", switchboard.ConfirmationResolvedData{By: "cancelled"}, "", at, "Cancelled", "Cancelled: current_time", 3},
+		// People called so answer as people: the reason says, never the name.
+		{"denied by a person called Expired", switchboard.ConfirmationResolvedData{By: "Expired", Channel: "slack"}, "", at,
+			"Denied by Expired · Slack · 14:05", "Denied by Expired · Slack: current_time", 3},
+		{"denied by a person called expired", switchboard.ConfirmationResolvedData{By: "expired", Channel: "web"}, "", at,
+			"Denied by expired · Web · 14:05", "Denied by expired · Web: current_time", 3},
+		{"approved by a person called Cancelled, by mention", switchboard.ConfirmationResolvedData{Approved: true, By: "Cancelled", Channel: "slack"}, "<@U123>", at,
+			"Approved by <@U123> · Slack · 14:05", "Approved by Cancelled · Slack: current_time", 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

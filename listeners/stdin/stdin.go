@@ -1015,11 +1015,17 @@ func (v *view) resolvedLocked(d *switchboard.ConfirmationResolvedData) {
 		word = "approved"
 	}
 	var what string
+	why := d.Why() // never by By: a person may be called "Expired"
 	switch {
-	case d.Channel == "" && d.By == "expired":
+	case why == switchboard.ReasonExpired:
 		what = word + ": nobody answered in time"
+	case why == switchboard.ReasonCancelled && d.Reason == "": // stored before reasons: By says only "cancelled"
+		what = word + ": the turn was stopped"
+	case why == switchboard.ReasonCancelled:
+		what = word + ": the turn was stopped by " + d.By
 	case d.Channel == "" || d.Channel == v.self.Channel:
-		// No channel: a /stop, or an answer stored before channels were.
+		// No channel: a /stop stored before reasons, or an answer stored
+		// before channels were.
 		what = word + " by " + d.By
 	default:
 		what = word + " by " + d.By + " · " + switchboard.ChannelName(d.Channel)
@@ -1027,7 +1033,7 @@ func (v *view) resolvedLocked(d *switchboard.ConfirmationResolvedData) {
 	if d.Scope == switchboard.ScopeSession {
 		what += " (for this session)"
 	}
-	mine := d.Channel == v.self.Channel || d.Channel == "" && d.By == v.self.DisplayName()
+	mine := d.Channel == v.self.Channel || d.Channel == "" && why != switchboard.ReasonExpired && d.By == v.self.DisplayName()
 	if asked == nil || mine || !v.mayApproveLocked() {
 		v.writeLocked("  " + what + "\n")
 		return

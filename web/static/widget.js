@@ -641,9 +641,14 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       // Decided, here or in another place: the buttons go, and a line
       // says who decided and from where.
       box.querySelectorAll(".actions, .resolution").forEach((r) => r.remove());
+      // Why it closed is in reason, never in by: a person may be called
+      // "Expired". An event stored before reason existed said it in by,
+      // with no channel (a person's answer always has one).
+      const legacy = !d.reason && !d.channel && !d.approved && (d.by === "expired" || d.by === "cancelled");
+      const why = d.reason || (legacy ? d.by : "");
       let text;
-      if (d.by === "expired") text = "Expired: not run";
-      else if (d.by === "cancelled") text = "Cancelled";
+      if (why === "expired") text = "Expired: not run";
+      else if (why === "cancelled") text = "Cancelled" + (d.reason && d.by ? " by " + d.by : "");
       else {
         text = (d.approved ? "Approved by " : "Denied by ") + d.by + (d.channel ? " · " + channelName(d.channel) : "") +
           (d.scope === "session" ? " · for this session" : "");
