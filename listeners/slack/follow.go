@@ -86,6 +86,8 @@ type follow struct {
 	// asker is the Slack user whose message the session answers now: a
 	// native stream into a channel must name them.
 	asker string
+	// stream is what the place knows for native streaming (stream.go).
+	stream streamPlace
 	// replayTo is the session's last event when this run attached: events
 	// up to it may have been posted before a restart recorded progress;
 	// shown is what the thread already holds of them.
@@ -341,12 +343,12 @@ func (f *follow) message(ctx context.Context, d *switchboard.MessageData) {
 		f.post(ctx, mrkdwnEscape(d.Content), nil)
 	case switchboard.RoleUser:
 		if d.Place == Channel+":"+f.b.Address || d.Place == "" && d.Channel == Channel {
-			f.asker = d.AuthorID // a stream into a channel names its reader
-			return               // written here: it is in the thread already
+			f.asked(d) // a stream names its reader, and answers the message
+			return     // written here: it is in the thread already
 		}
 		// Written elsewhere: shown with who and where; its answer is
 		// edited into place here (a stream would need a reader here).
-		f.asker = ""
+		f.asker, f.stream.answering = "", ""
 		who := d.Author
 		if d.Channel != "" {
 			who += " · " + switchboard.ChannelName(d.Channel)

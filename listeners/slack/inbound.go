@@ -3,6 +3,7 @@ package slack
 // Inbound: Slack events, clicks and commands become session inputs.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -79,8 +80,13 @@ func (l *Listener) onEventsAPI(ctx context.Context, ev slackevents.EventsAPIEven
 		switch {
 		case e.ChannelType == "im" || isDM(e.Channel):
 			// A DM needs no mention; its threads (the AI-app surface makes
-			// one per conversation) are conversations of their own.
+			// one per conversation) are conversations of their own, but
+			// for the thread of a message an answer was streamed under:
+			// a reply there goes on with the DM's conversation.
 			in.at, in.start = place{channel: e.Channel, threadTS: e.ThreadTimeStamp}, true
+			if e.ThreadTimeStamp != "" && l.asks.threadRoot(l.address(place{channel: e.Channel}), e.ThreadTimeStamp) {
+				in.at.threadTS, in.under = "", e.ThreadTimeStamp
+			}
 		case e.ThreadTimeStamp != "" && !strings.Contains(e.Text, "<@"+l.botUserID+">"):
 			// A reply in a thread: answered when the thread is a session.
 			// With a mention, app_mention answers it (same ts, same input).
@@ -115,6 +121,9 @@ func (l *Listener) onAssistantThread(ctx context.Context, th slackevents.Assista
 type incoming struct {
 	user, botID, text, ts string
 	at                    place
+	// under is the thread a reply at a DM's top level was written in (see
+	// asks.threadRoot): its answer streams there too.
+	under string
 	// start: the message may start a session (a mention, a DM); a thread
 	// reply without a mention only continues one.
 	start bool
@@ -158,6 +167,7 @@ func (l *Listener) onMessage(ctx context.Context, in incoming) {
 		l.remember(in.at, in.user)
 		// The message's ts is its id: an event Slack redelivers, or the
 		// app_mention and message events of one message, answer it once.
+		l.asks.note(addr, in.at, in.user, text, cmp.Or(in.under, in.ts)) // a stream answers under it
 		l.submitText(ctx, b, in.at, author, text, in.at.channel+":"+in.ts)
 	})
 }

@@ -117,9 +117,12 @@ type Listener struct {
 
 	users *userCache
 
-	// nativeOK: the workspace takes native streams (chat.startStream);
-	// cleared at the first refusal (stream.go).
+	// nativeOK: the app may stream natively (chat.startStream); cleared
+	// when Slack says the method is not the app's (stream.go).
 	nativeOK atomic.Bool
+	// asks are people's messages at DMs' top level, for the streams that
+	// answer them (stream.go).
+	asks asks
 
 	// work runs inbound events in order per place, places in parallel.
 	work []chan func()

@@ -291,14 +291,16 @@ func TestThreadRepliesAndWhatIsIgnored(t *testing.T) {
 	}
 }
 
-// A DM needs no mention and is answered in the conversation itself.
+// A DM needs no mention and is answered in the conversation itself, the
+// streamed answer as a reply to the message (Slack streams only replies).
 func TestDirectMessage(t *testing.T) {
 	r := newRig(t, nil)
 	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Hi Alice."}})
-	r.send(r.fake.MessageEvent(slacktest.UserMessage{Channel: "D1", User: alice.ID, Text: "hi"}))
+	q := r.fake.MessageEvent(slacktest.UserMessage{Channel: "D1", User: alice.ID, Text: "hi"})
+	r.send(q)
 	r.eventually("the answer in the DM", func() bool { return strings.Contains(allText(r.botReplies("D1", "")), "Hi Alice.") })
-	if m := r.botReplies("D1", ""); m[0].ThreadTS != "" {
-		t.Fatalf("a DM answer went into a thread: %+v", m[0])
+	if m := r.botReplies("D1", ""); m[0].ThreadTS != q["ts"] {
+		t.Fatalf("a DM answer is not a reply to the message it answers: %+v", m[0])
 	}
 }
 

@@ -2,20 +2,27 @@ package slack
 
 // Native streaming: Slack's chat.startStream / appendStream / stopStream
 // show a reply growing as the model writes it, without the edits' one-a-
-// second limit and in Slack's own Markdown rendering (markdown_text). Where
-// the workspace or the place does not take it (the feature is off, an old
-// workspace, a reply nobody in particular asked for in a channel), replies
-// are posted and edited instead (follow.flush).
+// second limit and in Slack's own Markdown rendering (markdown_text). A
+// streamed message is always a reply to a person's request: startStream
+// requires thread_ts, so in a channel the reply streams into the thread,
+// and at a DM's top level under the message it answers (asks). Where the
+// app, the place or the reply does not take it (the method is not the
+// app's, a channel Slack streams nowhere in, a reply nobody in particular
+// asked for in a channel, a DM message whose ts is unknown), replies are
+// posted and edited instead (follow.flush).
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	slackapi "github.com/slack-go/slack"
+
+	"github.com/switchboard-gw/switchboard"
 )
 
 // nativeLimit is the most characters one streamed message holds before the
@@ -24,6 +31,7 @@ const nativeLimit = 11_000
 
 // nativeStream is a reply being streamed natively.
 type nativeStream struct {
+	thread    string // the thread_ts it streams under
 	ts        string // the message being streamed now
 	sent      int    // bytes of the reply sent so far, over all its messages
 	inMsg     int    // characters in the current message
@@ -36,11 +44,18 @@ type nativeStream struct {
 // reports false when the reply is to be posted and edited instead.
 func (f *follow) flushNative(ctx context.Context, r *streamed) bool {
 	if r.native == nil {
-		if r.tried || len(r.posted) > 0 || !f.l.nativeOK.Load() || (!isDM(f.at.channel) && f.asker == "") {
+		if r.tried || len(r.posted) > 0 || !f.l.nativeOK.Load() || f.stream.refused != "" || (!isDM(f.at.channel) && f.asker == "") {
 			return false
 		}
+		thread := f.at.threadTS
+		if thread == "" {
+			thread = f.stream.answering // a DM's top level: under the message answered
+		}
+		if thread == "" {
+			return false // nothing to stream under: Slack streams only replies
+		}
 		r.tried = true
-		r.native = &nativeStream{}
+		r.native = &nativeStream{thread: thread}
 	}
 	n := r.native
 	full := r.text.String()
@@ -79,16 +94,13 @@ func (f *follow) flushNative(ctx context.Context, r *streamed) bool {
 			if n.fenceOpen {
 				head = "```\n"
 			}
-			ts, err := f.startStream(ctx, head+chunk)
+			ts, err := f.startStream(ctx, n.thread, head+chunk)
 			if err != nil {
 				var se slackapi.SlackErrorResponse
 				if errors.As(err, &se) && n.sent == 0 {
-					// The workspace does not stream: edit messages from now on.
-					if f.l.nativeOK.CompareAndSwap(true, false) {
-						f.l.log.Info("slack: native streaming unavailable, editing messages instead", "err", err)
-					}
+					f.streamRefused(se)
 					r.native = nil
-					return false
+					return false // this reply is edited into place
 				}
 				f.l.log.Warn("slack: start a stream", "place", f.b.Address, "err", err)
 				return true
@@ -126,11 +138,8 @@ func (f *follow) append(ctx context.Context, n *nativeStream, chunk string) erro
 	return nil
 }
 
-func (f *follow) startStream(ctx context.Context, text string) (string, error) {
-	opts := []slackapi.MsgOption{slackapi.MsgOptionMarkdownText(text)}
-	if f.at.threadTS != "" {
-		opts = append(opts, slackapi.MsgOptionTS(f.at.threadTS))
-	}
+func (f *follow) startStream(ctx context.Context, thread, text string) (string, error) {
+	opts := []slackapi.MsgOption{slackapi.MsgOptionMarkdownText(text), slackapi.MsgOptionTS(thread)}
 	if !isDM(f.at.channel) {
 		opts = append(opts, slackapi.MsgOptionRecipientUserID(f.asker), slackapi.MsgOptionRecipientTeamID(f.l.teamID))
 	}
@@ -140,6 +149,164 @@ func (f *follow) startStream(ctx context.Context, text string) (string, error) {
 		return err
 	})
 	return ts, err
+}
+
+// streamRefused handles Slack refusing a reply's first stream: the reply
+// is edited into place instead. Only an answer that says the method is not
+// this app's turns streaming off for every place (until a restart); one
+// about the place keeps this place editing; any other (the call's
+// arguments, a passing fault) concerns this reply alone.
+func (f *follow) streamRefused(se slackapi.SlackErrorResponse) {
+	switch scope, fix := streamRefusal(se.Err); scope {
+	case refusedForApp:
+		if f.l.nativeOK.CompareAndSwap(true, false) {
+			f.l.log.Warn("slack: Slack refused chat.startStream for this app: replies are edited into place, not streamed, until a restart",
+				"error", se.Err, "fix", fix)
+		}
+	case refusedForPlace:
+		f.stream.refused = se.Err
+		f.l.log.Info("slack: Slack streams no replies here: they are edited into place", "place", f.b.Address, "error", se.Err)
+	default:
+		f.l.log.Warn("slack: Slack refused a stream: this reply is edited into place", "place", f.b.Address,
+			"error", se.Err, "messages", se.ResponseMetadata.Messages)
+	}
+}
+
+// How far a refusal of chat.startStream reaches.
+const (
+	refusedForReply = iota // the call's arguments, or a fault: this reply
+	refusedForPlace        // the conversation: every reply in this place
+	refusedForApp          // the method is not this app's: every place
+)
+
+// streamRefusal is how far Slack's error code for chat.startStream
+// reaches, and for the app-wide ones what would fix it. The codes are
+// those Slack documents for the method; an unknown one concerns the reply.
+func streamRefusal(code string) (scope int, fix string) {
+	switch code {
+	case "unknown_method", "method_deprecated", "deprecated_endpoint":
+		return refusedForApp, "Slack offers no chat.startStream to this app or workspace; nothing to fix, replies are edited"
+	case "feature_not_enabled":
+		return refusedForApp, "a feature streaming needs is off for this app or workspace (the app's settings: Agents & AI Apps); turn it on, then restart the gateway"
+	case "missing_scope":
+		return refusedForApp, "add the chat:write bot scope (OAuth & Permissions), reinstall the app, then restart the gateway"
+	case "not_allowed_token_type", "is_bot":
+		return refusedForApp, "listeners.slack.bot_token must be the app's bot token (xoxb-), not a user, legacy bot or app-level token"
+	case "enterprise_is_restricted":
+		return refusedForApp, "the app is installed at the Enterprise level; install it in the workspace"
+	case "channel_not_found", "channel_type_not_supported", "not_in_channel", "is_archived", "no_permission", "access_denied",
+		"ekm_access_denied", "messages_tab_disabled", "restricted_action", "restricted_action_read_only_channel",
+		"restricted_action_thread_only_channel", "restricted_action_non_threadable_channel", "restricted_action_thread_locked":
+		return refusedForPlace, ""
+	}
+	return refusedForReply, ""
+}
+
+// streamPlace is what a place's follower knows for streaming there.
+type streamPlace struct {
+	// answering is the ts of the person's message the session answers
+	// now, where known (asks): a stream at a DM's top level is a reply to
+	// it.
+	answering string
+	// refused is Slack's error when it refused a stream for the place
+	// itself (streamRefusal): replies here are edited from then on.
+	refused string
+}
+
+// asked notes the person's message the session answers now, from its
+// event: its author (a stream into a channel names its reader) and, at a
+// DM's top level, its ts (a stream is a reply to it).
+func (f *follow) asked(d *switchboard.MessageData) {
+	f.asker, f.stream.answering = d.AuthorID, ""
+	if f.at.threadTS == "" {
+		f.stream.answering = f.l.asks.take(f.b.Address, d.AuthorID, d.Content)
+	}
+}
+
+// asks are the messages people wrote at a DM's top level and gave the
+// session, by place, so that the stream answering one can be a reply to
+// it: the session's event of a message carries its author and text, not
+// its Slack ts (the input's ClientID, which the session keeps to itself).
+type asks struct {
+	mu sync.Mutex
+	m  map[string][]ask // address → the latest, oldest first
+	// roots are the messages answers were streamed under ("address/ts"):
+	// a reply in such a thread goes on with the DM's conversation
+	// (threadRoot), not a new one.
+	roots map[string]struct{}
+}
+
+type ask struct{ user, text, ts string }
+
+// asksKept is how many messages a place keeps not yet answered: those the
+// session refused or took as commands are dropped as later ones are
+// answered (take), or past this.
+const asksKept = 16
+
+// note keeps a message given to the session at address, before it is
+// submitted (its event follows). Only a DM's top level needs them: a
+// thread is streamed into under its own ts.
+func (a *asks) note(address string, at place, user, text, ts string) {
+	if at.threadTS != "" || !isDM(at.channel) || ts == "" {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m == nil || len(a.m) > 10_000 {
+		a.m = map[string][]ask{} // bounded; forgetting edits a reply instead
+	}
+	list := a.m[address]
+	for _, k := range list {
+		if k.ts == ts {
+			return // delivered again: answered once
+		}
+	}
+	list = append(list, ask{user: user, text: text, ts: ts})
+	if len(list) > asksKept {
+		list = list[len(list)-asksKept:]
+	}
+	a.m[address] = list
+}
+
+// take returns the ts of user's oldest kept message with text at address,
+// forgetting it and that person's older ones (never answered: refused, or
+// commands), or "" when none is kept (written before a restart).
+func (a *asks) take(address, user, text string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	list := a.m[address]
+	for i, k := range list {
+		if k.user != user || k.text != text {
+			continue
+		}
+		rest := list[:0:0]
+		for j, o := range list {
+			if j > i || o.user != user {
+				rest = append(rest, o)
+			}
+		}
+		if len(rest) == 0 {
+			delete(a.m, address)
+		} else {
+			a.m[address] = rest
+		}
+		if a.roots == nil || len(a.roots) > 10_000 {
+			a.roots = map[string]struct{}{} // bounded; forgetting makes a reply there a new conversation
+		}
+		a.roots[address+"/"+k.ts] = struct{}{}
+		return k.ts
+	}
+	return ""
+}
+
+// threadRoot reports whether ts, at a DM's address, is a message an
+// answer was streamed under: a person replying in that thread goes on
+// with the DM's conversation.
+func (a *asks) threadRoot(address, ts string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.roots[address+"/"+ts]
+	return ok
 }
 
 // stopStream ends a streamed message with tail, and marks it with the

@@ -10,7 +10,8 @@
 //     token), with a workspace model that stores every message by channel and
 //     ts together with its edit history, and with Slack's validation (text and
 //     markdown_text lengths, no_text, Block Kit limits via ValidateBlocks,
-//     modal limits via ValidateView, trigger_id lifetimes), and the bot's
+//     modal limits via ValidateView, trigger_id lifetimes, the thread_ts
+//     and recipient chat.startStream requires), and the bot's
 //     standing in each conversation (Channel's NotMember, Archived and
 //     Restricted): posting where it may not is refused with not_in_channel,
 //     channel_not_found, is_archived or restricted_action, while a slash

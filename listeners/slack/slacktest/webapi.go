@@ -892,8 +892,14 @@ func (s *Server) chatStartStream(p url.Values) apiResult {
 	if fail != nil {
 		return *fail
 	}
+	// A streamed message is always a reply to a person's request: Slack
+	// requires thread_ts, in DMs too, and answers its absence as it does
+	// every missing required argument.
 	threadTS := p.Get("thread_ts")
-	if threadTS != "" && !validTS(threadTS) {
+	if threadTS == "" {
+		return validationResult(&ValidationError{Code: "invalid_arguments", Problems: []string{"missing required field: thread_ts"}})
+	}
+	if !validTS(threadTS) {
 		return errResult("invalid_thread_ts")
 	}
 	s.mu.Lock()

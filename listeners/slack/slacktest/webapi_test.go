@@ -409,20 +409,33 @@ func TestStreaming(t *testing.T) {
 	// Channels need the recipient; DMs do not.
 	_, _, err = api.StartStream(channel, slack.MsgOptionTS(q.TS))
 	slackErr(t, err, "missing_recipient_user_id")
-	if _, _, err := api.StartStream(dm, slack.MsgOptionMarkdownText("hi")); err != nil {
+	dq := srv.PostUserMessage(slacktest.UserMessage{Channel: dm, User: alice, Text: "hi"})
+	inDM := slack.MsgOptionTS(dq.TS)
+	if _, _, err := api.StartStream(dm, inDM, slack.MsgOptionMarkdownText("hi")); err != nil {
 		t.Errorf("stream in a DM: %v", err)
 	}
 
+	// A stream is always a reply: without thread_ts, in a channel or a
+	// DM, Slack refuses it as a missing required argument, saying which.
+	for _, where := range []string{channel, dm} {
+		_, _, err = api.StartStream(where, slack.MsgOptionMarkdownText("hi"), slack.MsgOptionRecipientUserID(alice), slack.MsgOptionRecipientTeamID(srv.TeamID()))
+		if se := slackErr(t, err, "invalid_arguments"); len(se.ResponseMetadata.Messages) != 1 || !strings.Contains(se.ResponseMetadata.Messages[0], "thread_ts") {
+			t.Errorf("%s: a stream without thread_ts answered %v, want the missing field named", where, se.ResponseMetadata.Messages)
+		}
+	}
+	_, _, err = api.StartStream(dm, slack.MsgOptionTS("yesterday"), slack.MsgOptionMarkdownText("hi"))
+	slackErr(t, err, "invalid_thread_ts")
+
 	// The per-server switch makes startStream unavailable, for fallbacks.
 	srv.SetStartStreamError("feature_not_enabled")
-	_, _, err = api.StartStream(dm, slack.MsgOptionMarkdownText("hi"))
+	_, _, err = api.StartStream(dm, inDM, slack.MsgOptionMarkdownText("hi"))
 	slackErr(t, err, "feature_not_enabled")
 	srv.SetStartStreamError("")
-	if _, _, err := api.StartStream(dm, slack.MsgOptionMarkdownText("hi")); err != nil {
+	if _, _, err := api.StartStream(dm, inDM, slack.MsgOptionMarkdownText("hi")); err != nil {
 		t.Errorf("re-enabled: %v", err)
 	}
 	off, offAPI := newServer(t, slacktest.WithStartStreamError("not_allowed"))
-	_, _, err = offAPI.StartStream(dm, slack.MsgOptionMarkdownText("hi"))
+	_, _, err = offAPI.StartStream(dm, inDM, slack.MsgOptionMarkdownText("hi"))
 	slackErr(t, err, "not_allowed")
 	if n := off.Calls("chat.startStream"); n != 1 {
 		t.Errorf("calls = %d", n)
@@ -507,7 +520,7 @@ func TestConversationsTheBotMayNotPostIn(t *testing.T) {
 			slackErr(t, err, tc.code)
 			_, err = api.PostEphemeral(tc.channel, alice, slack.MsgOptionText("hi", false))
 			slackErr(t, err, tc.code)
-			_, _, err = api.StartStream(tc.channel, slack.MsgOptionMarkdownText("hi"), slack.MsgOptionRecipientUserID(alice), slack.MsgOptionRecipientTeamID(srv.TeamID()))
+			_, _, err = api.StartStream(tc.channel, slack.MsgOptionTS("1700000000.000100"), slack.MsgOptionMarkdownText("hi"), slack.MsgOptionRecipientUserID(alice), slack.MsgOptionRecipientTeamID(srv.TeamID()))
 			slackErr(t, err, tc.code)
 			if n := len(srv.Messages(tc.channel)) + len(srv.Ephemerals(tc.channel)); n != 0 {
 				t.Errorf("%d messages stored", n)
