@@ -24,6 +24,11 @@ type Input struct {
 	// session in several places ("slack:T1:C1:1700000000.000100"): those
 	// places show it to the others, and not back where it came from.
 	Place string
+	// Grant is a role the channel vouches for, for a person its
+	// configuration names ("approver": Slack's or Discord's approvers).
+	// It raises the person's role in the session, never lowers it, and
+	// does not change a role the owner set with /role.
+	Grant string
 
 	Text string // InputText
 

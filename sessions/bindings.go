@@ -55,7 +55,9 @@ func (m *Manager) follower(channel string) Follower {
 // Bind shows a session in a place from now on: its listener is told at
 // once (the session is loaded for it) and renders from the session's
 // current end, so the place is not flooded with history. A place bound to
-// another session before now shows this one instead.
+// another session before now shows this one instead: Bind is for a
+// conversation a place starts (a mention, /reset), never for a join
+// (JoinPlace decides whether a place may change conversation).
 func (m *Manager) Bind(ctx context.Context, channel, address, sessionID string) (switchboard.Binding, error) {
 	return m.BindWithRecap(ctx, channel, address, sessionID, 0)
 }
@@ -64,6 +66,13 @@ func (m *Manager) Bind(ctx context.Context, channel, address, sessionID string) 
 // it is first shown the session's last recap messages (and what came with
 // them), not the whole history.
 func (m *Manager) BindWithRecap(ctx context.Context, channel, address, sessionID string, recap int) (switchboard.Binding, error) {
+	return m.bind(ctx, switchboard.Binding{Channel: channel, Address: address, SessionID: sessionID}, recap)
+}
+
+// bind binds b's place (b.Channel, b.Address, b.SessionID, b.ByInvite)
+// after the session's last recap messages, or from its end.
+func (m *Manager) bind(ctx context.Context, b switchboard.Binding, recap int) (switchboard.Binding, error) {
+	channel, address, sessionID := b.Channel, b.Address, b.SessionID
 	if err := m.roomFor(ctx, sessionID, channel, address); err != nil {
 		return switchboard.Binding{}, err
 	}
@@ -80,7 +89,7 @@ func (m *Manager) BindWithRecap(ctx context.Context, channel, address, sessionID
 			seq = msgs[0].Seq - 1
 		}
 	}
-	b := switchboard.Binding{Channel: channel, Address: address, SessionID: sessionID, RenderedSeq: seq, CreatedAt: m.cfg.Now().UTC()}
+	b.RenderedSeq, b.CreatedAt = seq, m.cfg.Now().UTC()
 	if err := m.cfg.Store.Bind(ctx, b); err != nil {
 		return b, fmt.Errorf("sessions: %w", err)
 	}

@@ -146,16 +146,29 @@ func (m *Manager) Join(ctx context.Context, code string, author switchboard.Auth
 
 // JoinPlace is Join for a place in a channel (a Slack DM, a Discord
 // thread, the terminal): the place then shows the session, first with a
-// recap of its last recap messages. A session shown in as many places as
-// it may be is refused (ErrTooManyPlaces) before the code is spent.
-func (m *Manager) JoinPlace(ctx context.Context, code string, author switchboard.Author, channel, address string, recap int) (string, collaboration.Role, error) {
+// recap of its last recap messages, and only the session's people act
+// there (Binding.ByInvite). Before the code is spent, the place must be
+// one a join may point at the session (mayShowIn: never a thread that
+// shows another conversation, ErrPlaceTaken), the session must have room
+// for one more place (ErrTooManyPlaces), and prove, when set, must show
+// that the channel can post there (its error is returned as it is).
+func (m *Manager) JoinPlace(ctx context.Context, code string, author switchboard.Author, p Place, recap int, prove func(context.Context) error) (string, collaboration.Role, error) {
 	sessionID, role, err := m.redeem(ctx, code, author, func(sessionID string) error {
-		return m.roomFor(ctx, sessionID, channel, address)
+		if err := m.mayShowIn(ctx, sessionID, p); err != nil {
+			return err
+		}
+		if err := m.roomFor(ctx, sessionID, p.Channel, p.Address); err != nil {
+			return err
+		}
+		if prove != nil {
+			return prove(ctx)
+		}
+		return nil
 	})
 	if err != nil {
 		return "", "", err
 	}
-	if _, err := m.BindWithRecap(ctx, channel, address, sessionID, recap); err != nil {
+	if _, err := m.bind(ctx, switchboard.Binding{Channel: p.Channel, Address: p.Address, SessionID: sessionID, ByInvite: true}, recap); err != nil {
 		return sessionID, role, err
 	}
 	// A person in a chat app's place never attaches: the others are told

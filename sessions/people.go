@@ -182,13 +182,16 @@ func (s *session) setRole(ctx context.Context, by switchboard.Author, args strin
 		s.tell(by, switchboard.ErrCodeBadInput, "The owner's role cannot be changed.")
 		return
 	}
-	if err := s.m.cfg.Store.SetMember(ctx, s.id, switchboard.Member{Key: key, Name: name, Role: string(role)}); err != nil {
+	// Pinned: a configured approver list, a token's role or an invite
+	// code no longer changes it; only the owner's next /role does.
+	if err := s.m.cfg.Store.SetMember(ctx, s.id, switchboard.Member{Key: key, Name: name, Role: string(role), Pinned: true}); err != nil {
 		s.log.Error("role not stored", "member", key, "err", err)
 		s.tell(by, switchboard.ErrCodeInternal, "The role could not be changed; try again.")
 		return
 	}
 	s.mu.Lock()
 	s.roles[key] = role
+	s.pinned[key] = true
 	s.membersChangedLocked()
 	s.mu.Unlock()
 	s.systemMessage(ctx, fmt.Sprintf("%s made %s %s.", by.DisplayName(), name, article(role)))
@@ -249,6 +252,7 @@ func (s *session) leave(ctx context.Context, in switchboard.Input) {
 	}
 	s.mu.Lock()
 	delete(s.roles, in.Author.Key())
+	delete(s.pinned, in.Author.Key())
 	s.sendMembersLocked(nil) // also to one left alone: the others are gone
 	s.mu.Unlock()
 	s.systemMessage(ctx, fmt.Sprintf("%s left the conversation.", in.Author.DisplayName()))

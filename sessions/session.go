@@ -95,6 +95,7 @@ type session struct {
 	running    bool                          // the session's goroutine is up (see run, kick)
 	idle       *time.Timer                   // unloads the session once idle (armIdleLocked)
 	roles      map[string]collaboration.Role // author key → role
+	pinned     map[string]bool               // author key → role set by the owner's /role (access.go)
 	names      map[string]string             // author key → the name they last used
 	seen       map[string]time.Time          // author key → last wrote or left (people.go)
 	unsaved    map[string]time.Time          // of seen, what the store has not been told
@@ -158,6 +159,9 @@ func (m *Manager) restore(ctx context.Context, id string) (*session, error) {
 	for _, mb := range members {
 		s.roles[mb.Key] = collaboration.Role(mb.Role)
 		s.names[mb.Key] = mb.Name
+		if mb.Pinned {
+			s.pinned[mb.Key] = true
+		}
 		if !mb.LastSeen.IsZero() {
 			s.seen[mb.Key] = mb.LastSeen
 		}
@@ -181,7 +185,7 @@ func (m *Manager) newSession(rec switchboard.Session, g guides.Guide, queue int)
 		inbox: make(chan job, queue),
 		rec:   rec, guide: g,
 		subs: map[*Subscription]struct{}{}, listeners: map[*Subscription]struct{}{},
-		roles: map[string]collaboration.Role{}, names: map[string]string{}, seen: map[string]time.Time{}, unsaved: map[string]time.Time{},
+		roles: map[string]collaboration.Role{}, pinned: map[string]bool{}, names: map[string]string{}, seen: map[string]time.Time{}, unsaved: map[string]time.Time{},
 		shownGuide: g, membersMayStop: g.MembersMayStop,
 	}
 	s.onCommit = s.committed
@@ -394,11 +398,11 @@ func (s *session) mayQueueLocked(in switchboard.Input) error {
 	case s.closed:
 		return ErrClosed
 	case !role.CanWrite() && !readOnlyCommand(in.Text):
-		return fmt.Errorf("%w: %s is a %s in this session and may not write", ErrForbidden, in.Author.DisplayName(), role)
+		return refuse(ErrForbidden, "%s is a %s in this session and may not write", in.Author.DisplayName(), role)
 	case len(s.inbox) >= cap(s.inbox):
 		return ErrBusy
 	case stops(in) && s.cancelTurn != nil && !role.CanApprove() && !s.membersMayStop:
-		return fmt.Errorf("%w: in this conversation only the owner or an approver may stop a turn", ErrForbidden)
+		return refuse(ErrForbidden, "in this conversation only the owner or an approver may stop a turn")
 	}
 	return nil
 }
@@ -509,12 +513,16 @@ func (s *session) schedule(j job) {
 }
 
 // join makes the author a member with the role they already have, the role
-// given, or the join role.
+// given, or the join role. A role the owner pinned with /role stays.
 func (s *session) join(ctx context.Context, a switchboard.Author, role collaboration.Role) (collaboration.Role, error) {
 	s.mu.Lock()
 	cur, known := s.roles[a.Key()]
+	pinned := s.pinned[a.Key()]
 	renamed := a.Name != "" && s.names[a.Key()] != a.Name
 	s.mu.Unlock()
+	if known && pinned {
+		role = cur
+	}
 	if known && (role == "" || role == cur) && !renamed {
 		return cur, nil
 	}
@@ -528,7 +536,7 @@ func (s *session) join(ctx context.Context, a switchboard.Author, role collabora
 	if err := s.persist(ctx); err != nil {
 		return "", fmt.Errorf("sessions: join: %w", err)
 	}
-	if err := s.m.cfg.Store.SetMember(ctx, s.id, switchboard.Member{Key: a.Key(), Name: a.Name, Role: string(role)}); err != nil {
+	if err := s.m.cfg.Store.SetMember(ctx, s.id, switchboard.Member{Key: a.Key(), Name: a.Name, Role: string(role), Pinned: pinned}); err != nil {
 		return "", fmt.Errorf("sessions: join: %w", err)
 	}
 	s.mu.Lock()

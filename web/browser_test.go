@@ -933,7 +933,7 @@ func TestSharingInBrowser(t *testing.T) {
 		// Carol joins from Slack, as the Slack listener does it.
 		ctx := context.Background()
 		carol := switchboard.Author{Channel: "slack", ID: "U0CAROL", Name: "Carol"}
-		if _, _, err := g.mgr.JoinPlace(ctx, code, carol, "slack", "T1:D0CAROL", 5); err != nil {
+		if _, _, err := g.mgr.JoinPlace(ctx, code, carol, sessions.Place{Channel: "slack", Address: "T1:D0CAROL", Direct: true}, 5, nil); err != nil {
 			t.Fatal(err)
 		}
 		ann.waitFor(`[...` + root + `.querySelectorAll('ul.people li')].some(li => li.title.startsWith('Carol · Slack · approver · '))`)

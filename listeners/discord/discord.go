@@ -82,7 +82,7 @@ type Sessions interface {
 	SetFollower(channel string, f sessions.Follower)
 	CatchUp(ctx context.Context, channel string) error
 	FindUI(ctx context.Context, sessionID, uiID string) (switchboard.UI, error)
-	JoinPlace(ctx context.Context, code string, author switchboard.Author, channel, address string, recap int) (string, collaboration.Role, error)
+	JoinPlace(ctx context.Context, code string, author switchboard.Author, p sessions.Place, recap int, prove func(context.Context) error) (string, collaboration.Role, error)
 }
 
 // Listener is the Discord listener. Create it with New, start it with Run.
@@ -337,8 +337,9 @@ func (l *Listener) done() <-chan struct{} {
 	return l.ctx.Done()
 }
 
-// role is what the listener grants a Discord user: configured approvers
-// (by user id or one of their roles) approve everywhere.
+// role is what the listener vouches for of a Discord user (Input.Grant):
+// configured approvers (by user id or one of their roles) approve in every
+// conversation, unless its owner set their role there with /role.
 func (l *Listener) role(userID string, roles []string) collaboration.Role {
 	for _, a := range l.cfg.Approvers {
 		if a == userID || slices.Contains(roles, a) {

@@ -70,24 +70,41 @@ func (l *Listener) onMessage(ctx context.Context, m *discordgo.Message) {
 		if text == "" {
 			text = "Hello!"
 		}
-		l.submitText(ctx, b, author, typedAnswer(text), m.ID)
+		l.submitText(ctx, b, author, roles, typedAnswer(text), m.ID)
 	})
 }
 
-var errNotHere = errors.New("not an allowed place")
+// errNotHere refuses what comes from a place the allow lists leave out.
+var errNotHere = &sessions.Refusal{Kind: sessions.ErrForbidden,
+	Reason: "I'm not set up to answer here; ask the server's admins to add this channel"}
+
+// permitted is the one check of where the bot answers (allowed_guilds,
+// allowed_channels) that every inbound path passes, submit included: a
+// DM always; in a server, the channel or the thread's parent must be
+// allowed. A channel that cannot be read is not (it fails closed).
+func (l *Listener) permitted(ctx context.Context, channelID string) error {
+	if len(l.cfg.AllowedGuilds) == 0 && len(l.cfg.AllowedChannels) == 0 {
+		return nil
+	}
+	ch, err := l.channel(ctx, channelID)
+	if err != nil {
+		l.log.Warn("discord: the channel of an input could not be read; refused", "channel", channelID, "err", err)
+		return errNotHere
+	}
+	if ch.GuildID != "" && !l.allowed(ch.GuildID, ch.ID, ch.ParentID) {
+		return errNotHere
+	}
+	return nil
+}
 
 // placeOf finds the binding of the place a message belongs to, opening one
 // for a mention or a DM.
 func (l *Listener) placeOf(ctx context.Context, m *discordgo.Message, mentioned bool, text string, author switchboard.Author, roles []string) (switchboard.Binding, error) {
 	if m.GuildID == "" { // a DM: always a conversation
-		return l.sessionAt(ctx, m.ChannelID, author, roles, true)
+		return l.sessionAt(ctx, m.ChannelID, author, true)
 	}
 	if b, err := l.sessions.Binding(ctx, Channel, m.ChannelID); err == nil {
-		ch, cerr := l.channel(ctx, m.ChannelID)
-		if cerr == nil && !l.allowed(m.GuildID, ch.ID, ch.ParentID) {
-			return b, errNotHere
-		}
-		return b, l.grant(ctx, b, author, roles) // read once, not again by sessionAt
+		return b, l.permitted(ctx, m.ChannelID)
 	} else if !errors.Is(err, switchboard.ErrNotFound) {
 		return b, err
 	}
@@ -102,7 +119,7 @@ func (l *Listener) placeOf(ctx context.Context, m *discordgo.Message, mentioned 
 		return switchboard.Binding{}, errNotHere
 	}
 	if ch.IsThread() { // a mention in a thread someone else opened: it becomes one
-		return l.sessionAt(ctx, ch.ID, author, roles, true)
+		return l.sessionAt(ctx, ch.ID, author, true)
 	}
 	if b, err := l.sessions.Binding(ctx, Channel, m.ID); err == nil {
 		return b, nil // replayed: the thread is open already
@@ -113,7 +130,7 @@ func (l *Listener) placeOf(ctx context.Context, m *discordgo.Message, mentioned 
 	if err != nil {
 		return switchboard.Binding{}, err
 	}
-	return l.sessionAt(ctx, th.ID, author, roles, true)
+	return l.sessionAt(ctx, th.ID, author, true)
 }
 
 // threadName is a thread's title from the message that opened it.
@@ -129,12 +146,11 @@ func threadName(text string) string {
 }
 
 // sessionAt returns a place's binding; with create, a place without one
-// gets a new session owned by author, bound to it. A configured approver
-// is made one in the session.
-func (l *Listener) sessionAt(ctx context.Context, addr string, author switchboard.Author, roles []string, create bool) (switchboard.Binding, error) {
+// gets a new session owned by author, bound to it.
+func (l *Listener) sessionAt(ctx context.Context, addr string, author switchboard.Author, create bool) (switchboard.Binding, error) {
 	b, err := l.sessions.Binding(ctx, Channel, addr)
 	if err == nil {
-		return b, l.grant(ctx, b, author, roles)
+		return b, nil
 	}
 	if !errors.Is(err, switchboard.ErrNotFound) || !create {
 		return b, err
@@ -149,26 +165,12 @@ func (l *Listener) sessionAt(ctx context.Context, addr string, author switchboar
 	return l.sessions.Bind(ctx, Channel, addr, sub.Ready.Session)
 }
 
-// grant makes a configured approver (by user or role) one in b's session.
-func (l *Listener) grant(ctx context.Context, b switchboard.Binding, author switchboard.Author, roles []string) error {
-	role := l.role(author.ID, roles)
-	if role == "" {
-		return nil
-	}
-	sub, err := l.sessions.Attach(ctx, sessions.AttachOptions{SessionID: b.SessionID, Author: author, Role: role, AfterSeq: -1})
-	if err != nil {
-		return err
-	}
-	sub.Close()
-	return nil
-}
-
 // submitText gives a place's session a message or command; /reset binds
 // the place to the new conversation once it exists. /leave takes the
 // place out of the conversation: once the session has unbound it, the
 // place is shown the session's line about it and no more.
-func (l *Listener) submitText(ctx context.Context, b switchboard.Binding, author switchboard.Author, text, clientID string) {
-	r, err := l.submit(ctx, b, switchboard.Input{Kind: switchboard.InputText, Author: author, Text: text, ClientID: clientID})
+func (l *Listener) submitText(ctx context.Context, b switchboard.Binding, author switchboard.Author, roles []string, text, clientID string) {
+	r, err := l.submit(ctx, b, switchboard.Input{Kind: switchboard.InputText, Author: author, Text: text, ClientID: clientID}, roles)
 	if err != nil {
 		l.refused(ctx, b.Address, author.ID, err)
 		return
@@ -204,9 +206,17 @@ func isCommand(text, name string) bool {
 }
 
 // submit gives b's session an input written in b's place, and notes the
-// place as where its author asks (askedIn).
-func (l *Listener) submit(ctx context.Context, b switchboard.Binding, in switchboard.Input) (*sessions.Receipt, error) {
+// place as where its author asks (askedIn). Every input from Discord —
+// message, command, click, form — passes here: the place is checked
+// against the allow lists once more (permitted), and a configured
+// approver's role (by user id or one of their server roles) goes with
+// the input (Input.Grant) for the session to weigh (sessions' access.go).
+func (l *Listener) submit(ctx context.Context, b switchboard.Binding, in switchboard.Input, roles []string) (*sessions.Receipt, error) {
+	if err := l.permitted(ctx, b.Address); err != nil {
+		return nil, err
+	}
 	in.Place = Channel + ":" + b.Address
+	in.Grant = string(l.role(in.Author.ID, roles))
 	l.askedMu.Lock()
 	if len(l.asked) > 10_000 {
 		clear(l.asked) // bounded; forgetting shows an answer in every place
@@ -268,7 +278,7 @@ func (l *Listener) joinCommand(ctx context.Context, i *discordgo.Interaction, pl
 				return
 			}
 		}
-		if role, ok := l.join(ctx, place, author, code, answer, true); ok {
+		if role, ok := l.join(ctx, sessions.Place{Channel: Channel, Address: place, Direct: i.GuildID == ""}, author, code, answer, true); ok {
 			answer(fmt.Sprintf("Joined as %s: this place now shows the shared conversation.", withArticle(role)))
 		}
 	})
@@ -299,36 +309,52 @@ func (l *Listener) joinFrom(ctx context.Context, m *discordgo.Message, code stri
 			place = th.ID
 		}
 	}
-	if _, ok := l.join(ctx, place, author, code, func(text string) { l.reply(ctx, m, text) }, false); ok {
+	p := sessions.Place{Channel: Channel, Address: place, Direct: m.GuildID == ""}
+	if _, ok := l.join(ctx, p, author, code, func(text string) { l.reply(ctx, m, text) }, false); ok {
 		l.log.Info("discord: joined a shared session", "place", place)
 	}
 }
 
 // join shows in a place the shared session an invite code names, the code
-// making the person a member with its role. The place is proven first, by
-// posting the line that then says who joined: one the bot cannot post in
-// is refused with Discord's reason, and the code is not spent. tell says
-// what went wrong; with alone it is the person's alone and the line is
-// taken away, else the line says it.
-func (l *Listener) join(ctx context.Context, place string, author switchboard.Author, code string, tell func(string), alone bool) (collaboration.Role, bool) {
-	line, err := l.dg.ChannelMessageSendComplex(place, &discordgo.MessageSend{Content: "Opening a shared conversation here…", AllowedMentions: noMentions}, discordgo.WithContext(ctx))
-	if err != nil {
-		l.log.Info("discord: join refused: the bot cannot post in the place", "place", place, "err", err)
-		tell("Not joined, and the code is not used: " + cannotPost(err))
+// making the person a member with its role. Whether it may is the session
+// manager's decision (never a thread that shows another conversation);
+// then the place is proven, by posting the line that then says who
+// joined: one the bot cannot post in is refused with Discord's reason.
+// Either way the code is not spent. tell says what went wrong; with alone
+// it is the person's alone and the line is taken away, else the line
+// says it.
+func (l *Listener) join(ctx context.Context, p sessions.Place, author switchboard.Author, code string, tell func(string), alone bool) (collaboration.Role, bool) {
+	place := p.Address
+	var line *discordgo.Message
+	var postErr error
+	prove := func(ctx context.Context) error {
+		line, postErr = l.dg.ChannelMessageSendComplex(place, &discordgo.MessageSend{Content: "Opening a shared conversation here…", AllowedMentions: noMentions}, discordgo.WithContext(ctx))
+		return postErr
+	}
+	sessionID, role, err := l.sessions.JoinPlace(ctx, code, author, p, joinRecap, prove)
+	if postErr != nil {
+		l.log.Info("discord: join refused: the bot cannot post in the place", "place", place, "err", postErr)
+		tell("Not joined, and the code is not used: " + cannotPost(postErr))
 		return "", false
 	}
 	refuse := func(text string) {
-		if !alone {
+		switch {
+		case line == nil:
+			tell(text)
+		case !alone:
 			l.editLine(ctx, place, line.ID, text)
-			return
+		default:
+			if err := l.dg.ChannelMessageDelete(place, line.ID, discordgo.WithContext(ctx)); err != nil {
+				l.log.Warn("discord: delete a line", "place", place, "err", err)
+			}
+			tell(text)
 		}
-		if err := l.dg.ChannelMessageDelete(place, line.ID, discordgo.WithContext(ctx)); err != nil {
-			l.log.Warn("discord: delete a line", "place", place, "err", err)
-		}
-		tell(text)
 	}
-	sessionID, role, err := l.sessions.JoinPlace(ctx, code, author, Channel, place, joinRecap)
 	switch {
+	case errors.Is(err, sessions.ErrPlaceTaken):
+		refuse("Not joined, and the code is not used: " + sessions.Reason(err, "this thread shows another conversation") +
+			". Mention me with /join CODE in a channel (a new thread opens from your message), or use it in a DM with me.")
+		return "", false
 	case errors.Is(err, sessions.ErrTooManyPlaces):
 		refuse("Not joined, and the code is not used: this conversation is already shown in as many places as it may be. " +
 			"Once it is taken out of one (/switchboard leave there), join here again.")
@@ -419,20 +445,10 @@ func (l *Listener) refused(ctx context.Context, place, user string, err error) {
 	case errors.Is(err, sessions.ErrBusy):
 		msg = "I'm still working on the previous messages here; send this again in a moment."
 	case errors.Is(err, sessions.ErrForbidden):
-		msg = "Not sent: " + mdEscape(forbiddenReason(err)) + "."
+		msg = "Not sent: " + mdEscape(sessions.Reason(err, "you may not do that in this conversation")) + "."
 	}
 	l.log.Info("discord: input refused", "place", place, "user", user, "err", err)
 	l.tell(ctx, place, user, msg)
-}
-
-// forbiddenReason is the session's sentence in an ErrForbidden refusal
-// ("Dan is a viewer in this session and may not write").
-func forbiddenReason(err error) string {
-	s := err.Error()
-	if i := strings.LastIndex(s, sessions.ErrForbidden.Error()+": "); i >= 0 {
-		return s[i+len(sessions.ErrForbidden.Error())+2:]
-	}
-	return "you may not do that in this conversation"
 }
 
 // tell shows text to one person: an ephemeral follow-up of their latest
@@ -516,6 +532,14 @@ func (l *Listener) onInteraction(ctx context.Context, i *discordgo.Interaction, 
 	l.tokens[place+"/"+user.ID] = interactionToken{i: i, at: time.Now()}
 	l.tokensMu.Unlock()
 
+	if i.Type != discordgo.InteractionPing {
+		// Clicks, forms and commands from a place the allow lists leave
+		// out are refused like messages are (submit checks again).
+		if err := l.permitted(ctx, place); err != nil {
+			l.respond(ctx, i, ephemeral("Sorry, I'm not set up to answer here. Ask the server's admins to add this channel."), httpOut)
+			return
+		}
+	}
 	switch i.Type {
 	case discordgo.InteractionPing:
 		l.respond(ctx, i, &discordgo.InteractionResponse{Type: discordgo.InteractionResponsePong}, httpOut)
@@ -527,7 +551,7 @@ func (l *Listener) onInteraction(ctx context.Context, i *discordgo.Interaction, 
 		}
 		l.respond(ctx, i, deferredUpdate, httpOut)
 		l.run(place, func() {
-			b, err := l.sessionAt(ctx, place, author, roles, false)
+			b, err := l.sessionAt(ctx, place, author, false)
 			if err != nil {
 				l.tell(ctx, place, user.ID, "This conversation is no longer here; mention me to start a new one.")
 				return
@@ -536,7 +560,7 @@ func (l *Listener) onInteraction(ctx context.Context, i *discordgo.Interaction, 
 			if !ok {
 				return
 			}
-			if _, err := l.submit(ctx, b, in); err != nil {
+			if _, err := l.submit(ctx, b, in, roles); err != nil {
 				l.refused(ctx, place, user.ID, err)
 			}
 		})
@@ -548,7 +572,7 @@ func (l *Listener) onInteraction(ctx context.Context, i *discordgo.Interaction, 
 			return
 		}
 		l.run(place, func() {
-			b, err := l.sessionAt(ctx, place, author, roles, false)
+			b, err := l.sessionAt(ctx, place, author, false)
 			if err != nil {
 				return
 			}
@@ -558,7 +582,7 @@ func (l *Listener) onInteraction(ctx context.Context, i *discordgo.Interaction, 
 				return
 			}
 			in := switchboard.Input{Kind: switchboard.InputAction, Author: author, ActionID: actionID, Value: formValues(*ui.Form, data)}
-			if _, err := l.submit(ctx, b, in); err != nil {
+			if _, err := l.submit(ctx, b, in, roles); err != nil {
 				l.refused(ctx, place, user.ID, err)
 			}
 		})
@@ -663,11 +687,11 @@ func (l *Listener) onCommand(ctx context.Context, i *discordgo.Interaction, plac
 	}
 	l.run(place, func() {
 		if err != nil { // a DM without a conversation yet
-			if b, err = l.sessionAt(ctx, place, author, roles, true); err != nil {
+			if b, err = l.sessionAt(ctx, place, author, true); err != nil {
 				return
 			}
 		}
-		l.submitText(ctx, b, author, text, "cmd:"+i.ID)
+		l.submitText(ctx, b, author, roles, text, "cmd:"+i.ID)
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	slackapi "github.com/slack-go/slack"
@@ -103,7 +104,7 @@ func (l *Listener) onEventsAPI(ctx context.Context, ev slackevents.EventsAPIEven
 // onAssistantThread offers the guide's suggested prompts in a new AI-app
 // thread, under its greeting.
 func (l *Listener) onAssistantThread(ctx context.Context, th slackevents.AssistantThread) {
-	if len(l.cfg.Suggestions) == 0 {
+	if len(l.cfg.Suggestions) == 0 || !l.allowed(th.ChannelID, th.UserID) {
 		return
 	}
 	params := slackapi.AssistantThreadsSetSuggestedPromptsParameters{
@@ -139,7 +140,7 @@ func (l *Listener) onMessage(ctx context.Context, in incoming) {
 	l.run(addr, func() {
 		if !l.allowed(in.at.channel, in.user) {
 			if in.start {
-				l.ephemeral(ctx, in.at, in.user, "Sorry, I'm not set up to answer you here. Ask the person who runs me to add you or this channel.")
+				l.ephemeral(ctx, in.at, in.user, notAllowed)
 			}
 			return
 		}
@@ -207,9 +208,22 @@ func (l *Listener) submitText(ctx context.Context, b switchboard.Binding, at pla
 }
 
 // submit gives b's session an input written in b's place, and notes the
-// place as where its author asks (askedIn).
+// place as where its author asks (askedIn). Every input from Slack —
+// message, command, click, form — passes here: the allow lists are
+// checked once more (a click on a card in a thread its clicker may not
+// write in is refused like their message would be), and a configured
+// approver's role goes with the input (Input.Grant) for the session to
+// weigh (sessions' access.go).
 func (l *Listener) submit(ctx context.Context, b switchboard.Binding, in switchboard.Input) (*sessions.Receipt, error) {
+	at, err := parseAddress(b.Address)
+	if err != nil {
+		return nil, err
+	}
+	if !l.allowed(at.channel, in.Author.ID) {
+		return nil, errNotAllowed
+	}
 	in.Place = Channel + ":" + b.Address
+	in.Grant = string(l.role(in.Author.ID))
 	l.askedMu.Lock()
 	if len(l.asked) > 10_000 {
 		clear(l.asked) // bounded; forgetting shows an answer in every place
@@ -257,21 +271,38 @@ func joinCode(text string) (string, bool) {
 // join puts this place into the shared session an invite code names: the
 // code makes the person a member with its role, and the place (a new
 // thread, a DM) then shows that session, beginning with a short recap.
-// The place is proven first, by posting the line that then says who
-// joined: one the bot cannot post in is refused with Slack's reason, and
-// the code is not spent. tell answers the person privately.
+// Whether it may is the session manager's decision (never a thread that
+// shows another conversation); then the place is proven, by posting the
+// line that then says who joined: one the bot cannot post in is refused
+// with Slack's reason. Either way the code is not spent. tell answers the
+// person privately.
 func (l *Listener) join(ctx context.Context, at place, author switchboard.Author, code string, tell func(context.Context, string)) {
 	addr := l.address(at)
-	ts, err := l.postLine(ctx, at, "Opening a shared conversation here…")
-	if err != nil {
-		l.log.Info("slack: join refused: the bot cannot post in the place", "place", addr, "err", err)
-		tell(ctx, "Not joined, and the code is not used: "+l.cannotPost(err))
+	if !l.allowed(at.channel, author.ID) {
+		tell(ctx, notAllowed)
 		return
 	}
-	sessionID, role, err := l.sessions.JoinPlace(ctx, code, author, Channel, addr, joinRecap)
+	var ts string
+	var postErr error
+	prove := func(ctx context.Context) error {
+		ts, postErr = l.postLine(ctx, at, "Opening a shared conversation here…")
+		return postErr
+	}
+	p := sessions.Place{Channel: Channel, Address: addr, Direct: isDM(at.channel)}
+	sessionID, role, err := l.sessions.JoinPlace(ctx, code, author, p, joinRecap, prove)
+	if postErr != nil {
+		l.log.Info("slack: join refused: the bot cannot post in the place", "place", addr, "err", postErr)
+		tell(ctx, "Not joined, and the code is not used: "+l.cannotPost(postErr))
+		return
+	}
 	if err != nil {
-		l.deleteLine(ctx, at, ts)
+		if ts != "" {
+			l.deleteLine(ctx, at, ts)
+		}
 		switch {
+		case errors.Is(err, sessions.ErrPlaceTaken):
+			tell(ctx, "Not joined, and the code is not used: "+sessions.Reason(err, "this thread shows another conversation")+
+				". Mention me with join CODE at the top level of a channel (a new thread opens under your message), or write join CODE to me in a DM.")
 		case errors.Is(err, sessions.ErrTooManyPlaces):
 			tell(ctx, fmt.Sprintf("Not joined, and the code is not used: this conversation is already shown in as many places as it may be. "+
 				"Once it is taken out of one (/switchboard leave there), join in this %s again.", placeKind(at)))
@@ -437,12 +468,6 @@ func (l *Listener) lastPlace(channel, user string) (place, bool) {
 func (l *Listener) sessionAt(ctx context.Context, addr string, author switchboard.Author, create bool) (switchboard.Binding, error) {
 	b, err := l.sessions.Binding(ctx, Channel, addr)
 	if err == nil {
-		if role := l.role(author.ID); role != "" {
-			// A configured approver approves in every thread.
-			if err := l.grant(ctx, b.SessionID, author); err != nil {
-				return b, err
-			}
-		}
 		return b, nil
 	}
 	if !errors.Is(err, switchboard.ErrNotFound) || !create {
@@ -458,16 +483,6 @@ func (l *Listener) sessionAt(ctx context.Context, addr string, author switchboar
 	return l.sessions.Bind(ctx, Channel, addr, sub.Ready.Session)
 }
 
-// grant makes a configured approver one in a session.
-func (l *Listener) grant(ctx context.Context, sessionID string, a switchboard.Author) error {
-	sub, err := l.sessions.Attach(ctx, sessions.AttachOptions{SessionID: sessionID, Author: a, Role: l.role(a.ID), AfterSeq: -1})
-	if err != nil {
-		return err
-	}
-	sub.Close()
-	return nil
-}
-
 // refused tells the writer, and only them, why their input was not taken.
 func (l *Listener) refused(ctx context.Context, at place, user string, err error) {
 	msg := "Sorry, that did not go through. Please try again."
@@ -475,21 +490,20 @@ func (l *Listener) refused(ctx context.Context, at place, user string, err error
 	case errors.Is(err, sessions.ErrBusy):
 		msg = "I'm still working on the previous messages here; send this again in a moment."
 	case errors.Is(err, sessions.ErrForbidden):
-		msg = "Not sent: " + forbiddenReason(err) + "."
+		msg = "Not sent: " + sessions.Reason(err, "you may not do that in this conversation") + "."
 	}
 	l.log.Info("slack: input refused", "channel", at.channel, "user", user, "err", err)
 	l.ephemeral(ctx, at, user, mrkdwnEscape(msg))
 }
 
-// forbiddenReason is the session's sentence in an ErrForbidden refusal
-// ("Dan is a viewer in this session and may not write").
-func forbiddenReason(err error) string {
-	s := err.Error()
-	if i := strings.LastIndex(s, sessions.ErrForbidden.Error()+": "); i >= 0 {
-		return s[i+len(sessions.ErrForbidden.Error())+2:]
-	}
-	return "you may not do that in this conversation"
-}
+// notAllowed is what a person the allow lists leave out is told
+// (allowed_channels, allowed_users).
+const notAllowed = "Sorry, I'm not set up to answer you here. Ask the person who runs me to add you or this channel."
+
+// errNotAllowed refuses an input from a person or channel the allow lists
+// leave out, with that sentence.
+var errNotAllowed = &sessions.Refusal{Kind: sessions.ErrForbidden,
+	Reason: "I'm not set up to answer you here; ask the person who runs me to add you or this channel"}
 
 // onInteraction handles a click or a modal's submission; what it returns
 // is the acknowledgement's payload (a modal's validation errors).
@@ -507,7 +521,17 @@ func (l *Listener) onInteraction(ctx context.Context, cb slackapi.InteractionCal
 	}
 	addr := l.address(at)
 	user := cb.User.ID
+	if !l.allowed(at.channel, user) {
+		l.ephemeral(ctx, at, user, notAllowed)
+		return nil
+	}
 	for _, a := range cb.ActionCallback.BlockActions {
+		// A signed request can be sent again within Slack's five minutes
+		// (a replay): each click is taken once.
+		if !l.clicks.first(user + "/" + a.ActionID + "/" + a.ActionTs) {
+			l.log.Info("slack: a click seen before, ignored", "user", user, "action", a.ActionID)
+			continue
+		}
 		if strings.HasPrefix(a.ActionID, "sb_form_") {
 			// A form is a modal, opened now: the click's trigger_id is
 			// good for 3 seconds.
@@ -608,6 +632,14 @@ func (l *Listener) onFormSubmitted(ctx context.Context, cb slackapi.InteractionC
 		return
 	}
 	user := cb.User.ID
+	if !l.clicks.first(user + "/view/" + cb.View.ID) {
+		l.log.Info("slack: a form submission seen before, ignored", "user", user, "view", cb.View.ID)
+		return
+	}
+	if !l.allowed(at.channel, user) {
+		l.ephemeral(ctx, at, user, notAllowed)
+		return
+	}
 	l.run(meta.Address, func() {
 		author, _ := l.users.author(ctx, user)
 		b, err := l.sessionAt(ctx, meta.Address, author, false)
@@ -638,7 +670,7 @@ func (l *Listener) onCommand(ctx context.Context, cmd slackapi.SlashCommand) any
 		return reply(commandHelp)
 	}
 	if !l.allowed(cmd.ChannelID, cmd.UserID) {
-		return reply("Sorry, I'm not set up to answer you here.")
+		return reply(notAllowed)
 	}
 	at, ok := place{channel: cmd.ChannelID}, true
 	if code, isJoin := joinCode(text); isJoin {
@@ -702,4 +734,43 @@ func (l *Listener) ephemeral(ctx context.Context, at place, user, text string) {
 	if _, err := l.api.PostEphemeralContext(ctx, at.channel, user, opts...); err != nil {
 		l.log.Warn("slack: ephemeral message", "channel", at.channel, "err", err)
 	}
+}
+
+// onceSet remembers keys for a while, so that what Slack (or a replay of
+// its signed request) delivers again is taken once: a click is known by
+// its user, action and action_ts, a form by its view. Bounded: past
+// maxOnce keys, those older than the window go; past that, all.
+type onceSet struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+	now  func() time.Time
+}
+
+const (
+	onceWindow = 10 * time.Minute // Slack takes a signature for 5
+	maxOnce    = 50_000
+)
+
+func newOnceSet() *onceSet { return &onceSet{seen: map[string]time.Time{}, now: time.Now} }
+
+// first reports whether key is new within the window, and remembers it.
+func (o *onceSet) first(key string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	now := o.now()
+	if t, ok := o.seen[key]; ok && now.Sub(t) < onceWindow {
+		return false
+	}
+	if len(o.seen) >= maxOnce {
+		for k, t := range o.seen {
+			if now.Sub(t) >= onceWindow {
+				delete(o.seen, k)
+			}
+		}
+		if len(o.seen) >= maxOnce {
+			clear(o.seen)
+		}
+	}
+	o.seen[key] = now
+	return true
 }

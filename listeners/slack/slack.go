@@ -89,7 +89,7 @@ type Sessions interface {
 	SetFollower(channel string, f sessions.Follower)
 	CatchUp(ctx context.Context, channel string) error
 	FindUI(ctx context.Context, sessionID, uiID string) (switchboard.UI, error)
-	JoinPlace(ctx context.Context, code string, author switchboard.Author, channel, address string, recap int) (string, collaboration.Role, error)
+	JoinPlace(ctx context.Context, code string, author switchboard.Author, p sessions.Place, recap int, prove func(context.Context) error) (string, collaboration.Role, error)
 }
 
 // Listener is the Slack listener. Create it with New, start it with Run.
@@ -116,6 +116,9 @@ type Listener struct {
 	asked   map[string]string
 
 	users *userCache
+	// clicks are the clicks and form submissions taken: a replayed one is
+	// taken once.
+	clicks *onceSet
 
 	// nativeOK: the app may stream natively (chat.startStream); cleared
 	// when Slack says the method is not the app's (stream.go).
@@ -175,6 +178,7 @@ func New(cfg Config, s Sessions, log *slog.Logger) (*Listener, error) {
 		asked:     map[string]string{},
 	}
 	l.users = newUserCache(l.api)
+	l.clicks = newOnceSet()
 	l.nativeOK.Store(!cfg.NoNativeStreaming)
 	s.SetFollower(Channel, l)
 	return l, nil
@@ -297,8 +301,9 @@ func (l *Listener) run(place string, f func()) {
 	}
 }
 
-// role is what the listener grants a Slack user in a session: configured
-// approvers approve everywhere; the rest take the session's default.
+// role is what the listener vouches for of a Slack user (Input.Grant):
+// configured approvers approve in every conversation, unless its owner
+// set their role there with /role; the rest take the session's own.
 func (l *Listener) role(userID string) collaboration.Role {
 	for _, a := range l.cfg.Approvers {
 		if a == userID {
@@ -308,6 +313,9 @@ func (l *Listener) role(userID string) collaboration.Role {
 	return ""
 }
 
+// allowed is the allow lists (allowed_channels, allowed_users): who may
+// talk to the bot at all, and where. Every inbound path asks it: messages,
+// joins, commands, clicks, forms (submit asks it again for every input).
 func (l *Listener) allowed(channel, user string) bool {
 	ok := func(list []string, v string) bool {
 		if len(list) == 0 {

@@ -64,7 +64,7 @@ var ErrNoInput = errors.New("stdin: input ended before its first line")
 type Sessions interface {
 	Attach(ctx context.Context, opts sessions.AttachOptions) (*sessions.Subscription, error)
 	Submit(ctx context.Context, sessionID string, in switchboard.Input) (*sessions.Receipt, error)
-	JoinPlace(ctx context.Context, code string, author switchboard.Author, channel, address string, recap int) (string, collaboration.Role, error)
+	JoinPlace(ctx context.Context, code string, author switchboard.Author, p sessions.Place, recap int, prove func(context.Context) error) (string, collaboration.Role, error)
 	BindWithRecap(ctx context.Context, channel, address, sessionID string, recap int) (switchboard.Binding, error)
 	Binding(ctx context.Context, channel, address string) (switchboard.Binding, error)
 	Unbind(ctx context.Context, channel, address string) error
@@ -377,7 +377,8 @@ func (l *Listener) join(ctx context.Context, v *view, cur attachment, current, a
 	}
 	// One call: a conversation shown in as many places as it may be is
 	// refused before the code is spent.
-	sessionID, role, err := l.Sessions.JoinPlace(ctx, code, l.Author, Channel, Address, recapMessages)
+	// The terminal is one person's: their join may point it elsewhere.
+	sessionID, role, err := l.Sessions.JoinPlace(ctx, code, l.Author, sessions.Place{Channel: Channel, Address: Address, Direct: true}, recapMessages, nil)
 	switch {
 	case errors.Is(err, sessions.ErrTooManyPlaces):
 		v.printf("! Not joined, and the code is not used: %s.\n", sessions.ErrTooManyPlaces)

@@ -173,3 +173,32 @@ func TestLoopbackOriginsOnlyOnALoopbackGateway(t *testing.T) {
 		}
 	}
 }
+
+// The owner's /role sticks over a token's role: Bob's token says approver,
+// the owner makes him a viewer, and his reconnect with the same token
+// leaves him a viewer who may not write.
+func TestOwnersRoleBeatsTheTokensRole(t *testing.T) {
+	g := newGateway(t, websocket.Config{Auth: websocket.Auth{Mode: websocket.AuthToken, Tokens: []websocket.StaticToken{
+		{Token: "tok-ann", UserID: "ann", Name: "Ann"},
+		{Token: "tok-bob", UserID: "bob", Name: "Bob", Role: "approver"},
+	}}})
+	ann, ready := g.hello(map[string]any{"token": "tok-ann"})
+	_, bobReady := g.hello(map[string]any{"token": "tok-bob", "session": ready.Session})
+	if bobReady.Role != "approver" {
+		t.Fatalf("bob's role with his token: %q", bobReady.Role)
+	}
+	ann.send(map[string]any{"type": "input", "id": "a1", "text": "/role Bob viewer"})
+	ann.until(func(ev wireEvent) bool {
+		return ev.Type == switchboard.EventMessage && strings.Contains(string(ev.Data), "Ann made Bob a viewer.")
+	})
+
+	bob, again := g.hello(map[string]any{"token": "tok-bob", "session": ready.Session})
+	if again.Role != "viewer" {
+		t.Fatalf("bob after a reconnect: %q, want the viewer the owner made him", again.Role)
+	}
+	bob.send(map[string]any{"type": "input", "id": "b1", "text": "hi"})
+	ev := bob.next()
+	if e := data[switchboard.ErrorData](t, ev); ev.Type != switchboard.EventError || e.Code != "forbidden" {
+		t.Fatalf("a demoted approver's input: %s %s, want a forbidden error", ev.Type, ev.Data)
+	}
+}
