@@ -19,6 +19,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,7 +44,7 @@ type Config struct {
 	// /discord/interactions, each request's signature verified.
 	PublicKey string
 	// APIURL is Discord's REST base ("https://discord.com/api/v10/"); tests
-	// point it at a fake (see pointDiscordgo).
+	// point it at a fake (see reroute).
 	APIURL string
 	// GuildID registers /switchboard in that server only (for
 	// development); empty registers it globally.
@@ -147,7 +148,7 @@ func New(cfg Config, s Sessions, log *slog.Logger) (*Listener, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	pointDiscordgo(cfg.APIURL)
+	apiVersion.Do(func() { discordgo.APIVersion = "10" })
 	dg, err := discordgo.New("Bot " + cfg.Token)
 	if err != nil {
 		return nil, fmt.Errorf("discord: %w", err)
@@ -161,7 +162,8 @@ func New(cfg Config, s Sessions, log *slog.Logger) (*Listener, error) {
 	// keeps two, so a busy gateway would open one for most calls).
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = 64
-	dg.Client = &http.Client{Timeout: 20 * time.Second, Transport: &globalLimit{next: transport}}
+	dg.Client = &http.Client{Timeout: 20 * time.Second,
+		Transport: &reroute{from: discordgo.EndpointAPI, to: cfg.APIURL, next: &globalLimit{next: transport}}}
 	l := &Listener{
 		cfg: cfg, sessions: s, log: log.With("listener", Channel), dg: dg, publicKey: pub,
 		names: newNameCache(), tokens: map[string]interactionToken{}, asked: map[string]string{},
@@ -171,34 +173,34 @@ func New(cfg Config, s Sessions, log *slog.Logger) (*Listener, error) {
 	return l, nil
 }
 
-// pointDiscordgo sets discordgo's endpoints to apiURL. discordgo keeps
-// them in package variables derived at init from discord.com: this is the
-// one place they are set, before any session opens (New), and it is why a
-// process runs one Discord listener. Tests point them at a fake.
-func pointDiscordgo(apiURL string) {
-	discordgo.APIVersion = "10"
-	if i := strings.Index(apiURL, "/api/"); i >= 0 {
-		discordgo.EndpointDiscord = apiURL[:i+1]
+// discordgo keeps its REST endpoints and its API version in package
+// variables, made at init for v9 at discord.com. The listener never
+// changes the endpoints: its client sends discordgo's requests to api_url
+// (reroute), v10 at Discord by default, a fake in tests. Only APIVersion,
+// which discordgo puts in the Gateway URL, is set to "10", once per
+// process and before the first session (apiVersion), so no session ever
+// reads it while it changes.
+var apiVersion sync.Once
+
+// reroute sends the requests discordgo makes for its built-in REST base
+// (from) to the configured one (to), path and query kept.
+type reroute struct {
+	from, to string
+	next     http.RoundTripper
+}
+
+func (r *reroute) RoundTrip(req *http.Request) (*http.Response, error) {
+	rest, ok := strings.CutPrefix(req.URL.String(), r.from)
+	if !ok || r.from == r.to {
+		return r.next.RoundTrip(req)
 	}
-	discordgo.EndpointAPI = apiURL
-	discordgo.EndpointGuilds = apiURL + "guilds/"
-	discordgo.EndpointChannels = apiURL + "channels/"
-	discordgo.EndpointUsers = apiURL + "users/"
-	discordgo.EndpointGateway = apiURL + "gateway"
-	discordgo.EndpointGatewayBot = discordgo.EndpointGateway + "/bot"
-	discordgo.EndpointWebhooks = apiURL + "webhooks/"
-	discordgo.EndpointStickers = apiURL + "stickers/"
-	discordgo.EndpointStageInstances = apiURL + "stage-instances"
-	discordgo.EndpointSKUs = apiURL + "skus"
-	discordgo.EndpointVoice = apiURL + "/voice/"
-	discordgo.EndpointVoiceRegions = discordgo.EndpointVoice + "regions"
-	discordgo.EndpointNitroStickersPacks = apiURL + "/sticker-packs"
-	discordgo.EndpointGuildCreate = apiURL + "guilds"
-	discordgo.EndpointApplications = apiURL + "applications"
-	discordgo.EndpointOAuth2 = apiURL + "oauth2/"
-	discordgo.EndpointOAuth2Applications = discordgo.EndpointOAuth2 + "applications"
-	discordgo.EndpointOauth2 = discordgo.EndpointOAuth2
-	discordgo.EndpointOauth2Applications = discordgo.EndpointOAuth2Applications
+	u, err := url.Parse(r.to + rest)
+	if err != nil {
+		return nil, fmt.Errorf("discord: %w", err)
+	}
+	req = req.Clone(req.Context()) // a RoundTripper leaves its request as it was
+	req.URL, req.Host = u, u.Host
+	return r.next.RoundTrip(req)
 }
 
 // Run connects to the Gateway, registers /switchboard, and serves until

@@ -1,58 +1,43 @@
 package discordtest
 
 import (
+	"net/http"
+	"net/url"
 	"strings"
-
-	"github.com/bwmarrin/discordgo"
 )
 
-// PointDiscordgo points github.com/bwmarrin/discordgo at apiURL (a
-// Server's APIURL, "http://127.0.0.1:PORT/api/v10/") and sets
-// discordgo.APIVersion to "10".
+// Client is an HTTP client for a discordgo session that sends every
+// request to this server, whatever URL discordgo built it for: use it as
+// the session's Client.
 //
-// discordgo keeps its endpoints in package variables computed once, at
-// init, from "https://discord.com/api/v9/"; the endpoint functions
-// (EndpointChannelMessages and the rest) build on the base variables at
-// call time, so reassigning these bases is enough: EndpointDiscord,
-// EndpointAPI, EndpointGuilds, EndpointChannels, EndpointUsers,
-// EndpointGateway, EndpointGatewayBot, EndpointWebhooks, EndpointStickers,
-// EndpointStageInstances, EndpointSKUs, EndpointVoice,
-// EndpointVoiceRegions, EndpointNitroStickersPacks, EndpointGuildCreate,
-// EndpointApplications, EndpointOAuth2, EndpointOAuth2Applications and
-// their deprecated Oauth2 aliases. The gateway URL comes from GET
-// /gateway, so it needs no variable.
-//
-// It mutates process-wide state: call it before creating sessions, and
-// never while another goroutine (or a parallel test) uses discordgo.
-// Tests that call it must not use t.Parallel.
-func PointDiscordgo(apiURL string) {
-	if !strings.HasSuffix(apiURL, "/") {
-		apiURL += "/"
+// discordgo keeps its REST endpoints in package variables, computed at init
+// from https://discord.com/api/v9/: the client sends them to this server's
+// /api/v10/, the version the server models (as a listener's api_url does).
+// Nothing
+// process-wide is touched, so a session left over from one test can never
+// reach another test's server. The Gateway URL comes from GET /gateway,
+// so the WebSocket reaches this server too. discordgo puts its package
+// variable APIVersion ("9" unless a program sets it) in the Gateway URL;
+// a program sets it once, before its first session (the listener does).
+func (s *Server) Client() *http.Client {
+	u, _ := url.Parse(s.http.URL)
+	return &http.Client{Transport: &toServer{host: u.Host, next: http.DefaultTransport}}
+}
+
+// toServer sends every request to host over plain HTTP, v9 paths to v10.
+type toServer struct {
+	host string
+	next http.RoundTripper
+}
+
+func (t *toServer) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context()) // a RoundTripper leaves its request as it was
+	req.URL.Scheme, req.URL.Host, req.Host = "http", t.host, t.host
+	if rest, ok := strings.CutPrefix(req.URL.Path, "/api/v9/"); ok {
+		req.URL.Path = "/api/v10/" + rest
+		if raw, ok := strings.CutPrefix(req.URL.RawPath, "/api/v9/"); ok {
+			req.URL.RawPath = "/api/v10/" + raw
+		}
 	}
-	base := apiURL
-	if i := strings.Index(apiURL, "/api/"); i >= 0 {
-		base = apiURL[:i+1]
-	}
-	discordgo.APIVersion = "10"
-	discordgo.EndpointDiscord = base
-	discordgo.EndpointAPI = apiURL
-	discordgo.EndpointGuilds = apiURL + "guilds/"
-	discordgo.EndpointChannels = apiURL + "channels/"
-	discordgo.EndpointUsers = apiURL + "users/"
-	discordgo.EndpointGateway = apiURL + "gateway"
-	discordgo.EndpointGatewayBot = discordgo.EndpointGateway + "/bot"
-	discordgo.EndpointWebhooks = apiURL + "webhooks/"
-	discordgo.EndpointStickers = apiURL + "stickers/"
-	discordgo.EndpointStageInstances = apiURL + "stage-instances"
-	discordgo.EndpointSKUs = apiURL + "skus"
-	// discordgo's own definitions put a double slash in these two; kept.
-	discordgo.EndpointVoice = apiURL + "/voice/"
-	discordgo.EndpointVoiceRegions = discordgo.EndpointVoice + "regions"
-	discordgo.EndpointNitroStickersPacks = apiURL + "/sticker-packs"
-	discordgo.EndpointGuildCreate = apiURL + "guilds"
-	discordgo.EndpointApplications = apiURL + "applications"
-	discordgo.EndpointOAuth2 = apiURL + "oauth2/"
-	discordgo.EndpointOAuth2Applications = discordgo.EndpointOAuth2 + "applications"
-	discordgo.EndpointOauth2 = discordgo.EndpointOAuth2
-	discordgo.EndpointOauth2Applications = discordgo.EndpointOAuth2Applications
+	return t.next.RoundTrip(req)
 }

@@ -2,13 +2,13 @@
 // 127.0.0.1 that the real github.com/bwmarrin/discordgo client talks to,
 // over REST and over the Gateway WebSocket.
 //
-// discordgo takes its REST base from package variables, so a test points
-// it at the fake with PointDiscordgo (which mutates discordgo's globals:
-// such tests must not run in parallel):
+// discordgo takes its REST base from package variables; a session reaches
+// the fake through its Client, which sends every request there, so nothing
+// process-wide changes and tests of different fakes cannot cross:
 //
 //	srv := discordtest.New(t)
-//	discordtest.PointDiscordgo(srv.APIURL())
 //	s, _ := discordgo.New("Bot " + srv.Token())
+//	s.Client = srv.Client()
 //	s.Identify.Intents = discordgo.IntentsGuildMessages | discordgo.IntentsDirectMessages | discordgo.IntentsMessageContent
 //	err := s.Open() // GET /gateway, then the WebSocket at srv.GatewayURL()
 //
@@ -57,6 +57,5 @@
 //     connections (DropConnections) and close codes (CloseConnections).
 //     The bot's own messages come back as MESSAGE_CREATE, as on Discord.
 //
-// Everything lives on a Server value; apart from PointDiscordgo the
-// package has no mutable globals.
+// Everything lives on a Server value; the package has no mutable globals.
 package discordtest

@@ -371,6 +371,7 @@ func TestIdentifyRefusals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		s.Client = srv.Client()
 		s.ShouldReconnectOnError = false
 		if err := s.Open(); err == nil {
 			_ = s.Close()

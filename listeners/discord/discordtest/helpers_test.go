@@ -3,6 +3,7 @@ package discordtest_test
 import (
 	"context"
 	"errors"
+	"os"
 	"testing"
 	"time"
 
@@ -11,9 +12,12 @@ import (
 	"github.com/switchboard-gw/switchboard/listeners/discord/discordtest"
 )
 
-// Tests in this package point discordgo's package-level endpoints at their
-// own fake (discordtest.PointDiscordgo), so none of them may run in
-// parallel.
+// Sessions reach each test's own fake through its Client; discordgo's
+// APIVersion is set once, in TestMain, before any session opens.
+func TestMain(m *testing.M) {
+	discordgo.APIVersion = "10"
+	os.Exit(m.Run())
+}
 
 // deadline turns a hang into a failure; no test relies on it passing.
 const deadline = 10 * time.Second
@@ -26,8 +30,7 @@ const (
 const defaultIntents = discordgo.IntentsGuilds | discordgo.IntentsGuildMessages | discordgo.IntentsDirectMessages |
 	discordgo.IntentsMessageContent | discordgo.IntentsGuildMessageReactions
 
-// newServer starts a fake with alice and bob as guild members and points
-// discordgo at it.
+// newServer starts a fake with alice and bob as guild members.
 func newServer(t *testing.T, opts ...discordtest.Option) *discordtest.Server {
 	t.Helper()
 	opts = append([]discordtest.Option{
@@ -39,9 +42,7 @@ func newServer(t *testing.T, opts ...discordtest.Option) *discordtest.Server {
 			discordtest.Member{GuildID: discordtest.DefaultGuildID, UserID: alice, Nick: "Al", Roles: []string{"1400000000000000001"}},
 		),
 	}, opts...)
-	srv := discordtest.New(t, opts...)
-	discordtest.PointDiscordgo(srv.APIURL())
-	return srv
+	return discordtest.New(t, opts...)
 }
 
 // restSession is a discordgo session used for REST calls only.
@@ -51,6 +52,7 @@ func restSession(t *testing.T, srv *discordtest.Server) *discordgo.Session {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Client = srv.Client()
 	s.Client.Timeout = deadline
 	return s
 }

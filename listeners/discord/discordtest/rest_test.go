@@ -46,6 +46,7 @@ func TestAuthorizationRequired(t *testing.T) {
 	}
 	// discordgo with a wrong token gets a RESTError with status 401.
 	bad, _ := discordgo.New("Bot wrong")
+	bad.Client = srv.Client()
 	_, err = bad.User("@me")
 	if _, status, _ := restErr(t, err); status != http.StatusUnauthorized {
 		t.Errorf("status = %d", status)

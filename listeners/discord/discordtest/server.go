@@ -306,8 +306,8 @@ func (s *Server) Close() {
 // URL is the server's base URL, http://127.0.0.1:PORT.
 func (s *Server) URL() string { return s.http.URL }
 
-// APIURL is the REST base, http://127.0.0.1:PORT/api/v10/ (the value for
-// PointDiscordgo). The server also answers under /api/v9/.
+// APIURL is the REST base, http://127.0.0.1:PORT/api/v10/ (a listener's
+// api_url). The server also answers under /api/v9/.
 func (s *Server) APIURL() string { return s.http.URL + "/api/v10/" }
 
 // GatewayURL is the WebSocket URL GET /gateway and GET /gateway/bot
