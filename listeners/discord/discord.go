@@ -128,8 +128,7 @@ type interactionToken struct {
 	at time.Time
 }
 
-// New checks the configuration, points discordgo at cfg.APIURL and
-// returns a listener registered with s as the follower of Discord places
+// New checks the configuration and returns a listener registered with s as the follower of Discord places
 // (so turns resumed at start-up reach their threads); nothing is contacted
 // until Run.
 func New(cfg Config, s Sessions, log *slog.Logger) (*Listener, error) {
@@ -232,8 +231,16 @@ func (l *Listener) Run(ctx context.Context) error {
 			close(l.ready)
 		})
 	})
+	// Handlers run on the Gateway's reading goroutine (SyncEvents), one
+	// event after the other: a thread's messages reach its worker in the
+	// order Discord sent them. onMessage only queues; an interaction,
+	// acknowledged by a REST call of its own, goes on a goroutine so that
+	// one slow answer holds no message back.
+	l.dg.SyncEvents = true
 	l.dg.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) { l.onMessage(ctx, m.Message) })
-	l.dg.AddHandler(func(_ *discordgo.Session, i *discordgo.InteractionCreate) { l.onInteraction(ctx, i.Interaction, nil) })
+	l.dg.AddHandler(func(_ *discordgo.Session, i *discordgo.InteractionCreate) {
+		l.wg.Go(func() { l.onInteraction(ctx, i.Interaction, nil) })
+	})
 	if err := l.dg.Open(); err != nil {
 		l.wg.Wait()
 		return fmt.Errorf("discord: gateway: %w", err)

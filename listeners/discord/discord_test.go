@@ -755,3 +755,45 @@ func TestJoinASharedConversation(t *testing.T) {
 		t.Fatal("Bob's own message was echoed back to his DM")
 	}
 }
+
+// Messages written in a thread reach its conversation in the order they
+// were written, however fast they come: discordgo runs each event's
+// handlers on a goroutine of its own unless told otherwise, which let two
+// messages overtake each other.
+func TestMessagesKeepTheirOrder(t *testing.T) {
+	r := newRig(t, nil)
+	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Ready."}})
+	_, th := r.mention(alice, "count with me")
+	r.eventually("the first answer", func() bool { return strings.Contains(allContent(r.botMessages(th)), "Ready.") })
+	const n = 40
+	for i := range n {
+		r.gw.LLM.Push(openaitest.Reply{Text: []string{fmt.Sprintf("ok %02d", i)}})
+	}
+	for i := range n {
+		r.post(discordtest.UserMessage{ChannelID: th, AuthorID: alice, Content: fmt.Sprintf("m%02d", i)})
+	}
+	b, err := r.gw.Manager.Binding(context.Background(), discord.Channel, th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	r.eventually("every message stored", func() bool {
+		evs, err := r.gw.DB.EventsAfter(context.Background(), b.SessionID, 0, 10_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = got[:0]
+		for _, ev := range evs {
+			var d switchboard.MessageData
+			if ev.Type == switchboard.EventMessage && json.Unmarshal(ev.Data, &d) == nil && d.Role == switchboard.RoleUser && strings.HasPrefix(d.Content, "m") {
+				got = append(got, d.Content)
+			}
+		}
+		return len(got) == n
+	})
+	for i, m := range got {
+		if want := fmt.Sprintf("m%02d", i); m != want {
+			t.Fatalf("message %d stored as %s: the order was %v", i, m, got)
+		}
+	}
+}

@@ -167,10 +167,19 @@ func TestAllowListsFailClosed(t *testing.T) {
 	_, th := r.mention(alice, "hi")
 	r.eventually("the answer", func() bool { return strings.Contains(allContent(r.botMessages(th)), "Hello.") })
 	r.restart() // forgets the channels it read
-	lookups := r.fake.Calls(discordtest.RouteGetChannel)
 	r.fake.FailNext(discordtest.RouteGetChannel, 500, "")
 	r.post(discordtest.UserMessage{ChannelID: th, AuthorID: alice, Content: "unchecked"})
-	r.eventually("the channel looked up", func() bool { return r.fake.Calls(discordtest.RouteGetChannel) > lookups })
+	r.eventually("the channel's lookup failed", func() bool {
+		for _, req := range r.fake.Requests(discordtest.RouteGetChannel) {
+			if req.Status == 500 {
+				if !strings.HasSuffix(req.Path, "/"+th) {
+					t.Fatalf("the failed lookup was of %s, not of the thread %s", req.Path, th)
+				}
+				return true
+			}
+		}
+		return false
+	})
 	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Checked."}})
 	r.post(discordtest.UserMessage{ChannelID: th, AuthorID: alice, Content: "checked"})
 	r.eventually("the next message answered", func() bool { return strings.Contains(allContent(r.botMessages(th)), "Checked.") })
