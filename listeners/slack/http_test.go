@@ -439,3 +439,48 @@ func TestHTTPNotReadyBeforeRun(t *testing.T) {
 		t.Fatalf("%d model calls, want 1", n)
 	}
 }
+
+// A signed click sent again within Slack's five minutes, byte for byte (a
+// replay by whoever saw the request), is acknowledged and taken once.
+func TestHTTPReplayedClickIsTakenOnce(t *testing.T) {
+	r := newHTTPRig(t, nil)
+	r.gw.LLM.Push(
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "present", Args: `{"title":"Pay","buttons":[{"label":"Pay 100","value":"pay"}]}`}}},
+		openaitest.Reply{Text: []string{"Shown."}},
+		openaitest.Reply{Text: []string{"Paid."}},
+	)
+	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "bill"})
+	r.event(ev)
+	root := ev["ts"].(string)
+	var card slacktest.Message
+	r.eventually("the card", func() (ok bool) { card, ok = r.cardMessage("C1", root, "sb_btn_0"); return ok })
+	r.eventually("shown", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "Shown.") })
+	payload, err := r.fake.BlockActions(slacktest.BlockActionsSpec{User: alice.ID, Channel: "C1", MessageTS: card.TS, Actions: []slacktest.Action{{ActionID: "sb_btn_0"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	form, err := slacktest.InteractionBody(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := slacktest.SignedRequest(r.url+slack.InteractivityPath, signingSecret, form, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	replay := req.Clone(context.Background())
+	replay.Body = io.NopCloser(bytes.NewReader(form))
+	if code, _, _ := r.do(req); code != http.StatusOK {
+		t.Fatalf("the click: %d", code)
+	}
+	r.eventually("paid", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "Paid.") })
+	asked := len(r.gw.LLM.Requests())
+	if code, _, _ := r.do(replay); code != http.StatusOK {
+		t.Fatalf("the replay: %d, want it acknowledged", code)
+	}
+	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Thanks."}}, openaitest.Reply{Text: []string{"Extra."}})
+	r.event(r.fake.MessageEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, ThreadTS: root, Text: "done"}))
+	r.eventually("the model asked about the message", func() bool { return r.lastUserText() == "done" })
+	if n := len(r.gw.LLM.Requests()); n != asked+1 {
+		t.Fatalf("the model was asked %d times after the replay, want once (the message)", n-asked)
+	}
+}
