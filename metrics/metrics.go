@@ -28,6 +28,7 @@ type Metrics struct {
 	wsClosed      *prometheus.CounterVec
 
 	circuitOpen *prometheus.GaugeVec
+	componentUp *prometheus.GaugeVec
 }
 
 // New makes the collectors and registers them, with the Go runtime and
@@ -70,12 +71,16 @@ func New() *Metrics {
 			Name: "switchboard_provider_circuit_open",
 			Help: "1 while a provider's circuit breaker is open (it failed too many turns in a row and calls skip it), else 0.",
 		}, []string{"provider"}),
+		componentUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "switchboard_component_up",
+			Help: "What each listener, provider and MCP server says of itself (/readyz): 1 up, 0.5 degraded, 0 down or still starting.",
+		}, []string{"component", "kind"}),
 	}
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.events, m.turns, m.turnSeconds, m.resumed, m.refused, m.writeFails, m.wsConnections, m.wsFrames, m.wsClosed,
-		m.circuitOpen,
+		m.circuitOpen, m.componentUp,
 	)
 	return m
 }
@@ -154,6 +159,15 @@ func (m *Metrics) Frame(typ string) {
 		return
 	}
 	m.wsFrames.WithLabelValues(typ).Inc()
+}
+
+// Component sets how a listener, provider or MCP server is doing: 1 up,
+// 0.5 degraded, 0 down or starting (switchboard_component_up).
+func (m *Metrics) Component(name, kind string, up float64) {
+	if m == nil {
+		return
+	}
+	m.componentUp.WithLabelValues(name, kind).Set(up)
 }
 
 // ProviderCircuit sets whether a provider's circuit breaker is open. Its

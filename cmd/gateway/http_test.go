@@ -19,6 +19,7 @@ import (
 
 	gws "github.com/gorilla/websocket"
 
+	"github.com/switchboard-gw/switchboard/health"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
 )
 
@@ -125,6 +126,43 @@ func (s *server) getFrom(addr, path, host string) (int, string, string) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, resp.Header.Get("Content-Type"), string(body)
+}
+
+// readyzBody is GET /readyz's answer.
+type readyzBody struct {
+	Ready bool            `json:"ready"`
+	Parts []health.Status `json:"components"`
+}
+
+// part is the status of the named part ("slack"), empty if none.
+func (r readyzBody) part(name string) health.Status {
+	for _, p := range r.Parts {
+		if p.Name == name {
+			return p
+		}
+	}
+	return health.Status{}
+}
+
+// readyz GETs /readyz until cond holds of its answer (20 s at most) and
+// returns that answer.
+func (s *server) readyz(cond func(readyzBody, int) bool) readyzBody {
+	s.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, _, body := s.get("/readyz")
+		var r readyzBody
+		if err := json.Unmarshal([]byte(body), &r); err != nil {
+			s.t.Fatalf("/readyz: %d %q: %v", code, body, err)
+		}
+		if cond(r, code) {
+			return r
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("/readyz never as wanted; last %d %s", code, body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 type frame struct {

@@ -27,6 +27,7 @@ import (
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/config"
 	"github.com/switchboard-gw/switchboard/guides"
+	"github.com/switchboard-gw/switchboard/health"
 	"github.com/switchboard-gw/switchboard/listeners/discord"
 	"github.com/switchboard-gw/switchboard/listeners/slack"
 	"github.com/switchboard-gw/switchboard/listeners/stdin"
@@ -160,10 +161,20 @@ Run "gateway doctor -h" for a command's flags. Flags:
 		return err
 	}
 	mets := metrics.New()
+	parts := newHealth(mets) // health.go: /readyz, switchboard_component_up
 	// One breaker per provider, shared by every copy a guide's fallback
 	// makes of it (sessions.provider), so failures count across turns.
 	for _, p := range provs {
-		p.Circuit = providers.NewCircuit(p.Name, mets.ProviderCircuit)
+		rep := parts.Add("provider "+p.Name, "provider", false)
+		p.Circuit = providers.NewCircuit(p.Name, func(name string, open bool) {
+			mets.ProviderCircuit(name, open)
+			if open {
+				rep.Down("its circuit breaker is open: its last calls failed, so turns skip it (to the guide's fallback, if any) until a trial call succeeds",
+					"the provider's ERROR lines in the log say why; gateway doctor checks its key and model")
+				return
+			}
+			rep.Up()
+		})
 	}
 
 	// The HTTP port is bound before the sessions start: a port in use
@@ -206,11 +217,11 @@ Run "gateway doctor -h" for a command's flags. Flags:
 	// Listeners that render bound sessions register with the manager
 	// before Recover, so the turns it resumes reach their threads.
 	defaultGuide, _ := catalog.Get(cfg.Guides.Default)
-	slackListener, err := newSlack(cfg, environ, manager, defaultGuide, log)
+	slackListener, err := newSlack(cfg, environ, manager, defaultGuide, parts, log)
 	if err != nil {
 		return err
 	}
-	discordListener, err := newDiscord(cfg, environ, manager, log)
+	discordListener, err := newDiscord(cfg, environ, manager, parts, log)
 	if err != nil {
 		return err
 	}
@@ -218,6 +229,9 @@ Run "gateway doctor -h" for a command's flags. Flags:
 	// The sandbox is checked and MCP servers listed before the turns a
 	// restart resumes may call them.
 	tb.start(ctx)
+	if tb.mcp != nil {
+		go followMCP(ctx, tb.mcp, parts)
+	}
 
 	// What a crash or the last shutdown left under way goes on now.
 	if err := manager.Recover(ctx); err != nil {
@@ -241,6 +255,7 @@ Run "gateway doctor -h" for a command's flags. Flags:
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok\n")
 	})
+	mux.HandleFunc("GET /readyz", readyz(parts))
 	// On a loopback http.addr only this machine reaches it, so /metrics is
 	// served there too, as the contract's make run promises; a gateway
 	// bound beyond loopback serves metrics on metrics.addr alone.
@@ -282,6 +297,9 @@ Run "gateway doctor -h" for a command's flags. Flags:
 	srv := newHTTPServer(cfg, ln, handler)
 	running++
 	go func() { errc <- serveHTTP(listenCtx, srv, log) }()
+	if cfg.Listeners.WebSocket.Enabled {
+		parts.Add("websocket", "listener", true).Up() // its port is bound: it serves
+	}
 
 	if slackListener != nil {
 		running++
@@ -390,7 +408,7 @@ func checkWebSocket(cfg config.Config, environ []string) error {
 
 // newDiscord builds the Discord listener when it is enabled (nil
 // otherwise), refusing a token variable that is not set.
-func newDiscord(cfg config.Config, environ []string, mgr *sessions.Manager, log *slog.Logger) (*discord.Listener, error) {
+func newDiscord(cfg config.Config, environ []string, mgr *sessions.Manager, parts *health.Registry, log *slog.Logger) (*discord.Listener, error) {
 	dc := cfg.Listeners.Discord
 	if !dc.Enabled {
 		return nil, nil
@@ -402,12 +420,23 @@ func newDiscord(cfg config.Config, environ []string, mgr *sessions.Manager, log 
 	return discord.New(discord.Config{
 		Token: token, ApplicationID: dc.ApplicationID, PublicKey: dc.PublicKey, APIURL: dc.APIURL, GuildID: dc.GuildID,
 		AllowedGuilds: dc.AllowedGuilds, AllowedChannels: dc.AllowedChannels, Approvers: dc.Approvers,
+		Health: parts.Add(discord.Channel, "listener", true),
 	}, mgr, log)
+}
+
+// secretSource says where a secret came from, for an error that tells
+// the operator what to change: the key itself when it holds the value,
+// else the variable its _env key names.
+func secretSource(value, env, key string) string {
+	if value != "" || env == "" {
+		return key
+	}
+	return "the environment variable " + env + " (" + key + "_env)"
 }
 
 // newSlack builds the Slack listener when it is enabled (nil otherwise),
 // refusing a token variable that is not set.
-func newSlack(cfg config.Config, environ []string, mgr *sessions.Manager, guide guides.Guide, log *slog.Logger) (*slack.Listener, error) {
+func newSlack(cfg config.Config, environ []string, mgr *sessions.Manager, guide guides.Guide, parts *health.Registry, log *slog.Logger) (*slack.Listener, error) {
 	sc := cfg.Listeners.Slack
 	if !sc.Enabled {
 		return nil, nil
@@ -425,6 +454,9 @@ func newSlack(cfg config.Config, environ []string, mgr *sessions.Manager, guide 
 		Mode: sc.Mode, BotToken: bot, AppToken: app, SigningSecret: signing, APIURL: sc.APIURL,
 		AllowedChannels: sc.AllowedChannels, AllowedUsers: sc.AllowedUsers, Approvers: sc.Approvers,
 		Greeting: guide.Greeting, Suggestions: guide.Suggestions,
+		AppTokenFrom: secretSource(sc.AppToken, sc.AppTokenEnv, "listeners.slack.app_token"),
+		BotTokenFrom: secretSource(sc.BotToken, sc.BotTokenEnv, "listeners.slack.bot_token"),
+		Health:       parts.Add(slack.Channel, "listener", true),
 	}, mgr, log)
 }
 

@@ -311,10 +311,26 @@ func TestSlackListenerInTheGateway(t *testing.T) {
 	if err == nil {
 		t.Fatal("started without the bot token")
 	}
-	_, logs, err := g.run("", "TEST_SLACK_BOT=xoxb-wrong", "TEST_SLACK_APP="+fake.AppToken())
-	if err == nil || !strings.Contains(logs, "auth.test") || !strings.Contains(logs, "invalid_auth") {
-		t.Fatalf("a refused token: %v\n%s", err, logs)
+	// A token Slack refuses leaves the gateway serving, the listener down:
+	// /readyz says so with the variable to fix, and so does the metric;
+	// /healthz (liveness) stays ok.
+	bad := g.serve([]string{"TEST_SLACK_BOT=xoxb-wrong", "TEST_SLACK_APP=" + fake.AppToken()})
+	ready := bad.readyz(func(r readyzBody, code int) bool {
+		return code == http.StatusServiceUnavailable && r.part("slack").State == "down"
+	})
+	if st := ready.part("slack"); !strings.Contains(st.Reason, "bot token (invalid_auth)") || !strings.Contains(st.Fix, "TEST_SLACK_BOT") || ready.Ready {
+		t.Fatalf("/readyz with a refused bot token: %+v", ready)
 	}
+	if ws := ready.part("websocket"); ws.State != "up" {
+		t.Fatalf("/readyz: websocket %+v", ws)
+	}
+	if code, _, body := bad.get("/healthz"); code != http.StatusOK || body != "ok\n" {
+		t.Fatalf("/healthz = %d %q", code, body)
+	}
+	if _, _, m := bad.get("/metrics"); !strings.Contains(m, `switchboard_component_up{component="slack",kind="listener"} 0`) {
+		t.Fatalf("no metric of the listener down:\n%s", m)
+	}
+	bad.stop()
 
 	srv := g.serve([]string{"TEST_SLACK_BOT=" + fake.BotToken(), "TEST_SLACK_APP=" + fake.AppToken()})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -322,6 +338,7 @@ func TestSlackListenerInTheGateway(t *testing.T) {
 	if err := fake.WaitForConnections(ctx, 1); err != nil {
 		t.Fatalf("no Socket Mode connection: %v\n%s", err, srv.logs)
 	}
+	srv.readyz(func(r readyzBody, code int) bool { return code == http.StatusOK && r.Ready && r.part("slack").State == "up" })
 	ev := fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: "U0ANN", Text: "what is 2*(3+4)?"})
 	if _, err := fake.SendEvent(ev); err != nil {
 		t.Fatal(err)

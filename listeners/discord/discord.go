@@ -14,6 +14,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -27,9 +28,11 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+	"github.com/gorilla/websocket"
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/collaboration"
+	"github.com/switchboard-gw/switchboard/health"
 	"github.com/switchboard-gw/switchboard/sessions"
 )
 
@@ -54,6 +57,9 @@ type Config struct {
 	AllowedGuilds   []string
 	AllowedChannels []string
 	Approvers       []string
+	// Health is told whether the listener is up (READY from the Gateway)
+	// or down and why. May be nil.
+	Health *health.Reporter
 	// EditInterval is the least time between two edits of a streamed
 	// reply (1s).
 	EditInterval time.Duration
@@ -181,6 +187,70 @@ func New(cfg Config, s Sessions, log *slog.Logger) (*Listener, error) {
 // reads it while it changes.
 var apiVersion sync.Once
 
+// messageContent are the application flags that say Discord lets the bot
+// read messages' text (GATEWAY_MESSAGE_CONTENT, or _LIMITED for a bot in
+// fewer than 100 servers).
+const messageContent = 1<<18 | 1<<19
+
+// intentFix is what an operator does when Discord refuses the Message
+// Content intent.
+const intentFix = "Discord Developer Portal → your application → Bot → Privileged Gateway Intents → turn on Message Content Intent, then save; the listener connects at its next try"
+
+// checkIntents reads the application's flags and says, as an ERROR and
+// in the listener's health, when Discord does not let the bot read
+// messages' text: the Gateway then closes with 4014 Disallowed intent(s)
+// and would otherwise only retry in silence.
+func (l *Listener) checkIntents(ctx context.Context) {
+	body, err := l.dg.RequestWithBucketID(http.MethodGet, discordgo.EndpointApplications+"/@me", nil, discordgo.EndpointApplications, discordgo.WithContext(ctx))
+	var app discordgo.Application
+	if err == nil {
+		err = json.Unmarshal(body, &app)
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			l.log.Warn("discord: the application's flags could not be read", "err", err)
+		}
+		return
+	}
+	if app.Flags&messageContent == 0 {
+		reason := "Discord does not let the bot read messages: the Message Content intent is off (the Gateway closes with 4014 Disallowed intent(s))"
+		l.log.Error("discord: "+reason, "fix", intentFix)
+		l.cfg.Health.Down(reason, intentFix)
+	}
+}
+
+// open connects to the Gateway, trying again with backoff (2s doubling to
+// 5m) while it cannot; once open, discordgo resumes or reconnects by
+// itself. Each failure is an ERROR and the listener is down meanwhile.
+func (l *Listener) open(ctx context.Context) {
+	for wait := 2 * time.Second; ; wait = min(2*wait, 5*time.Minute) {
+		err := l.dg.Open()
+		if err == nil || errors.Is(err, discordgo.ErrWSAlreadyOpen) {
+			return
+		}
+		reason := "Discord's Gateway could not be reached: " + err.Error()
+		fix := "check this machine's network (outgoing HTTPS and WSS to discord.com and gateway.discord.gg)"
+		var re *discordgo.RESTError
+		var ce *websocket.CloseError
+		switch {
+		case errors.As(err, &re) && re.Response != nil && re.Response.StatusCode == http.StatusUnauthorized,
+			errors.As(err, &ce) && ce.Code == 4004:
+			reason, fix = "Discord refused the bot token", "put the bot's token (Developer Portal → Bot → Reset Token) in listeners.discord.token or the variable token_env names"
+		case errors.As(err, &ce) && ce.Code == 4014:
+			reason, fix = "Discord does not let the bot read messages: the Message Content intent is off (4014 Disallowed intent(s))", intentFix
+		}
+		l.log.Error("discord: "+reason, "fix", fix, "retry_in", wait)
+		l.cfg.Health.Down(reason, fix)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
+
 // reroute sends the requests discordgo makes for its built-in REST base
 // (from) to the configured one (to), path and query kept.
 type reroute struct {
@@ -237,24 +307,27 @@ func (l *Listener) Run(ctx context.Context) error {
 	// acknowledged by a REST call of its own, goes on a goroutine so that
 	// one slow answer holds no message back.
 	l.dg.SyncEvents = true
+	l.dg.AddHandler(func(_ *discordgo.Session, _ *discordgo.Ready) {
+		l.log.Info("discord connected", "bot", l.botUserID)
+		l.cfg.Health.Up()
+	})
+	l.dg.AddHandler(func(_ *discordgo.Session, _ *discordgo.Disconnect) {
+		l.cfg.Health.Degraded("disconnected from Discord's Gateway; reconnecting", "")
+		l.wg.Go(func() { l.checkIntents(ctx) }) // a refused intent closes it too (4014)
+	})
 	l.dg.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) { l.onMessage(ctx, m.Message) })
 	l.dg.AddHandler(func(_ *discordgo.Session, i *discordgo.InteractionCreate) {
 		l.wg.Go(func() { l.onInteraction(ctx, i.Interaction, nil) })
 	})
-	if err := l.dg.Open(); err != nil {
-		l.wg.Wait()
-		return fmt.Errorf("discord: gateway: %w", err)
-	}
+	l.checkIntents(ctx)
+	l.open(ctx)
 	defer l.dg.Close()
 	select {
 	case <-l.ready:
 	case <-ctx.Done():
 		l.wg.Wait()
 		return nil
-	case <-time.After(30 * time.Second):
-		return errors.New("discord: no READY from the gateway within 30s")
 	}
-	l.log.Info("discord connected", "bot", l.botUserID, "application", l.appID)
 	if err := l.registerCommands(ctx); err != nil {
 		l.log.Error("discord: registering /switchboard", "err", err)
 	}

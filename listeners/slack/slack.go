@@ -11,6 +11,7 @@
 package slack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/collaboration"
+	"github.com/switchboard-gw/switchboard/health"
 	"github.com/switchboard-gw/switchboard/sessions"
 )
 
@@ -60,6 +62,18 @@ type Config struct {
 	// AI-app assistant thread.
 	Greeting    string
 	Suggestions []string
+
+	// AppTokenFrom and BotTokenFrom say where the tokens came from ("the
+	// environment variable SLACK_APP_TOKEN (listeners.slack.app_token_env)"),
+	// for the ERROR that tells an operator which one Slack refused.
+	AppTokenFrom, BotTokenFrom string
+	// Health is told whether the listener is up: connected (socket mode)
+	// or authenticated (http mode), or down and why. May be nil.
+	Health *health.Reporter
+	// RetryMin is the first wait before trying again to authenticate or
+	// to open Socket Mode after Slack refused or failed (2s); it doubles
+	// up to 5 minutes.
+	RetryMin time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -75,6 +89,11 @@ func (c Config) withDefaults() Config {
 	if c.UpdateInterval <= 0 {
 		c.UpdateInterval = time.Second
 	}
+	if c.RetryMin <= 0 {
+		c.RetryMin = 2 * time.Second
+	}
+	c.AppTokenFrom = cmp.Or(c.AppTokenFrom, "listeners.slack.app_token")
+	c.BotTokenFrom = cmp.Or(c.BotTokenFrom, "listeners.slack.bot_token")
 	return c
 }
 
@@ -188,12 +207,15 @@ func New(cfg Config, s Sessions, log *slog.Logger) (*Listener, error) {
 // Socket Mode connection (reconnecting as Slack asks); in http mode the
 // gateway's HTTP server calls Handler and Run only renders.
 func (l *Listener) Run(ctx context.Context) error {
-	auth, err := l.api.AuthTestContext(ctx)
+	auth, err := l.authenticate(ctx)
 	if err != nil {
-		return fmt.Errorf("slack: auth.test: %w", err)
+		return nil // ctx ended while Slack refused or could not be reached
 	}
 	l.botUserID, l.botName, l.teamID = auth.UserID, auth.User, auth.TeamID
-	l.log.Info("slack connected", "team", auth.Team, "bot", auth.User, "mode", l.cfg.Mode)
+	if l.cfg.Mode == "http" {
+		l.log.Info("slack ready", "team", auth.Team, "bot", auth.User, "mode", l.cfg.Mode)
+		l.cfg.Health.Up()
+	}
 
 	l.work = make([]chan func(), 16)
 	for i := range l.work {
@@ -237,33 +259,114 @@ func (l *Listener) Run(ctx context.Context) error {
 	return err
 }
 
-// runSocket holds the Socket Mode connection; slack-go reconnects when
-// Slack asks (disconnect) or the socket drops.
-func (l *Listener) runSocket(ctx context.Context) error {
-	sm := socketmode.New(l.api)
-	l.wg.Go(func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case evt, ok := <-sm.Events:
-				if !ok {
-					return
-				}
-				l.onSocketEvent(ctx, sm, evt)
-			}
+// authenticate calls auth.test until Slack accepts the bot token or ctx
+// ends: a refusal or an unreachable Slack is an ERROR with what to do, the
+// listener is down meanwhile, and it tries again with backoff.
+func (l *Listener) authenticate(ctx context.Context) (*slackapi.AuthTestResponse, error) {
+	for wait := l.cfg.RetryMin; ; wait = min(2*wait, maxRetry) { // 2s, 4s, … 5m
+		auth, err := l.api.AuthTestContext(ctx)
+		if err == nil {
+			return auth, nil
 		}
-	})
-	if err := sm.RunContext(ctx); err != nil && ctx.Err() == nil {
-		return fmt.Errorf("slack: socket mode: %w", err)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		reason, fix := l.refusal(err, "bot token", l.cfg.BotTokenFrom,
+			"the app's Bot User OAuth Token (OAuth & Permissions, xoxb-…)")
+		l.log.Error("slack: auth.test failed: "+reason, "fix", fix, "retry_in", wait)
+		l.cfg.Health.Down(reason, fix)
+		if !sleep(ctx, wait) {
+			return nil, ctx.Err()
+		}
 	}
-	return nil
+}
+
+// maxRetry is the longest wait between two tries to authenticate or to
+// open Socket Mode.
+const maxRetry = 5 * time.Minute
+
+// refusal says in words why Slack refused a token (or could not be
+// reached), and what would mend it: the token's name, where it came from
+// and what it should be.
+func (l *Listener) refusal(err error, which, from, want string) (reason, fix string) {
+	var se slackapi.SlackErrorResponse
+	if !errors.As(err, &se) {
+		return "Slack could not be reached: " + err.Error(), "check this machine's network and proxy settings (outgoing HTTPS to slack.com)"
+	}
+	switch se.Err {
+	case "invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired", "not_allowed_token_type":
+		return fmt.Sprintf("Slack refused the %s (%s)", which, se.Err),
+			fmt.Sprintf("put %s in %s, then restart the gateway or wait for the next try", want, from)
+	}
+	return fmt.Sprintf("Slack answered %s", se.Err), "see Slack's error in the log"
+}
+
+// sleep waits d, or until ctx ends (false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// runSocket holds the Socket Mode connection; slack-go reconnects when
+// Slack asks (disconnect) or the socket drops. When Slack refuses the app
+// token (apps.connections.open: invalid_auth, at start or revoked later)
+// slack-go gives up: the listener is down, says so with the fix, and opens
+// Socket Mode again with backoff.
+func (l *Listener) runSocket(ctx context.Context) error {
+	wait := l.cfg.RetryMin
+	for {
+		sm := socketmode.New(l.api)
+		var connected atomic.Bool
+		sctx, stop := context.WithCancel(ctx) // this connection's event reader
+		l.wg.Go(func() {
+			for {
+				select {
+				case <-sctx.Done():
+					return
+				case evt, ok := <-sm.Events:
+					if !ok {
+						return
+					}
+					if l.onSocketEvent(ctx, sm, evt) {
+						connected.Store(true)
+					}
+				}
+			}
+		})
+		err := sm.RunContext(ctx)
+		stop()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if connected.Load() {
+			wait = l.cfg.RetryMin // it was up: this failure starts the backoff afresh
+		}
+		reason, fix := l.refusal(err, "app-level token", l.cfg.AppTokenFrom,
+			"an app-level token with the connections:write scope (Basic Information → App-Level Tokens, xapp-…)")
+		l.log.Error("slack: socket mode stopped: "+reason, "fix", fix, "retry_in", wait)
+		l.cfg.Health.Down(reason, fix)
+		if !sleep(ctx, wait) {
+			return nil
+		}
+		wait = min(2*wait, maxRetry)
+	}
 }
 
 // onSocketEvent acknowledges an envelope at once (Slack redelivers what
-// is not acknowledged within 3 s) and hands the work on.
-func (l *Listener) onSocketEvent(ctx context.Context, sm *socketmode.Client, evt socketmode.Event) {
+// is not acknowledged within 3 s) and hands the work on; it reports true
+// when the socket is connected.
+func (l *Listener) onSocketEvent(ctx context.Context, sm *socketmode.Client, evt socketmode.Event) bool {
 	switch evt.Type {
+	case socketmode.EventTypeConnected:
+		l.log.Info("slack connected", "team_id", l.teamID, "bot", l.botName, "mode", l.cfg.Mode)
+		l.cfg.Health.Up()
+		return true
 	case socketmode.EventTypeEventsAPI:
 		_ = sm.Ack(*evt.Request)
 		if ev, ok := evt.Data.(slackevents.EventsAPIEvent); ok {
@@ -273,21 +376,21 @@ func (l *Listener) onSocketEvent(ctx context.Context, sm *socketmode.Client, evt
 		cb, ok := evt.Data.(slackapi.InteractionCallback)
 		if !ok {
 			_ = sm.Ack(*evt.Request)
-			return
+			return false
 		}
 		_ = sm.Ack(*evt.Request, l.onInteraction(ctx, cb))
 	case socketmode.EventTypeSlashCommand:
 		cmd, ok := evt.Data.(slackapi.SlashCommand)
 		if !ok {
 			_ = sm.Ack(*evt.Request)
-			return
+			return false
 		}
 		_ = sm.Ack(*evt.Request, l.onCommand(ctx, cmd))
 	case socketmode.EventTypeConnectionError:
 		l.log.Warn("slack socket mode: connection error; reconnecting", "err", evt.Data)
-	case socketmode.EventTypeInvalidAuth:
-		l.log.Error("slack socket mode: the app token was refused (invalid_auth)")
+		l.cfg.Health.Degraded(fmt.Sprintf("the Socket Mode connection failed (%v); reconnecting", evt.Data), "")
 	}
+	return false
 }
 
 // run queues f on the worker of a place: events of one thread are handled

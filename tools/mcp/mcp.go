@@ -310,6 +310,10 @@ func (m *Manager) bump() {
 	m.mu.Unlock()
 }
 
+// Watch returns a channel that the next change of a server's state or
+// tools closes: read Status then, and Watch again.
+func (m *Manager) Watch() <-chan struct{} { return m.watching() }
+
 // watching returns the channel the next state change closes.
 func (m *Manager) watching() <-chan struct{} {
 	m.mu.Lock()

@@ -59,7 +59,16 @@ func (c *call) getCurrentApplication() result {
 	s := c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	flags := s.cfg.appFlags
+	// The privileged-intent flags follow what the portal allows
+	// (WithPrivilegedIntents), as the application's flags do on Discord:
+	// the _LIMITED ones of a bot in fewer than 100 servers.
+	const intentFlags = 1<<12 | 1<<13 | 1<<14 | 1<<15 | 1<<18 | 1<<19
+	flags := s.cfg.appFlags &^ intentFlags
+	for intent, flag := range map[int64]int{1 << 1: 1 << 15, 1 << 8: 1 << 13, 1 << 15: 1 << 19} {
+		if s.cfg.allowedPrivileged&intent != 0 {
+			flags |= flag
+		}
+	}
 	return okJSON(map[string]any{
 		"id": s.cfg.appID, "name": s.cfg.botName, "icon": nil, "description": "",
 		"bot_public": true, "bot_require_code_grant": false, "verify_key": hex.EncodeToString(s.cfg.pub),

@@ -1,0 +1,45 @@
+package health_test
+
+import (
+	"testing"
+
+	"github.com/switchboard-gw/switchboard/health"
+)
+
+// Parts start Starting; a required part down or starting makes the
+// gateway not ready, an optional one does not; the watcher sees each
+// change once, in order, and not a report that changes nothing.
+func TestRegistry(t *testing.T) {
+	var seen []string
+	r := health.New(func(s health.Status) { seen = append(seen, s.Name+" "+string(s.State)) })
+	slack := r.Add("slack", "listener", true)
+	prov := r.Add("provider main", "provider", false)
+	if health.Ready(r.Snapshot()) {
+		t.Fatal("ready while a required listener is starting")
+	}
+	slack.Up()
+	prov.Down("the circuit breaker is open", "")
+	if !health.Ready(r.Snapshot()) {
+		t.Fatalf("not ready with only an optional part down: %+v", r.Snapshot())
+	}
+	slack.Down("invalid_auth", "set SLACK_APP_TOKEN")
+	slack.Down("invalid_auth", "set SLACK_APP_TOKEN") // no change
+	snap := r.Snapshot()
+	if health.Ready(snap) || snap[0].Name != "slack" || snap[0].Reason != "invalid_auth" || snap[0].Fix != "set SLACK_APP_TOKEN" {
+		t.Fatalf("snapshot %+v", snap)
+	}
+	want := []string{"slack starting", "provider main starting", "slack up", "provider main down", "slack down"}
+	if len(seen) != len(want) {
+		t.Fatalf("watched %v, want %v", seen, want)
+	}
+	for i := range want {
+		if seen[i] != want[i] {
+			t.Fatalf("watched %v, want %v", seen, want)
+		}
+	}
+	var none *health.Reporter
+	none.Up() // a part built without a registry reports nothing
+	if none.State() != health.Starting {
+		t.Fatal("a nil reporter's state")
+	}
+}
