@@ -154,7 +154,14 @@ type Provider struct {
 	// bound on the whole response: a long answer that keeps coming is fine.
 	Timeout    Duration `koanf:"timeout"`
 	MaxRetries int      `koanf:"max_retries"`
+	// Fallback "demo": without a key, the offline demo model answers for
+	// this provider (a newcomer's make run). Empty: a provider without its
+	// key stops the gateway from starting, naming the variable.
+	Fallback string `koanf:"fallback"`
 }
+
+// FallbackDemo is Provider.Fallback's one value.
+const FallbackDemo = "demo"
 
 // Key returns the provider's API key and where it came from ("api_key" or
 // "env NAME"), so start-up messages can say which setting is in use without
@@ -682,6 +689,9 @@ func (c Config) Validate() error {
 		}
 		if p.MaxRetries < 0 {
 			bad(key+".max_retries", "must not be negative")
+		}
+		if p.Fallback != "" && p.Fallback != FallbackDemo {
+			bad(key+".fallback", "want demo (the offline demo model answers while the key is not set) or nothing, not %q", p.Fallback)
 		}
 	}
 

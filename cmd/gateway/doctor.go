@@ -341,6 +341,11 @@ func (d *doctor) checkProvider(ctx context.Context, i int, pc config.Provider, c
 	case pc.Kind == config.KindDemo:
 		res.Sev, res.Detail = sevOK, "the offline demo model (kind demo): nothing to call"
 		return res
+	case key == "" && needsKey(pc) && pc.Fallback != config.FallbackDemo:
+		res.Sev = sevProblem
+		res.Detail = "no key: " + credentialHint(i, pc) + " is not set, so the gateway will not start"
+		res.Fix = "set it where the gateway runs, or add fallback: demo to this provider (the offline demo model answers until it is set)"
+		return res
 	case key == "" && needsKey(pc):
 		res.Sev = sevWarn
 		if pc.APIKeyEnv != "" {

@@ -213,10 +213,10 @@ func TestDoctorDownProviderIsUnreachable(t *testing.T) {
 	wantRow(t, out, "provider main", "PROBLEM", "unreachable", "connection refused", "providers[0].base_url ("+base+")")
 }
 
-// No key set: a WARN naming the variable, saying the demo model answers
-// meanwhile; that alone does not fail the run.
+// No key set, with fallback: demo: a WARN naming the variable, saying the
+// demo model answers meanwhile; that alone does not fail the run.
 func TestDoctorNoKeyWarnsAndPasses(t *testing.T) {
-	s := newDoctorSetup(t, "  - name: main\n    kind: openai\n    api_key_env: TEST_UNSET_OPENAI_KEY\n    model: gpt-4o-mini", "")
+	s := newDoctorSetup(t, "  - name: main\n    kind: openai\n    api_key_env: TEST_UNSET_OPENAI_KEY\n    fallback: demo\n    model: gpt-4o-mini", "")
 	out, err := s.doctor(t, nil)
 	if err != nil {
 		t.Fatalf("doctor failed: %v\n%s", err, out)
@@ -227,6 +227,17 @@ func TestDoctorNoKeyWarnsAndPasses(t *testing.T) {
 	if !strings.Contains(out, "No problems found; 1 warning") {
 		t.Errorf("summary:\n%s", out)
 	}
+}
+
+// No key set and no fallback: a PROBLEM, since the gateway will not start,
+// naming the variable and both ways out.
+func TestDoctorNoKeyWithoutFallbackIsAProblem(t *testing.T) {
+	s := newDoctorSetup(t, "  - name: main\n    kind: openai\n    api_key_env: TEST_UNSET_OPENAI_KEY\n    model: gpt-4o-mini", "")
+	out, err := s.doctor(t, nil)
+	if err == nil {
+		t.Fatalf("doctor passed:\n%s", out)
+	}
+	wantRow(t, out, "provider main", "PROBLEM", "TEST_UNSET_OPENAI_KEY", "will not start", "fallback: demo")
 }
 
 // The Slack listener's tokens, asked of a fake Slack through slack-go:
@@ -659,12 +670,13 @@ func TestDoctorContainerConfig(t *testing.T) {
 	}
 	wantRow(t, out, "listener websocket", "PROBLEM", "GATEWAY_TOKEN is not set")
 
+	// In production a missing key stops start-up (no demo fallback here).
 	out, err = s.doctor(t, []string{"GATEWAY_TOKEN=doctor-container-token-4242"})
-	if err != nil {
-		t.Fatalf("the container config with GATEWAY_TOKEN: %v\n%s", err, out)
+	if err == nil || !strings.Contains(out, "1 problem") {
+		t.Fatalf("the container config with GATEWAY_TOKEN and no OPENAI_API_KEY: %v\n%s", err, out)
 	}
 	wantRow(t, out, "listener websocket", "OK", "auth token (1 token)")
-	wantRow(t, out, "provider main", "WARN", "OPENAI_API_KEY is not set")
+	wantRow(t, out, "provider main", "PROBLEM", "OPENAI_API_KEY", "will not start")
 	wantRow(t, out, "listener stdin", "INFO", "not enabled")
 	if strings.Contains(out, "doctor-container-token-4242") {
 		t.Errorf("the token was printed:\n%s", out)

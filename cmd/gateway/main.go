@@ -497,9 +497,12 @@ func buildProviders(cfg config.Config, environ []string, log *slog.Logger) (map[
 		switch {
 		case pc.Kind == "demo":
 			p = &demo.Provider{}
-		case key == "" && needsKey(pc):
+		case key == "" && needsKey(pc) && pc.Fallback == config.FallbackDemo:
 			missing = append(missing, credentialHint(i, pc))
 			continue
+		case key == "" && needsKey(pc):
+			return nil, "", fmt.Errorf("providers[%d] (%s): no API key: set %s, or add fallback: demo to this provider "+
+				"to answer with the offline demo model until it is set", i, pc.Name, credentialHint(i, pc))
 		case pc.Kind == "openai":
 			p, err = openai.New(pcfg)
 		case pc.Kind == "ollama":

@@ -176,6 +176,7 @@ func TestNoCredentialsAnswersWithTheLabelledDemoModel(t *testing.T) {
 	g2 := newGateway(t, `  - name: main
     kind: openai
     api_key_env: TEST_UNSET_OPENAI_KEY
+    fallback: demo
     model: gpt-4o-mini`, "")
 	out, logs, err := g2.run("hello\n")
 	if err != nil {
@@ -206,11 +207,35 @@ func TestDemoModelToolApprovalInPipe(t *testing.T) {
 	}
 }
 
-// demoGateway names a key variable that is not set, so the demo model answers.
+// demoGateway names a key variable that is not set, with the demo model
+// as its fallback, so the demo model answers.
 func demoGateway(t *testing.T) *gateway {
 	return newGateway(t, `  - name: main
     kind: openai
-    api_key_env: TEST_UNSET_OPENAI_KEY`, "")
+    api_key_env: TEST_UNSET_OPENAI_KEY
+    fallback: demo`, "")
+}
+
+// A provider whose key is not set, without fallback: demo, stops the
+// gateway from starting, naming the provider and the variable: a typo in
+// api_key_env must not put a production gateway on the demo model.
+func TestUnsetKeyWithoutFallbackFailsStartUp(t *testing.T) {
+	g := newGateway(t, `  - name: main
+    kind: openai
+    api_key_env: TEST_UNSET_OPENAI_KEY
+    model: gpt-4o-mini`, "")
+	out, logs, err := g.run("hello\n")
+	if err == nil {
+		t.Fatalf("started without the key:\n%s\n%s", out, logs)
+	}
+	for _, want := range []string{"providers[0] (main)", "TEST_UNSET_OPENAI_KEY", "fallback: demo"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the refusal lacks %q:\n%s", want, logs)
+		}
+	}
+	if strings.Contains(out, "offline demo model") {
+		t.Errorf("the demo model answered:\n%s", out)
+	}
 }
 
 func TestBadConfigurationFailsWithTheKeyNamed(t *testing.T) {
