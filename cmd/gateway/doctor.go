@@ -32,11 +32,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	slackapi "github.com/slack-go/slack"
-
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/config"
 	"github.com/switchboard-gw/switchboard/guides"
+	"github.com/switchboard-gw/switchboard/listeners/slack"
 	"github.com/switchboard-gw/switchboard/providers"
 	"github.com/switchboard-gw/switchboard/providers/openai"
 	"github.com/switchboard-gw/switchboard/tools/sandbox"
@@ -1023,41 +1022,21 @@ func (d *doctor) checkSlack(ctx context.Context) checkResult {
 		r.Fix = "export " + sc.SigningSecretEnv + "=… (Basic Information → Signing Secret; docs/slack.md)"
 		return r
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	api := slackapi.New(bot, slackapi.OptionAPIURL(sc.APIURL), slackapi.OptionAppLevelToken(app))
-	auth, err := api.AuthTestContext(ctx)
-	if err != nil {
-		r.Sev = sevProblem
-		r.Detail, r.Fix = slackProblem("the bot token", sc.BotTokenEnv, sc.APIURL, err)
+	detail, err := slack.Check(ctx, slack.Config{Mode: sc.Mode, BotToken: bot, AppToken: app, APIURL: sc.APIURL,
+		BotTokenFrom: secretSource(sc.BotToken, sc.BotTokenEnv, "listeners.slack.bot_token"),
+		AppTokenFrom: secretSource(sc.AppToken, sc.AppTokenEnv, "listeners.slack.app_token")})
+	if p, ok := errors.AsType[*slack.Problem](err); ok {
+		r.Sev, r.Detail, r.Fix = sevProblem, p.Reason, p.Fix
+		return r
+	} else if err != nil {
+		r.Sev, r.Detail = sevProblem, err.Error()
 		return r
 	}
-	if sc.Mode == config.SlackSocket {
-		if _, _, err := api.StartSocketModeContext(ctx); err != nil {
-			r.Sev = sevProblem
-			r.Detail, r.Fix = slackProblem("the app token", sc.AppTokenEnv, sc.APIURL, err)
-			return r
-		}
-	}
-	r.Sev = sevOK
-	r.Detail = fmt.Sprintf("bot @%s in workspace %s, %s mode", auth.User, auth.Team, sc.Mode)
+	r.Sev, r.Detail = sevOK, detail
 	if sc.Mode == config.SlackHTTP {
 		r.Detail += "; Slack must reach " + cmp.Or(d.cfg.HTTP.PublicURL, "http.public_url") + "/slack/events, /slack/interactivity and /slack/commands"
 	}
 	return r
-}
-
-// slackProblem explains a refused Slack call.
-func slackProblem(what, env, apiURL string, err error) (detail, fix string) {
-	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "invalid_auth"), strings.Contains(msg, "not_authed"), strings.Contains(msg, "token_revoked"), strings.Contains(msg, "account_inactive"):
-		return fmt.Sprintf("Slack refused %s in %s (%s)", what, env, msg),
-			"copy the token again from the app's settings at api.slack.com/apps (docs/slack.md); reinstall the app if it was revoked"
-	case strings.Contains(msg, "missing_scope"):
-		return fmt.Sprintf("%s in %s lacks a scope (%s)", what, env, msg), "add the scopes of listeners/slack/manifest.yaml and reinstall the app"
-	}
-	return fmt.Sprintf("Slack at %s did not answer: %v", apiURL, err), "check the network (or listeners.slack.api_url)"
 }
 
 // firstEnvName finds "the environment variable NAME" in a message.

@@ -263,9 +263,20 @@ func TestDoctorSlack(t *testing.T) {
 	if err == nil {
 		t.Fatalf("a refused bot token passed:\n%s", out)
 	}
-	wantRow(t, out, "listener slack", "PROBLEM", "refused the bot token in TEST_SLACK_BOT", "invalid_auth")
+	wantRow(t, out, "listener slack", "PROBLEM", "refused the bot token in the environment variable TEST_SLACK_BOT", "invalid_auth", "Bot User OAuth Token")
 	if strings.Contains(out, "xoxb-wrong") {
 		t.Errorf("the token was printed:\n%s", out)
+	}
+
+	// Swapped tokens are told as such, naming which variable holds which,
+	// not as a network problem.
+	out, err = s.doctor(t, []string{"TEST_SLACK_BOT=" + fake.AppToken(), "TEST_SLACK_APP=" + fake.BotToken()})
+	if err == nil {
+		t.Fatalf("swapped tokens passed:\n%s", out)
+	}
+	text := wantRow(t, out, "listener slack", "PROBLEM", "swapped", "TEST_SLACK_BOT (listeners.slack.bot_token_env) holds the app-level token (xapp-)", "TEST_SLACK_APP (listeners.slack.app_token_env) the bot token (xoxb-)")
+	if strings.Contains(text, "network") {
+		t.Errorf("swapped tokens blamed on the network: %s", text)
 	}
 
 	out, _ = s.doctor(t, []string{"TEST_SLACK_BOT=" + fake.BotToken()})

@@ -343,7 +343,7 @@ func TestSlackListenerInTheGateway(t *testing.T) {
 	ready := bad.readyz(func(r readyzBody, code int) bool {
 		return code == http.StatusServiceUnavailable && r.part("slack").State == "down"
 	})
-	if st := ready.part("slack"); !strings.Contains(st.Reason, "bot token (invalid_auth)") || !strings.Contains(st.Fix, "TEST_SLACK_BOT") || ready.Ready {
+	if st := ready.part("slack"); !strings.Contains(st.Reason, "bot token in the environment variable TEST_SLACK_BOT") || !strings.Contains(st.Reason, "invalid_auth") || !strings.Contains(st.Fix, "xoxb-") || ready.Ready {
 		t.Fatalf("/readyz with a refused bot token: %+v", ready)
 	}
 	if ws := ready.part("websocket"); ws.State != "up" {
@@ -363,7 +363,9 @@ func TestSlackListenerInTheGateway(t *testing.T) {
 	if err := fake.WaitForConnections(ctx, 1); err != nil {
 		t.Fatalf("no Socket Mode connection: %v\n%s", err, srv.logs)
 	}
-	srv.readyz(func(r readyzBody, code int) bool { return code == http.StatusOK && r.Ready && r.part("slack").State == "up" })
+	srv.readyz(func(r readyzBody, code int) bool {
+		return code == http.StatusOK && r.Ready && r.part("slack").State == "up"
+	})
 	ev := fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: "U0ANN", Text: "what is 2*(3+4)?"})
 	if _, err := fake.SendEvent(ev); err != nil {
 		t.Fatal(err)

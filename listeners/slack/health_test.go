@@ -76,9 +76,9 @@ func TestRefusedAppTokenIsDownThenUp(t *testing.T) {
 	h := newHealthRig(t, nil, func(f *slacktest.Server) { f.FailNext("apps.connections.open", "invalid_auth") })
 	h.eventually("connected after the refusal", func() bool { return h.rep.State() == health.Up })
 	log := h.logs.String()
-	refused := strings.Index(log, "Slack refused the app-level token (invalid_auth)")
+	refused := strings.Index(log, "Slack refused the app-level token in the environment variable SLACK_APP_TOKEN")
 	connected := strings.Index(log, `msg="slack connected"`)
-	if refused < 0 || !strings.Contains(log, "level=ERROR") || !strings.Contains(log, "SLACK_APP_TOKEN") || !strings.Contains(log, "connections:write") {
+	if refused < 0 || !strings.Contains(log, "level=ERROR") || !strings.Contains(log, "invalid_auth") || !strings.Contains(log, "connections:write") {
 		t.Fatalf("the refusal is not an ERROR naming the variable and the fix:\n%s", log)
 	}
 	if connected < refused {
@@ -97,7 +97,7 @@ func TestWrongAppTokenStaysDown(t *testing.T) {
 		return h.rep.State() == health.Down && h.fake.Calls("apps.connections.open") >= 3
 	})
 	st := h.reg.Snapshot()[0]
-	if !strings.Contains(st.Reason, "app-level token") || !strings.Contains(st.Fix, "SLACK_APP_TOKEN") || health.Ready(h.reg.Snapshot()) {
+	if !strings.Contains(st.Reason, "app-level token in the environment variable SLACK_APP_TOKEN") || !strings.Contains(st.Fix, "xapp-") || health.Ready(h.reg.Snapshot()) {
 		t.Fatalf("status %+v", st)
 	}
 	if strings.Contains(h.logs.String(), `msg="slack connected"`) {
@@ -117,7 +117,7 @@ func TestWrongBotTokenStaysDown(t *testing.T) {
 	h.eventually("down, tried again", func() bool {
 		return h.rep.State() == health.Down && h.fake.Calls("auth.test") >= 3
 	})
-	if st := h.reg.Snapshot()[0]; !strings.Contains(st.Reason, "bot token") || !strings.Contains(st.Fix, "SLACK_BOT_TOKEN") {
+	if st := h.reg.Snapshot()[0]; !strings.Contains(st.Reason, "bot token in the environment variable SLACK_BOT_TOKEN") || !strings.Contains(st.Fix, "xoxb-") {
 		t.Fatalf("status %+v", st)
 	}
 }

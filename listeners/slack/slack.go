@@ -207,6 +207,9 @@ func New(cfg Config, s Sessions, log *slog.Logger) (*Listener, error) {
 // Socket Mode connection (reconnecting as Slack asks); in http mode the
 // gateway's HTTP server calls Handler and Run only renders.
 func (l *Listener) Run(ctx context.Context) error {
+	if p := tokenKinds(l.cfg); p != nil {
+		l.log.Error("slack: "+p.Reason, "fix", p.Fix) // Slack will refuse it: said plainly first
+	}
 	auth, err := l.authenticate(ctx)
 	if err != nil {
 		return nil // ctx ended while Slack refused or could not be reached
@@ -271,8 +274,7 @@ func (l *Listener) authenticate(ctx context.Context) (*slackapi.AuthTestResponse
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		reason, fix := l.refusal(err, "bot token", l.cfg.BotTokenFrom,
-			"the app's Bot User OAuth Token (OAuth & Permissions, xoxb-…)")
+		reason, fix := refusal(err, "bot token", l.cfg.BotTokenFrom, botTokenWant)
 		l.log.Error("slack: auth.test failed: "+reason, "fix", fix, "retry_in", wait)
 		l.cfg.Health.Down(reason, fix)
 		if !sleep(ctx, wait) {
@@ -284,22 +286,6 @@ func (l *Listener) authenticate(ctx context.Context) (*slackapi.AuthTestResponse
 // maxRetry is the longest wait between two tries to authenticate or to
 // open Socket Mode.
 const maxRetry = 5 * time.Minute
-
-// refusal says in words why Slack refused a token (or could not be
-// reached), and what would mend it: the token's name, where it came from
-// and what it should be.
-func (l *Listener) refusal(err error, which, from, want string) (reason, fix string) {
-	var se slackapi.SlackErrorResponse
-	if !errors.As(err, &se) {
-		return "Slack could not be reached: " + err.Error(), "check this machine's network and proxy settings (outgoing HTTPS to slack.com)"
-	}
-	switch se.Err {
-	case "invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired", "not_allowed_token_type":
-		return fmt.Sprintf("Slack refused the %s (%s)", which, se.Err),
-			fmt.Sprintf("put %s in %s, then restart the gateway or wait for the next try", want, from)
-	}
-	return fmt.Sprintf("Slack answered %s", se.Err), "see Slack's error in the log"
-}
 
 // sleep waits d, or until ctx ends (false).
 func sleep(ctx context.Context, d time.Duration) bool {
@@ -347,8 +333,7 @@ func (l *Listener) runSocket(ctx context.Context) error {
 		if connected.Load() {
 			wait = l.cfg.RetryMin // it was up: this failure starts the backoff afresh
 		}
-		reason, fix := l.refusal(err, "app-level token", l.cfg.AppTokenFrom,
-			"an app-level token with the connections:write scope (Basic Information → App-Level Tokens, xapp-…)")
+		reason, fix := refusal(err, "app-level token", l.cfg.AppTokenFrom, appTokenWant)
 		l.log.Error("slack: socket mode stopped: "+reason, "fix", fix, "retry_in", wait)
 		l.cfg.Health.Down(reason, fix)
 		if !sleep(ctx, wait) {
