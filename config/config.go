@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -496,6 +497,12 @@ const EnvPrefix = "SWITCHBOARD_"
 // environ, then sets ("key=value", dotted keys, YAML values). List entries
 // are addressed by index: providers.0.base_url. The result is validated.
 //
+// A relative path in the file, or a default path the file leaves in place
+// (pathKeys), is taken from the file's folder, so the configuration means
+// the same whatever directory the gateway is started from; a path given in
+// the environment or with --set is taken from the working directory, as a
+// shell takes a command line's.
+//
 // environ is passed in rather than read from os.Environ so tests, and
 // embedders, control exactly what is seen.
 func Load(file string, sets []string, environ []string) (Config, error) {
@@ -505,6 +512,9 @@ func Load(file string, sets []string, environ []string) (Config, error) {
 	}
 	if file != "" {
 		if err := loadFile(k, file); err != nil {
+			return Config{}, err
+		}
+		if err := resolvePaths(k, filepath.Dir(file)); err != nil {
 			return Config{}, err
 		}
 	}
@@ -552,6 +562,32 @@ func loadFile(k *koanf.Koanf, path string) error {
 	}
 	if err := k.Load(confmap.Provider(m, ""), nil); err != nil {
 		return fmt.Errorf("config: %s: %w", path, err)
+	}
+	return nil
+}
+
+// pathKeys are the keys that name files or folders on this machine.
+// Not tools.sandbox.python (a path inside the sandbox) nor
+// tools.mcp[].command (a command line, run as a shell would run it).
+var pathKeys = []string{"storage.dsn", "guides.dir", "tools.sandbox.dir", "tools.sandbox.wheelhouse", "tools.sandbox.bwrap"}
+
+// resolvePaths makes the relative paths of pathKeys relative to dir, the
+// config file's folder. Empty values (a default chosen later), absolute
+// paths, and an SQLite in-memory database or URI (":memory:", "file:…")
+// are left as they are. With the file in the working directory (dir "."),
+// nothing changes.
+func resolvePaths(k *koanf.Koanf, dir string) error {
+	for _, key := range pathKeys {
+		v, ok := k.Get(key).(string)
+		if !ok || v == "" || filepath.IsAbs(v) {
+			continue
+		}
+		if key == "storage.dsn" && (v == ":memory:" || strings.HasPrefix(v, "file:")) {
+			continue
+		}
+		if err := k.Set(key, filepath.Join(dir, v)); err != nil {
+			return fmt.Errorf("config: %s: %w", key, err)
+		}
 	}
 	return nil
 }

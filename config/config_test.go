@@ -144,8 +144,9 @@ sessions:
 	}
 	sets := []string{"http.addr=127.0.0.1:3333", "sessions.tool_timeout=5s"}
 
+	dir := filepath.Dir(file)
 	c := mustLoad(t, file, nil, nil)
-	if c.HTTP.Addr != "127.0.0.1:1111" || c.Storage.DSN != "file.db" || c.Sessions.QueueSize != 8 {
+	if c.HTTP.Addr != "127.0.0.1:1111" || c.Storage.DSN != filepath.Join(dir, "file.db") || c.Sessions.QueueSize != 8 {
 		t.Errorf("file: %+v %+v %+v", c.HTTP, c.Storage, c.Sessions)
 	}
 	if c.Guides.Default != "assistant" || c.Sessions.SubscriberBuffer != 256 {
@@ -153,13 +154,82 @@ sessions:
 	}
 
 	c = mustLoad(t, file, nil, env)
-	if c.HTTP.Addr != "127.0.0.1:2222" || c.Storage.DSN != ":memory:" || c.Sessions.QueueSize != 16 || c.Guides.Dir != "file-guides" {
+	if c.HTTP.Addr != "127.0.0.1:2222" || c.Storage.DSN != ":memory:" || c.Sessions.QueueSize != 16 || c.Guides.Dir != filepath.Join(dir, "file-guides") {
 		t.Errorf("env over file: %+v %+v %+v %+v", c.HTTP, c.Storage, c.Sessions, c.Guides)
 	}
 
 	c = mustLoad(t, file, sets, env)
 	if c.HTTP.Addr != "127.0.0.1:3333" || c.Storage.DSN != ":memory:" || c.Sessions.ToolTimeout != Duration(5*time.Second) {
 		t.Errorf("set over env: %+v %+v %+v", c.HTTP, c.Storage, c.Sessions)
+	}
+}
+
+// A relative path written in the file, or a default the file leaves in
+// place, is taken from the file's folder, whatever the working directory;
+// one given in the environment or with --set is taken from the working
+// directory, as a shell would. :memory:, SQLite URIs, absolute paths,
+// the sandbox's python (a path inside the sandbox) and MCP commands (run
+// as a shell would run them) are left as written.
+func TestRelativePathsAreTheFilesFolder(t *testing.T) {
+	file := writeFile(t, `
+storage:
+  dsn: data/gw.db
+guides:
+  dir: ./my-guides
+tools:
+  sandbox:
+    dir: ../workspaces
+    wheelhouse: wheels
+    bwrap: bin/bwrap
+  mcp:
+    - name: local
+      command: [./mcp-server, --root, data]
+`)
+	dir := filepath.Dir(file)
+	c := mustLoad(t, file, nil, nil)
+	for _, p := range []struct{ key, got, want string }{
+		{"storage.dsn", c.Storage.DSN, filepath.Join(dir, "data", "gw.db")},
+		{"guides.dir", c.Guides.Dir, filepath.Join(dir, "my-guides")},
+		{"tools.sandbox.dir", c.Tools.Sandbox.Dir, filepath.Join(filepath.Dir(dir), "workspaces")},
+		{"tools.sandbox.wheelhouse", c.Tools.Sandbox.Wheelhouse, filepath.Join(dir, "wheels")},
+		{"tools.sandbox.bwrap", c.Tools.Sandbox.Bwrap, filepath.Join(dir, "bin", "bwrap")},
+		{"tools.sandbox.python", c.Tools.Sandbox.Python, "/usr/bin/python3"},
+		{"tools.mcp[0].command", strings.Join(c.Tools.MCP[0].Command, " "), "./mcp-server --root data"},
+	} {
+		if p.got != p.want {
+			t.Errorf("%s = %q, want %q (beside the file)", p.key, p.got, p.want)
+		}
+	}
+
+	// The defaults a file leaves are its own; empty stays empty.
+	c = mustLoad(t, writeFile(t, "log: { level: debug }\n"), nil, nil)
+	if d := filepath.Dir(c.Guides.Dir); c.Guides.Dir != filepath.Join(d, "guides") || c.Storage.DSN != filepath.Join(d, "data", "switchboard.db") || !filepath.IsAbs(d) {
+		t.Errorf("defaults: guides.dir %q, storage.dsn %q: want both in the file's folder", c.Guides.Dir, c.Storage.DSN)
+	}
+	if c.Tools.Sandbox.Dir != "" || c.Tools.Sandbox.Wheelhouse != "" || c.Tools.Sandbox.Bwrap != "" {
+		t.Errorf("empty paths must stay empty (they mean a default): %+v", c.Tools.Sandbox)
+	}
+
+	// Values that are no relative path stay as written.
+	for _, dsn := range []string{":memory:", "file::memory:?cache=shared", "file:data/gw.db?mode=rwc", "/var/lib/switchboard/gw.db"} {
+		c = mustLoad(t, writeFile(t, "storage: { dsn: \""+dsn+"\" }\n"), nil, nil)
+		if c.Storage.DSN != dsn {
+			t.Errorf("storage.dsn %q became %q", dsn, c.Storage.DSN)
+		}
+	}
+
+	// The environment and --set speak for the working directory.
+	c = mustLoad(t, file, []string{"storage.dsn=set.db"}, []string{"SWITCHBOARD_GUIDES__DIR=env-guides", "SWITCHBOARD_TOOLS__SANDBOX__WHEELHOUSE=env-wheels"})
+	if c.Storage.DSN != "set.db" || c.Guides.Dir != "env-guides" || c.Tools.Sandbox.Wheelhouse != "env-wheels" {
+		t.Errorf("env and --set: storage.dsn %q, guides.dir %q, wheelhouse %q: want them as given", c.Storage.DSN, c.Guides.Dir, c.Tools.Sandbox.Wheelhouse)
+	}
+	if c.Tools.Sandbox.Bwrap != filepath.Join(dir, "bin", "bwrap") {
+		t.Errorf("a key the environment does not set stays the file's: %q", c.Tools.Sandbox.Bwrap)
+	}
+
+	// Without a file, the defaults are the working directory's, as before.
+	if c = mustLoad(t, "", nil, nil); c.Guides.Dir != "guides" || c.Storage.DSN != "data/switchboard.db" {
+		t.Errorf("no file: %q %q", c.Guides.Dir, c.Storage.DSN)
 	}
 }
 
@@ -407,7 +477,8 @@ func TestSetValuesAreYAML(t *testing.T) {
 
 func TestShippedConfig(t *testing.T) {
 	c := mustLoad(t, "../config.yaml", nil, nil)
-	if c.HTTP.Addr != "127.0.0.1:8080" || c.Storage.DSN != "data/switchboard.db" || c.Guides.Dir != "guides" || c.Guides.Default != "assistant" {
+	// Its paths are beside it (make run: the repository's root).
+	if c.HTTP.Addr != "127.0.0.1:8080" || c.Storage.DSN != filepath.Join("..", "data", "switchboard.db") || c.Guides.Dir != filepath.Join("..", "guides") || c.Guides.Default != "assistant" {
 		t.Errorf("config.yaml: %+v", c)
 	}
 	if len(c.Providers) != 1 {

@@ -1129,6 +1129,11 @@ func lookPathIn(pathEnv, file string) string {
 func runHealthcheck(ctx context.Context, args []string, out, errOut io.Writer, environ []string) error {
 	fs := flag.NewFlagSet("gateway healthcheck", flag.ContinueOnError)
 	fs.SetOutput(errOut)
+	fs.Usage = func() {
+		fmt.Fprintln(errOut, "usage: gateway healthcheck [--config FILE] [--set key=value]... [--url URL] [--timeout 5s]")
+		fmt.Fprintln(errOut, "Exits 0 when the gateway the configuration describes (or --url) answers /healthz with ok: the container's health check.")
+		fs.PrintDefaults()
+	}
 	target := fs.String("url", "", "the URL to GET (default: /healthz on the config's http.addr, reached over loopback)")
 	configFile := fs.String("config", "config.yaml", "configuration file (YAML), as for the gateway")
 	var sets stringList

@@ -81,38 +81,34 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 // run is main with its dependencies passed in, so tests drive the real
 // wiring with pipes.
 func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer, environ []string) error {
-	if len(args) > 0 {
-		switch args[0] {
-		case "doctor": // doctor.go
-			return runDoctor(ctx, args[1:], out, errOut, environ)
-		case "healthcheck":
-			return runHealthcheck(ctx, args[1:], out, errOut, environ)
-		case "version": // version.go
-			return runVersion(args[1:], out, errOut)
-		}
-	}
+	// gateway's own flags come first; parsing stops at a command's name
+	// (cli.go), which gets --config and --set from here too.
 	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
 	fs.SetOutput(errOut)
-	configFile := fs.String("config", "config.yaml", "configuration file (YAML)")
+	configFile := fs.String("config", "config.yaml", "configuration file (YAML); relative paths in it are taken from its folder")
 	var sets stringList
 	fs.Var(&sets, "set", "override a config key, e.g. --set http.addr=127.0.0.1:9000 (repeatable)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this file until the gateway stops (for go tool pprof)")
+	fs.Bool("version", false, "print the version and build, as gateway version does")
 	fs.Usage = func() {
-		fmt.Fprint(errOut, `Usage:
+		fmt.Fprint(fs.Output(), `Usage:
   gateway [flags]               run the gateway
   gateway doctor [flags]        check the config, guides, providers, database and listeners
   gateway healthcheck [flags]   exit 0 when a running gateway answers /healthz (for containers)
-  gateway version               print the version and build
+  gateway version               print the version and build (or gateway --version)
+  gateway help [command]        this text, or a command's flags
 
-Run "gateway doctor -h" for a command's flags. Flags:
+--config and --set go before or after the command: gateway --config x.yaml doctor
+is gateway doctor --config x.yaml. A command's other flags go after it.
+Flags:
 `)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		return flagError(err, args)
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unknown command %q (have: doctor, healthcheck, version; see gateway -h)", fs.Arg(0))
+	if fs.NArg() > 0 || fs.Lookup("version").Value.String() == "true" {
+		return runCommand(ctx, fs, out, errOut, environ)
 	}
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)

@@ -52,10 +52,19 @@ func currentVersion() buildVersion {
 	return v
 }
 
-// runVersion is `gateway version`.
+// runVersion is `gateway version` (and `gateway --version`).
 func runVersion(args []string, out, errOut io.Writer) error {
 	fs := flag.NewFlagSet("gateway version", flag.ContinueOnError)
 	fs.SetOutput(errOut)
+	fs.Usage = func() {
+		fmt.Fprintln(errOut, "usage: gateway version (or gateway --version)")
+		fmt.Fprintln(errOut, "Prints the version, the commit it was built from, the Go version and the platform.")
+		fmt.Fprintln(errOut, "--config and --set are accepted and ignored, so they may stay on a command line that names version.")
+	}
+	// Accepted like every command's, and not used: the version is the
+	// binary's, whatever the configuration.
+	fs.String("config", "", "ignored")
+	fs.Var(new(stringList), "set", "ignored")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
