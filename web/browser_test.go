@@ -12,9 +12,12 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/switchboard-gw/switchboard"
@@ -51,20 +54,43 @@ func findChromium(t *testing.T) string {
 // cuttableListener remembers every accepted connection so a test can cut
 // them all server-side, as a dying proxy or a network change would.
 // (httptest forgets connections once they are hijacked for WebSocket.)
+//
+// While it is down it hangs up every new connection at once, as a
+// gateway that is not running would refuse them.
 type cuttableListener struct {
 	net.Listener
 	mu    sync.Mutex
 	conns []net.Conn
+	down  bool
 }
 
 func (l *cuttableListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err == nil {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return c, err
+		}
 		l.mu.Lock()
+		if l.down {
+			l.mu.Unlock()
+			c.Close()
+			continue
+		}
 		l.conns = append(l.conns, c)
 		l.mu.Unlock()
+		return c, nil
 	}
-	return c, err
+}
+
+// setDown takes the gateway off the network (cutting every connection)
+// or puts it back.
+func (l *cuttableListener) setDown(down bool) {
+	l.mu.Lock()
+	l.down = down
+	l.mu.Unlock()
+	if down {
+		l.cutAll()
+	}
 }
 
 func (l *cuttableListener) cutAll() {
@@ -82,6 +108,8 @@ type gateway struct {
 	mgr *sessions.Manager
 	url string
 	ln  *cuttableListener
+	// wsTries counts the requests to /ws (WebSocket handshakes).
+	wsTries *atomic.Int64
 }
 
 func newGateway(t *testing.T) *gateway {
@@ -105,7 +133,12 @@ func newGatewayGuides(t *testing.T, dir string, cfg websocket.Config, opts web.O
 	// Invite links point at this gateway, as http.public_url would.
 	sg := sessionstest.NewTuned(t, dir, log, func(c *sessions.Config) { c.PublicURL = url })
 	ctx, cancel := context.WithCancel(context.Background())
-	mux.Handle("GET /ws", websocket.New(ctx, cfg, sg.Manager, log))
+	wsTries := new(atomic.Int64)
+	ws := websocket.New(ctx, cfg, sg.Manager, log)
+	mux.Handle("GET /ws", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		wsTries.Add(1)
+		ws.ServeHTTP(w, r)
+	}))
 	mux.Handle("/", web.HandlerWith(opts))
 	ln := &cuttableListener{Listener: srv.Listener}
 	srv.Listener = ln
@@ -115,7 +148,7 @@ func newGatewayGuides(t *testing.T, dir string, cfg websocket.Config, opts web.O
 		ln.cutAll()
 		srv.Close()
 	})
-	return &gateway{llm: sg.LLM, db: sg.DB, mgr: sg.Manager, url: url, ln: ln}
+	return &gateway{llm: sg.LLM, db: sg.DB, mgr: sg.Manager, url: url, ln: ln, wsTries: wsTries}
 }
 
 // page is one browser tab showing the demo page.
@@ -128,11 +161,7 @@ const root = `document.querySelector('switchboard-chat').shadowRoot`
 
 func openPage(t *testing.T, browser context.Context, url string) *page {
 	t.Helper()
-	ctx, cancel := chromedp.NewContext(browser)
-	t.Cleanup(cancel)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
-	t.Cleanup(cancelTimeout)
-	p := &page{t: t, ctx: ctx}
+	p := newTab(t, browser)
 	p.do(chromedp.Navigate(url))
 	p.waitFor(`document.querySelector('switchboard-chat')?.dataset.connected === 'true'`)
 	return p
@@ -200,6 +229,95 @@ func (p *page) count(selector, text string) int {
 	return eval[int](p, fmt.Sprintf(`[...%s.querySelectorAll(%q)].filter(e => e.querySelector('.body').textContent.trim() === %q).length`, root, selector, text))
 }
 
+// contrastJS finds every control of the widget a person can use (enabled
+// buttons, selects, inputs and text areas that are displayed) and measures
+// its WCAG 2 contrast ratio: its text colour against its effective
+// background, the backgrounds of it and its ancestors (through the shadow
+// root to the page, whose canvas is white) composited from the first
+// opaque one up, its text faded by any opacity on the way. It needs 4.5:1,
+// or 3:1 for large text (24px, or 18.66px bold), as WCAG 1.4.3 does; a
+// disabled control is exempt there. Colours are read through a canvas, so
+// any CSS colour syntax counts.
+const contrastJS = `(() => {
+	const root = document.querySelector('switchboard-chat').shadowRoot;
+	const cv = document.createElement('canvas'); cv.width = cv.height = 1;
+	const cx = cv.getContext('2d', { willReadFrequently: true });
+	const rgba = (c) => { cx.clearRect(0, 0, 1, 1); cx.fillStyle = 'rgba(0,0,0,0)'; cx.fillStyle = c; cx.fillRect(0, 0, 1, 1);
+		const d = cx.getImageData(0, 0, 1, 1).data; return [d[0], d[1], d[2], d[3] / 255]; };
+	const over = (top, under) => [0, 1, 2].map((i) => top[i] * top[3] + under[i] * (1 - top[3]));
+	const up = (n) => n.parentElement || (n.getRootNode() instanceof ShadowRoot ? n.getRootNode().host : null);
+	const lum = (c) => { const [r, g, b] = c.map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+		return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+	const checked = [], failures = [];
+	for (const e of root.querySelectorAll('button, select, input, textarea')) {
+		const cs = getComputedStyle(e);
+		if (e.disabled || !e.getClientRects().length || cs.visibility !== 'visible') continue;
+		const layers = []; let opacity = 1, opaque = false;
+		for (let n = e; n; n = up(n)) {
+			const s = getComputedStyle(n);
+			opacity *= Number(s.opacity);
+			if (opaque) continue;
+			const c = rgba(s.backgroundColor);
+			if (c[3] > 0) layers.push(c);
+			opaque = c[3] >= 1;
+		}
+		let bg = [255, 255, 255];
+		for (const l of layers.reverse()) bg = over(l, bg);
+		const text = rgba(cs.color);
+		const fg = over([text[0], text[1], text[2], text[3] * opacity], bg);
+		const [hi, lo] = [lum(fg), lum(bg)].sort((a, b) => b - a);
+		const ratio = (hi + 0.05) / (lo + 0.05);
+		const size = parseFloat(cs.fontSize), bold = parseInt(cs.fontWeight, 10) >= 700;
+		const need = size >= 24 || (size >= 18.66 && bold) ? 3 : 4.5;
+		const name = e.tagName.toLowerCase() + [...e.classList].map((c) => '.' + c).join('') + ' "' +
+			(e.getAttribute('aria-label') || e.textContent || e.placeholder || e.value || '').trim().slice(0, 40) + '"';
+		checked.push(name);
+		if (ratio < need) failures.push(name + ': ' + ratio.toFixed(2) + ':1, want ' + need + ':1 (' + cs.color +
+			' on rgb(' + bg.map(Math.round).join(', ') + '))');
+	}
+	return { checked, failures };
+})()`
+
+// readable fails the test for every control of the widget whose text is
+// not readable against its background (contrastJS), and returns the
+// controls it checked.
+func (p *page) readable(state string) []string {
+	p.t.Helper()
+	type result struct {
+		Checked  []string `json:"checked"`
+		Failures []string `json:"failures"`
+	}
+	r := eval[result](p, contrastJS)
+	if len(r.Checked) == 0 {
+		p.t.Errorf("%s: no control to check", state)
+	}
+	for _, f := range r.Failures {
+		p.t.Errorf("%s: unreadable: %s", state, f)
+	}
+	return r.Checked
+}
+
+// colorScheme makes the page's system prefer a light or a dark colour
+// scheme (the prefers-color-scheme media feature).
+func colorScheme(scheme string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
+		})
+		return err
+	})
+}
+
+// newTab is a tab of the browser that has not loaded anything yet.
+func newTab(t *testing.T, browser context.Context) *page {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(browser)
+	t.Cleanup(cancel)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+	t.Cleanup(cancelTimeout)
+	return &page{t: t, ctx: ctx}
+}
+
 // startBrowser starts headless Chromium for the test; its tabs are
 // chromedp.NewContext(browser).
 func startBrowser(t *testing.T) context.Context {
@@ -228,6 +346,8 @@ func TestWidgetInBrowser(t *testing.T) {
 		if title != "Switchboard demo" || expanded != "true" || !dialog {
 			t.Fatalf("title %q, launcher aria-expanded %q, dialog shown %v", title, expanded, dialog)
 		}
+		p.waitFor(root + `.querySelector('.suggestions button') !== null`)
+		p.readable("the welcome")
 	})
 
 	t.Run("a typed message gets a streamed Markdown reply", func(t *testing.T) {
@@ -291,6 +411,12 @@ func TestWidgetInBrowser(t *testing.T) {
 		p.say("what time is it in Berlin?")
 		p.waitFor(root + `.querySelector('.confirm button[data-approve]') !== null`)
 		p.waitFor(root + `.querySelector('.state').textContent === 'waiting for approval…'`)
+		p.readable("an approval")
+		// A message while the tool waits is refused, not taken: marked so.
+		p.say("are you there?")
+		p.waitFor(`[...` + root + `.querySelectorAll('.notice')].some(n => n.textContent.includes('waiting for approval'))`)
+		p.waitFor(`(() => { const m = [...` + root + `.querySelectorAll('.msg[data-role=user]')].pop();
+			return m.querySelector('.body').textContent === 'are you there?' && m.dataset.pending === 'failed' && m.querySelector('.sending').textContent === 'not sent'; })()`)
 		p.click(root + `.querySelector('.confirm button[data-approve]')`)
 		p.waitFor(root + `.querySelector('.confirm .resolution')?.textContent.startsWith('Approved by ')`)
 		if got := eval[string](p, root+`.querySelector('.confirm .resolution').textContent`); !strings.HasSuffix(got, " · Web") {
@@ -355,6 +481,7 @@ func TestWidgetInBrowser(t *testing.T) {
 		p.waitFor(root + `.querySelector('.card h3')?.textContent === 'Pick a colour'`)
 		p.waitFor(root + `.querySelector('.card .text strong')?.textContent === 'one'`)
 		p.waitFor(root + `.querySelector('.card dd')?.textContent === 'plenty'`)
+		p.readable("a card with buttons")
 		p.click(root + `.querySelectorAll('.card .actions button')[1]`)
 		p.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=assistant]')].some(m => m.textContent.includes('Blue it is.'))`)
 		reqs := g.llm.Requests()
@@ -387,6 +514,7 @@ func TestWidgetInBrowser(t *testing.T) {
 		p.say("I want to order")
 		p.waitFor(root + `.querySelector('.card form') !== null && ` + root + `.querySelector('.card select') !== null`)
 		p.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=assistant]')].some(m => m.textContent.includes('Choose and fill in.'))`)
+		p.readable("a select and a form")
 
 		p.do(chromedp.Evaluate[chromedp.Void](`(() => { const s = ` + root + `.querySelector('.card select'); s.value = 'l'; s.dispatchEvent(new Event('change')); })()`))
 		p.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=assistant]')].some(m => m.textContent.includes('Large, noted.'))`)
@@ -701,6 +829,229 @@ func TestWidgetInBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("every control is readable, in the light and the dark", func(t *testing.T) {
+		g := newGateway(t)
+		g.llm.Push(openaitest.Reply{ToolCalls: []openaitest.ToolCall{
+			{ID: "call_1", Name: "present", Args: `{"title":"Pick","text":"Which?","buttons":[{"label":"Plain","value":"p"},{"label":"Go","value":"g","style":"primary"},{"label":"Stop","value":"s","style":"danger"}],"select":{"placeholder":"Size","options":[{"label":"Small","value":"s"}]}}`},
+			{ID: "call_2", Name: "present", Args: `{"title":"Contact","form":{"submit_label":"Send it","inputs":[{"name":"name","label":"Name"},{"name":"note","label":"Note","type":"textarea"}]}}`},
+			{ID: "call_3", Name: "current_time", Args: `{"timezone":"UTC"}`},
+		}})
+		p := openPage(t, browser, g.url+"/")
+		p.waitFor(root + `.querySelector('.suggestions button') !== null`)
+		both := func(state string) {
+			t.Helper()
+			p.do(colorScheme("light"))
+			p.waitFor(`getComputedStyle(` + root + `.querySelector('.panel')).backgroundColor === 'rgb(255, 255, 255)'`)
+			p.readable(state + ", light")
+			p.do(colorScheme("dark"))
+			// Dark: the panel and its text turn, and so does the message box.
+			p.waitFor(`getComputedStyle(` + root + `.querySelector('.panel')).backgroundColor === 'rgb(23, 28, 38)'`)
+			if got := eval[string](p, `getComputedStyle(`+root+`.querySelector('textarea')).colorScheme`); got != "dark" {
+				t.Errorf("%s, dark: the message box's color-scheme is %q", state, got)
+			}
+			p.readable(state + ", dark")
+		}
+		both("the welcome")
+
+		// Cards with buttons of every style, a select, a form, an approval
+		// and the invite link, all at once.
+		p.stubClipboard(true)
+		p.say("show me everything")
+		p.waitFor(root + `.querySelector('.confirm button[data-approve]') !== null`)
+		p.waitFor(root + `.querySelector('.card form button[type=submit]') !== null && ` + root + `.querySelectorAll('.card .actions button').length === 3`)
+		p.shareLink()
+		p.waitFor(root + `.querySelector('.share-link .share-status').textContent === 'Link copied'`)
+		both("cards, a form, an approval and the invite link")
+		// The form's submit is a primary button, as the card's primary one
+		// and Approve are, not a plain one.
+		if bgs := eval[[]string](p, `[...['.card form button[type=submit]', '.card .actions button.primary', '.confirm button[data-approve]', '.card .actions button:not([class])']]
+			.map((s) => getComputedStyle(`+root+`.querySelector(s)).backgroundColor)`); bgs[0] != bgs[1] || bgs[0] != bgs[2] || bgs[0] == bgs[3] {
+			t.Errorf("backgrounds of the form's submit, a primary button, Approve and a plain button: %q; want the first three alike", bgs)
+		}
+		checked := strings.Join(p.readable("dark, again"), "\n")
+		for _, want := range []string{`button.primary "Send it"`, `button.primary "Go"`, `button.danger "Stop"`, `button "Plain"`,
+			`button "Approve"`, `button "Deny"`, `button "Always allow"`, `button.share "Share"`, `button.hide "Hide the invite link"`,
+			`button.send "Send"`, `button.close "Close chat"`, `button.launcher "Open chat: Switchboard demo"`, `select "Size"`, `textarea "Message"`} {
+			if !strings.Contains(checked, want) {
+				t.Errorf("the check did not see %s; it saw:\n%s", want, checked)
+			}
+		}
+
+		// theme="light" or "dark" on the element sets the theme whatever
+		// the system prefers.
+		p.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('switchboard-chat').setAttribute('theme', 'light')`))
+		p.waitFor(`getComputedStyle(` + root + `.querySelector('.panel')).backgroundColor === 'rgb(255, 255, 255)'`)
+		p.do(colorScheme("light"), chromedp.Evaluate[chromedp.Void](`document.querySelector('switchboard-chat').setAttribute('theme', 'dark')`))
+		p.waitFor(`getComputedStyle(` + root + `.querySelector('.panel')).backgroundColor === 'rgb(23, 28, 38)'`)
+		p.readable("theme=dark on a light system")
+	})
+
+	t.Run("while disconnected the conversation stays, and a message waits, greyed, until it is sent", func(t *testing.T) {
+		g := newGateway(t)
+		g.llm.Push(openaitest.Reply{Text: []string{"One."}}, openaitest.Reply{Text: []string{"Two."}})
+		p := openPage(t, browser, g.url+"/")
+		p.say("first")
+		p.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=assistant]:not(.streaming)')].some(m => m.textContent.includes('One.'))`)
+
+		g.ln.setDown(true) // the gateway goes away and stays away
+		p.waitFor(`document.querySelector('switchboard-chat').dataset.connected === 'false'`)
+		p.say("second")
+		// At once, after what was said before, greyed and "sending…".
+		const last = `[...` + root + `.querySelectorAll('.log .msg')].pop()`
+		p.waitFor(last + `.dataset.pending === 'sending' && ` + last + `.querySelector('.body').textContent === 'second' && ` + last + `.querySelector('.sending')?.textContent === 'sending…'`)
+		type look struct {
+			Color      string `json:"color"`
+			Background string `json:"background"`
+		}
+		lookOf := func(js string) look {
+			return eval[look](p, `(() => { const s = getComputedStyle(`+js+`); return { color: s.color, background: s.backgroundColor }; })()`)
+		}
+		sent, waiting := lookOf(root+`.querySelector('.msg[data-role=user][data-mine=true]:not([data-pending])')`), lookOf(last)
+		if sent == waiting {
+			t.Errorf("the waiting message looks like a sent one: %+v", sent)
+		}
+		p.readable("disconnected, a message waiting")
+
+		// However long it stays away, what was said stays on screen and the
+		// widget keeps trying: a gateway that is down is not one that
+		// refuses this page.
+		p.waitFor(`document.querySelector('switchboard-chat').failedOpens > 3`)
+		for _, m := range []struct{ sel, text string }{{".msg[data-role=user]", "first"}, {".msg[data-role=assistant]", "One."}, {".msg[data-role=user]", "second"}} {
+			if n := p.count(m.sel, m.text); n != 1 {
+				t.Errorf("while disconnected %q is shown %d times:\n%s", m.text, n, p.transcript())
+			}
+		}
+		if got := eval[string](p, root+`.querySelector('.state').textContent`); got != "reconnecting…" {
+			t.Errorf("state line %q while the gateway is down, want reconnecting…", got)
+		}
+		if n := eval[int](p, root+`.querySelectorAll('.notice').length`); n != 0 || eval[bool](p, root+`.querySelector('textarea').disabled`) {
+			t.Fatalf("a gateway that is down was taken for a refusal:\n%s", p.transcript())
+		}
+
+		// Back, and the browser says the network is (rather than wait for
+		// the next try, seconds away by now).
+		g.ln.setDown(false)
+		p.do(chromedp.Evaluate[chromedp.Void](`window.dispatchEvent(new Event('online'))`))
+		p.waitFor(`document.querySelector('switchboard-chat').dataset.connected === 'true'`)
+		p.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=assistant]:not(.streaming)')].some(m => m.textContent.includes('Two.'))`)
+		if n := eval[int](p, root+`.querySelectorAll('.msg[data-pending], .msg .sending').length`); n != 0 {
+			t.Errorf("%d messages still marked as waiting:\n%s", n, p.transcript())
+		}
+		if n := p.count(".msg[data-role=user][data-mine=true]", "second"); n != 1 {
+			t.Errorf("the waiting message is shown %d times once sent:\n%s", n, p.transcript())
+		}
+		if got := lookOf(`[...` + root + `.querySelectorAll('.msg[data-role=user]')].pop()`); got != sent {
+			t.Errorf("once sent the message looks %+v, want %+v like the others", got, sent)
+		}
+		if n := eval[int](p, root+`.querySelectorAll('.msg').length`); n != 4 {
+			t.Errorf("%d bubbles, want 4:\n%s", n, p.transcript())
+		}
+		reqs := g.llm.Requests()
+		last2 := reqs[len(reqs)-1].Messages
+		if got := openaitest.Text(last2[len(last2)-1].Content); got != "second" {
+			t.Errorf("the model was told %q, want the message typed while away", got)
+		}
+	})
+
+	t.Run("a site whose origin the gateway refuses is told so, and the widget stops", func(t *testing.T) {
+		// A gateway on a public address allows only its own origin (and
+		// listeners.websocket.allowed_origins): the shop's page is refused.
+		g := newGatewayWith(t, websocket.Config{Addr: "192.0.2.10:443"}, web.Options{})
+		shop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprintf(w, `<!doctype html><title>Shop</title><h1>Shop</h1><script src="%s/widget.js" data-open></script>`, g.url)
+		}))
+		defer shop.Close()
+		p := newTab(t, browser)
+		p.do(chromedp.Navigate(shop.URL))
+		p.waitFor(`[...` + root + `.querySelectorAll('.notice[role=alert]')].some(n => n.textContent === 'This site is not allowed to use this chat')`)
+		if n := g.wsTries.Load(); n != 3 {
+			t.Errorf("%d handshakes before giving up, want 3", n)
+		}
+		type state struct {
+			Socket      bool   `json:"socket"`
+			Disabled    bool   `json:"disabled"`
+			Placeholder string `json:"placeholder"`
+			Status      string `json:"status"`
+		}
+		const read = `(() => { const w = document.querySelector('switchboard-chat'), r = w.shadowRoot; return {
+			socket: w.ws !== null, disabled: r.querySelector('textarea').disabled,
+			placeholder: r.querySelector('textarea').placeholder, status: r.querySelector('.state').textContent }; })()`
+		want := state{Placeholder: "This site is not allowed to use this chat", Disabled: true}
+		if got := eval[state](p, read); got != want {
+			t.Errorf("after the refusal: %+v, want %+v", got, want)
+		}
+		// Closing and opening the panel, or the network coming back, does
+		// not start it again.
+		p.click(root + `.querySelector('.launcher')`)
+		p.click(root + `.querySelector('.launcher')`)
+		p.do(chromedp.Evaluate[chromedp.Void](`window.dispatchEvent(new Event('online'))`))
+		if got := eval[state](p, read); got != want {
+			t.Errorf("after reopening: %+v, want %+v", got, want)
+		}
+		if n := eval[int](p, root+`.querySelectorAll('.notice').length`); n != 1 {
+			t.Errorf("%d notices, want the one:\n%s", n, p.transcript())
+		}
+
+		// The gateway's own page is still served and works.
+		own := openPage(t, browser, g.url+"/")
+		if n := eval[int](own, root+`.querySelectorAll('.notice').length`); n != 0 {
+			t.Errorf("the gateway's own page shows a notice:\n%s", own.transcript())
+		}
+	})
+
+	t.Run("the page translates the widget's own texts", func(t *testing.T) {
+		g := newGateway(t)
+		gate := make(chan struct{})
+		g.llm.Push(openaitest.Reply{Text: []string{"Hallo ", "Welt."}, Gate: gate})
+		p := newTab(t, browser)
+		p.do(chromedp.Navigate(g.url + "/nope"))
+		// The script tag's data-strings: two of them in German.
+		p.do(chromedp.Evaluate[chromedp.Void](`(() => {
+			const s = document.createElement('script');
+			s.src = '/widget.js';
+			s.dataset.open = '';
+			s.dataset.strings = JSON.stringify({ send: 'Senden', thinking: 'denkt nach…' });
+			document.head.append(s);
+		})()`))
+		p.waitFor(`document.querySelector('switchboard-chat')?.dataset.connected === 'true'`)
+		type chrome struct {
+			Send        string `json:"send"`
+			Placeholder string `json:"placeholder"`
+			Close       string `json:"close"`
+		}
+		const readChrome = `(() => { const r = document.querySelector('switchboard-chat').shadowRoot; return {
+			send: r.querySelector('button.send').textContent, placeholder: r.querySelector('textarea').placeholder,
+			close: r.querySelector('button.close').getAttribute('aria-label') }; })()`
+		if got, want := eval[chrome](p, readChrome), (chrome{"Senden", "Type a message…", "Close chat"}); got != want {
+			t.Errorf("with two strings translated: %+v, want %+v", got, want)
+		}
+		p.say("hallo")
+		p.waitFor(root + `.querySelector('.state').textContent === 'denkt nach…'`)
+		close(gate)
+		p.waitFor(`[...` + root + `.querySelectorAll('.msg[data-role=assistant]:not(.streaming)')].some(m => m.textContent.includes('Hallo Welt.'))`)
+
+		// The strings property: set live, it replaces the page's strings.
+		p.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('switchboard-chat').strings = { placeholder: 'Votre message…' }`))
+		if got, want := eval[chrome](p, readChrome), (chrome{"Send", "Votre message…", "Close chat"}); got != want {
+			t.Errorf("after setting the strings property: %+v, want %+v", got, want)
+		}
+		// Every text of the panel's frame comes from the strings.
+		texts := eval[[]string](p, `(() => {
+			const w = document.querySelector('switchboard-chat'), r = w.shadowRoot;
+			w.strings = Object.fromEntries(Object.keys(customElements.get('switchboard-chat').strings).map((k) => [k, '«' + k + '»']));
+			const at = (sel, attr) => { const e = r.querySelector(sel); return attr ? e.getAttribute(attr) : e.textContent; };
+			return [at('.launcher', 'aria-label'), at('.panel', 'aria-label'), at('h2'), at('.log', 'aria-label'),
+				at('textarea', 'aria-label'), at('textarea', 'placeholder'), at('button.send'), at('button.share'),
+				at('button.share', 'title'), at('.close', 'aria-label'), at('ul.people', 'aria-label'), at('.share-link', 'aria-label')];
+		})()`)
+		for _, s := range texts {
+			if !regexp.MustCompile(`^«\w+»`).MatchString(s) {
+				t.Errorf("%q is not one of the strings (all: %q)", s, texts)
+			}
+		}
+	})
+
 	t.Run("keyboard and phone width", func(t *testing.T) {
 		g := newGateway(t)
 		p := openPage(t, browser, g.url+"/")
@@ -787,6 +1138,7 @@ func TestSharingInBrowser(t *testing.T) {
 			t.Fatalf("the link shown is %q, want %s/s/<code>", link, g.url)
 		}
 		ann.waitFor(root + `.querySelector('.share-link .share-status').textContent === 'Link copied'`)
+		ann.readable("the invite link")
 		if copied := eval[string](ann, `window.__copied`); copied != link {
 			t.Fatalf("copied %q, shown %q", copied, link)
 		}

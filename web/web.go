@@ -103,6 +103,9 @@ func HandlerWith(o Options) http.Handler {
 		h.Set("X-Content-Type-Options", "nosniff")
 		if r.URL.Path == "/widget.js" {
 			// Any site may load the script; /ws decides who may talk.
+			// The widget also asks for it (HEAD, with CORS) to tell a
+			// gateway that refuses its page's origin from one that is
+			// down: only the gateway itself answers with this header.
 			h.Set("Access-Control-Allow-Origin", "*")
 		} else {
 			// The page holds the Approve button: no other site may frame

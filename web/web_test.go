@@ -47,6 +47,14 @@ func TestHandlerServesTheDemoPageAndWidget(t *testing.T) {
 	if resp := get(t, h, "/widget.js", nil); resp.Header.Get("Access-Control-Allow-Origin") != "*" {
 		t.Error("widget.js must be loadable from any site")
 	}
+	// The widget asks HEAD /widget.js, with CORS, whether its gateway is up
+	// (to tell a refused origin from a gateway that is down).
+	head := httptest.NewRecorder()
+	h.ServeHTTP(head, httptest.NewRequest("HEAD", "/widget.js", nil))
+	if head.Code != http.StatusOK || head.Header().Get("Access-Control-Allow-Origin") != "*" || head.Body.Len() != 0 {
+		t.Errorf("HEAD /widget.js = %d, Access-Control-Allow-Origin %q, %d bytes; want 200, *, none",
+			head.Code, head.Header().Get("Access-Control-Allow-Origin"), head.Body.Len())
+	}
 	for _, path := range []string{"/nope", "/static/widget.js", "/web.go", "/../go.mod"} {
 		if resp := get(t, h, path, nil); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("GET %s = %d, want 404", path, resp.StatusCode)

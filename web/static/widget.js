@@ -10,24 +10,130 @@
   "use strict";
   if (customElements.get("switchboard-chat")) return;
 
+  // STRINGS are every text the widget shows by itself (not the model's,
+  // not the gateway's notices): labels, buttons, states, notices. A page
+  // translates them with the `strings` attribute (JSON; `data-strings` on
+  // the script tag) or the `strings` property (an object); keys it leaves
+  // out keep these. {name} is filled in by the widget.
+  const STRINGS = Object.freeze({
+    title: "Chat",
+    openChat: "Open chat: {title}",
+    closeChat: "Close chat",
+    conversation: "Conversation",
+    messageLabel: "Message",
+    placeholder: "Type a message…",
+    placeholderViewer: "You can watch this conversation but not write.",
+    send: "Send",
+    sending: "sending…",
+    notSent: "not sent",
+    connecting: "connecting…",
+    reconnecting: "reconnecting…",
+    queued: "not connected: your message will be sent when the connection is back",
+    notConnected: "Not connected; try again in a moment.",
+    cannotConnect: "Cannot connect to {server}: {error}",
+    disconnected: "Disconnected: {reason}. Reload the page to try again.",
+    notAllowed: "not allowed",
+    originRefused: "This site is not allowed to use this chat",
+    thinking: "thinking…",
+    runningTool: "running {tool}…",
+    aTool: "a tool",
+    awaitingApproval: "waiting for approval…",
+    interrupted: "interrupted",
+    error: "error",
+    toolFailed: "failed",
+    toolDone: "done",
+    toolError: "error: {text}",
+    approvalFor: "Approval for {tool}",
+    allowTool: "Allow {tool}?",
+    approve: "Approve",
+    deny: "Deny",
+    alwaysAllow: "Always allow",
+    alwaysAllowTitle: "Run {tool} without asking for the rest of this conversation",
+    waitingForApprover: "Waiting for an approver…",
+    approvedBy: "Approved by {by}",
+    deniedBy: "Denied by {by}",
+    forThisSession: "for this session",
+    expired: "Expired: not run",
+    cancelled: "Cancelled",
+    cancelledBy: "Cancelled by {by}",
+    someone: "someone",
+    you: "{name} (you)",
+    hereNow: "here now",
+    lastSeen: "last seen {ago} ago",
+    notSeenYet: "not seen yet",
+    agoMoments: "moments",
+    agoMinutes: "{n}m",
+    agoHours: "{n}h",
+    agoDays: "{n}d",
+    people: "People in this conversation",
+    andOthers: "and {names}",
+    share: "Share",
+    shareTitle: "Invite others: copy a link to this conversation",
+    inviteLink: "Invite link",
+    hideInviteLink: "Hide the invite link",
+    copyingLink: "Copying the link…",
+    linkCopied: "Link copied",
+    copyLink: "Copy this link",
+    left: "You left this conversation.",
+    inviteUnusable: "This invite link cannot be used: {reason}.",
+    inviteUnusableShort: "This invite link cannot be used.",
+    suggestions: "Suggestions",
+    card: "Card",
+    choose: "Choose",
+    choosePlaceholder: "Choose…",
+    submit: "Submit",
+    channelWeb: "Web",
+    channelStdin: "Terminal",
+    channelSlack: "Slack",
+    channelDiscord: "Discord",
+    roleOwner: "owner",
+    roleApprover: "approver",
+    roleMember: "member",
+    roleViewer: "viewer",
+  });
+
+  // fill puts vars into a string's {name} places.
+  function fill(s, vars) {
+    return vars ? s.replace(/\{(\w+)\}/g, (m, k) => (k in vars ? String(vars[k]) : m)) : s;
+  }
+
+  // cap is "slack" → "Slack", for the channel and role keys.
+  function cap(s) { return s ? s[0].toUpperCase() + s.slice(1) : ""; }
+
+  // REFUSAL_TRIES is how many connections in a row must close without
+  // ever opening before the widget asks whether the gateway is up at all
+  // (probe, below).
+  const REFUSAL_TRIES = 3;
+
   const script = document.currentScript;
   // The gateway that served this script is the default server.
   const scriptBase = script && script.src ? new URL(script.src, location.href) : new URL(location.href);
   const defaultServer = new URL("/ws", scriptBase);
   defaultServer.protocol = scriptBase.protocol === "https:" ? "wss:" : "ws:";
 
+  // DARK is the dark theme: the colours of :host below for a dark screen,
+  // each at least 4.5:1 against what it is drawn on (browser_test.go
+  // checks every control in both themes).
+  const DARK = `
+  --sb-accent: #4162e0; --sb-accent-fg: #fff; --sb-bg: #171c26; --sb-fg: #e6e9ef;
+  --sb-muted: #9aa3b2; --sb-border: #3a4252; --sb-bubble: #232a36; --sb-danger: #ff9470;
+  --sb-link: #a3b3ff; --sb-code-bg: rgba(255,255,255,.08); color-scheme: dark;`;
+
   const STYLE = `
 :host {
   --sb-accent: #3454d1; --sb-accent-fg: #fff; --sb-bg: #fff; --sb-fg: #1d2330;
   --sb-muted: #667085; --sb-border: #d0d5dd; --sb-bubble: #f2f4f7; --sb-danger: #c4320a;
+  --sb-link: var(--sb-accent); --sb-code-bg: rgba(0,0,0,.06);
   --sb-font: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
   --sb-radius: 12px; --sb-width: 380px; --sb-height: 560px; --sb-z: 2147483000;
-  all: initial; font-family: var(--sb-font); color: var(--sb-fg);
+  all: initial; color-scheme: light; font-family: var(--sb-font); color: var(--sb-fg);
 }
+@media (prefers-color-scheme: dark) { :host(:not([theme="light"])) {${DARK} } }
+:host([theme="dark"]) {${DARK} }
 * { box-sizing: border-box; }
 [hidden] { display: none !important; }
 button, select, input, textarea { font: inherit; color: inherit; }
-:focus-visible { outline: 2px solid var(--sb-accent); outline-offset: 2px; }
+:focus-visible { outline: 2px solid var(--sb-link); outline-offset: 2px; }
 .launcher {
   position: fixed; right: 20px; bottom: 20px; z-index: var(--sb-z);
   width: 56px; height: 56px; border-radius: 50%; border: 0; cursor: pointer;
@@ -53,7 +159,7 @@ header h2 { flex: 1; min-width: 0; margin: 0; font-size: 16px; font-weight: 600;
   font-size: 11px; font-weight: 600; color: var(--sb-fg);
 }
 .people .here { position: absolute; right: -1px; bottom: -1px; width: 9px; height: 9px; border-radius: 50%; background: #12b76a; border: 2px solid var(--sb-bg); }
-.share { border: 1px solid var(--sb-accent); color: var(--sb-accent); background: var(--sb-bg); border-radius: 999px; padding: 2px 10px; font-size: 13px; cursor: pointer; }
+.share { border: 1px solid var(--sb-link); color: var(--sb-link); background: var(--sb-bg); border-radius: 999px; padding: 2px 10px; font-size: 13px; cursor: pointer; }
 .share-link { display: flex; flex-wrap: wrap; align-items: center; gap: 6px; padding: 8px 12px; border-bottom: 1px solid var(--sb-border); font-size: 13px; }
 .share-link .share-status { flex: 1; margin: 0; color: var(--sb-muted); }
 .share-link input { flex: 1 1 100%; min-width: 0; padding: 5px 7px; border: 1px solid var(--sb-border); border-radius: 6px; background: var(--sb-bg); font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; }
@@ -66,13 +172,17 @@ header h2 { flex: 1; min-width: 0; margin: 0; font-size: 16px; font-weight: 600;
 .msg[data-role="user"] { align-self: flex-start; }
 .msg[data-role="user"][data-mine="true"] { align-self: flex-end; background: var(--sb-accent); color: var(--sb-accent-fg); }
 .msg[data-role="user"][data-mine="true"] .author { display: none; }
+.msg[data-role="user"][data-mine="true"][data-pending] { background: none; color: var(--sb-muted); border: 1px dashed var(--sb-border); }
+.msg[data-role="user"][data-mine="true"][data-pending="failed"] { border-color: var(--sb-danger); }
+.msg .sending { display: block; font-size: 12px; text-align: right; }
+.msg[data-pending="failed"] .sending { color: var(--sb-danger); }
 .msg[data-role="system"] { align-self: center; background: none; color: var(--sb-muted); font-size: 13px; }
 .msg .author, .msg .model, .msg .cut { display: block; font-size: 12px; color: var(--sb-muted); }
 .msg .body { white-space: normal; }
 .msg[data-role="user"] .body, .msg.streaming .body { white-space: pre-wrap; }
 .msg[data-role="system"] .body { white-space: pre-wrap; text-align: left; font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; }
 .msg .body > :first-child { margin-top: 0; } .msg .body > :last-child { margin-bottom: 0; }
-.msg pre { overflow-x: auto; background: rgba(0,0,0,.06); padding: 8px; border-radius: 6px; }
+.msg pre { overflow-x: auto; background: var(--sb-code-bg); padding: 8px; border-radius: 6px; }
 .msg code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 13px; }
 .msg table { border-collapse: collapse; } .msg td, .msg th { border: 1px solid var(--sb-border); padding: 2px 6px; }
 .msg img { max-width: 100%; }
@@ -84,14 +194,17 @@ header h2 { flex: 1; min-width: 0; margin: 0; font-size: 16px; font-weight: 600;
 .welcome .greeting { align-self: flex-start; max-width: 88%; margin: 0; padding: 8px 11px; border-radius: var(--sb-radius); background: var(--sb-bubble); white-space: pre-wrap; overflow-wrap: anywhere; }
 .suggestions { display: flex; flex-wrap: wrap; gap: 6px; }
 .suggestions button {
-  border: 1px solid var(--sb-accent); color: var(--sb-accent); background: var(--sb-bg); border-radius: 999px;
+  border: 1px solid var(--sb-link); color: var(--sb-link); background: var(--sb-bg); border-radius: 999px;
   padding: 4px 12px; cursor: pointer; font-size: 14px; text-align: left; overflow-wrap: anywhere;
 }
 .confirm, .card { border: 1px solid var(--sb-border); border-radius: var(--sb-radius); padding: 10px; }
 .confirm .warning { color: var(--sb-danger); }
 .actions { display: flex; flex-wrap: wrap; gap: 6px; margin-top: 6px; }
-.actions button, .card form button, .send {
-  border: 1px solid var(--sb-border); background: var(--sb-bg); border-radius: 8px; padding: 6px 12px; cursor: pointer;
+/* The plain look of a card's or an approval's buttons, in :where() so it
+   weighs no more than one element: button.primary and the like below
+   always win (a .card form button rule once made Submit white on white). */
+:where(.actions, .card form) button, .send {
+  border: 1px solid var(--sb-border); background: var(--sb-bg); color: var(--sb-fg); border-radius: 8px; padding: 6px 12px; cursor: pointer;
 }
 button.primary, .send, button[data-approve] { background: var(--sb-accent); color: var(--sb-accent-fg); border-color: var(--sb-accent); }
 button.danger, button[data-deny] { color: var(--sb-danger); border-color: var(--sb-danger); }
@@ -191,39 +304,31 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       el("a", { href: u.href, target: "_blank", rel: "noopener noreferrer nofollow" }, icon("image"), " " + (alt || u.host)));
   }
 
-  // CHANNELS are the listeners' names as people know the apps.
-  const CHANNELS = { web: "Web", stdin: "Terminal", slack: "Slack", discord: "Discord" };
-  function channelName(ch) { return CHANNELS[ch] || ch || ""; }
-
   // initials are what a person's round badge shows: "Carol Diaz" → "CD".
   function initials(name) {
     const words = (name || "?").trim().split(/\s+/).filter(Boolean);
     return words.slice(0, 2).map((w) => Array.from(w)[0]).join("").toUpperCase() || "?";
   }
 
-  // ago is how long since an ISO time, as people say it: "3m", "2h", "4d".
-  function ago(iso) {
-    const ms = Date.now() - new Date(iso).getTime();
-    if (!(ms >= 60000)) return "moments";
-    if (ms < 3600000) return Math.floor(ms / 60000) + "m";
-    if (ms < 48 * 3600000) return Math.floor(ms / 3600000) + "h";
-    return Math.floor(ms / 86400000) + "d";
-  }
+  // STATE_TEXT are the strings of the session's states.
+  const STATE_TEXT = { thinking: "thinking", executing_tool: "runningTool", awaiting_confirmation: "awaitingApproval" };
 
-  // memberLabel says who someone is, where and what they may do:
-  // "Carol · Slack · approver · here now".
-  function memberLabel(m, me) {
-    const where = m.here ? "here now" : m.last_seen ? "last seen " + ago(m.last_seen) + " ago" : "not seen yet";
-    return [m.name + (me ? " (you)" : ""), channelName(m.channel), m.role, where].join(" · ");
+  // parseStrings reads the strings attribute: a JSON object of strings.
+  function parseStrings(json) {
+    if (!json) return {};
+    try {
+      const o = JSON.parse(json);
+      if (o && typeof o === "object" && !Array.isArray(o)) return o;
+    } catch { /* below */ }
+    console.warn("switchboard-chat: the strings attribute is not a JSON object of strings; ignored");
+    return {};
   }
-
-  const STATE_TEXT = {
-    thinking: () => "thinking…",
-    executing_tool: (d) => "running " + (d.tool || "a tool") + "…",
-    awaiting_confirmation: () => "waiting for approval…",
-  };
 
   class SwitchboardChat extends HTMLElement {
+    // The defaults, for a page that translates them all.
+    static get strings() { return Object.assign({}, STRINGS); }
+    static get observedAttributes() { return ["strings"]; }
+
     constructor() {
       super();
       this.attachShadow({ mode: "open" });
@@ -233,13 +338,53 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       this.myRole = "";     // our role in the session, from ready (not this.role: that is the ARIA attribute)
       this.me = "";           // our user id, from ready
       this.attached = false;
-      this.pending = [];      // inputs not yet seen back from the session: {id, text}
+      this.pending = [];      // what was typed and not yet seen back: {id, text, bubble, sent, command}
       this.attempt = 0;
       this.timer = 0;
-      this.stopped = false;   // refused (1008): wait for the user
+      this.failedOpens = 0;   // connections in a row that closed without opening
+      this.stopped = false;   // refused (1008, or the origin): wait for the user
+      this.texts = {};        // the page's strings, over STRINGS
       this.built = false;
       this.welcome = null;    // the greeting and suggestions, while the conversation is empty
       this.listed = false;    // we were in the last list of people: leaving it means we left
+    }
+
+    // t is one of the widget's texts, translated if the page says so.
+    t(key, vars) {
+      const s = typeof this.texts[key] === "string" ? this.texts[key] : STRINGS[key];
+      return fill(s === undefined ? key : s, vars);
+    }
+
+    get strings() { return Object.assign({}, STRINGS, this.texts); }
+    set strings(v) { this.setAttribute("strings", JSON.stringify(v || {})); }
+
+    attributeChangedCallback(name, old, value) {
+      if (name !== "strings") return;
+      this.texts = parseStrings(value);
+      if (this.built) this.applyStrings();
+    }
+
+    // channelName is where someone writes from, as people know the apps.
+    channelName(ch) {
+      const k = "channel" + cap(ch || "");
+      return k in STRINGS ? this.t(k) : ch || "";
+    }
+
+    // ago is how long since an ISO time, as people say it: "3m", "2h", "4d".
+    ago(iso) {
+      const ms = Date.now() - new Date(iso).getTime();
+      if (!(ms >= 60000)) return this.t("agoMoments");
+      if (ms < 3600000) return this.t("agoMinutes", { n: Math.floor(ms / 60000) });
+      if (ms < 48 * 3600000) return this.t("agoHours", { n: Math.floor(ms / 3600000) });
+      return this.t("agoDays", { n: Math.floor(ms / 86400000) });
+    }
+
+    // memberLabel says who someone is, where and what they may do:
+    // "Carol · Slack · approver · here now".
+    memberLabel(m, me) {
+      const where = m.here ? this.t("hereNow") : m.last_seen ? this.t("lastSeen", { ago: this.ago(m.last_seen) }) : this.t("notSeenYet");
+      const role = "role" + cap(m.role || "");
+      return [me ? this.t("you", { name: m.name }) : m.name, this.channelName(m.channel), role in STRINGS ? this.t(role) : m.role, where].join(" · ");
     }
 
     get server() { return this.getAttribute("server") || defaultServer.href; }
@@ -255,6 +400,12 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
     }
 
     connectedCallback() {
+      // strings set on the element before this script defined it.
+      if (Object.prototype.hasOwnProperty.call(this, "strings")) {
+        const v = this.strings;
+        delete this.strings;
+        this.strings = v;
+      }
       if (!this.built) this.build();
       this.onOnline = () => { if (!this.ws && !this.stopped && this.wanted) this.connect(); };
       window.addEventListener("online", this.onOnline);
@@ -294,41 +445,65 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
 
     build() {
       this.built = true;
-      const title = this.getAttribute("title") || "Chat";
+      this.heading = this.getAttribute("title"); // null: the strings' title
       this.removeAttribute("title"); // not a tooltip on the whole page corner
       const root = this.shadowRoot;
       root.append(el("style", { text: STYLE }));
       const panelID = "sb-panel";
       this.launcher = el("button", {
         class: "launcher", type: "button", "aria-controls": panelID, "aria-expanded": "false",
-        "aria-label": "Open chat: " + title, onclick: () => this.setOpen(!this.isOpen, true),
+        onclick: () => this.setOpen(!this.isOpen, true),
       }, icon("chat"));
-      this.log = el("div", { class: "log", role: "log", "aria-live": "polite", "aria-label": "Conversation" });
+      this.log = el("div", { class: "log", role: "log", "aria-live": "polite" });
       this.stateLine = el("div", { class: "state", role: "status", "aria-live": "polite" });
       this.input = el("textarea", {
-        rows: "1", placeholder: "Type a message…", "aria-label": "Message", maxlength: "16000",
+        rows: "1", maxlength: "16000",
         onkeydown: (e) => {
           if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); this.sendInput(); }
         },
       });
+      this.sendButton = el("button", { class: "send", type: "submit" });
       this.compose = el("form", { class: "compose", onsubmit: (e) => { e.preventDefault(); this.sendInput(); } },
-        this.input, el("button", { class: "send", type: "submit", text: "Send" }));
+        this.input, this.sendButton);
       // The people of a shared conversation, and the owner's Share button.
-      this.people = el("ul", { class: "people", "aria-label": "People in this conversation", hidden: true });
-      this.shareButton = el("button", {
-        class: "share", type: "button", hidden: true, text: "Share",
-        title: "Invite others: copy a link to this conversation", onclick: () => this.share(),
-      });
-      this.linkBox = el("div", { class: "share-link", role: "group", "aria-label": "Invite link", hidden: true });
+      this.people = el("ul", { class: "people", hidden: true });
+      this.shareButton = el("button", { class: "share", type: "button", hidden: true, onclick: () => this.share() });
+      this.linkBox = el("div", { class: "share-link", role: "group", hidden: true });
+      this.titleEl = el("h2");
+      this.closeButton = el("button", { class: "close", type: "button", text: "×", onclick: () => this.setOpen(false, true) });
       this.panel = el("section", {
-        class: "panel", id: panelID, role: "dialog", "aria-label": title, hidden: true,
+        class: "panel", id: panelID, role: "dialog", hidden: true,
         onkeydown: (e) => { if (e.key === "Escape") { this.setOpen(false, true); } },
       },
-      el("header", {}, el("span", { class: "dot", "aria-hidden": "true" }), el("h2", { text: title }),
-        this.people, this.shareButton,
-        el("button", { class: "close", type: "button", "aria-label": "Close chat", text: "×", onclick: () => this.setOpen(false, true) })),
+      el("header", {}, el("span", { class: "dot", "aria-hidden": "true" }), this.titleEl,
+        this.people, this.shareButton, this.closeButton),
       this.linkBox, this.log, this.stateLine, this.compose);
+      this.placeholderKey = "placeholder"; // which string the empty message box shows
+      this.applyStrings();
       root.append(this.launcher, this.panel);
+    }
+
+    // applyStrings (re)labels the panel's fixed parts with the strings.
+    applyStrings() {
+      const title = this.heading || this.t("title");
+      this.launcher.setAttribute("aria-label", this.t("openChat", { title }));
+      this.panel.setAttribute("aria-label", title);
+      this.titleEl.textContent = title;
+      this.log.setAttribute("aria-label", this.t("conversation"));
+      this.input.setAttribute("aria-label", this.t("messageLabel"));
+      this.input.placeholder = this.t(this.placeholderKey);
+      this.sendButton.textContent = this.t("send");
+      this.people.setAttribute("aria-label", this.t("people"));
+      this.shareButton.textContent = this.t("share");
+      this.shareButton.title = this.t("shareTitle");
+      this.linkBox.setAttribute("aria-label", this.t("inviteLink"));
+      this.closeButton.setAttribute("aria-label", this.t("closeChat"));
+    }
+
+    // setPlaceholder shows one of the strings in the empty message box.
+    setPlaceholder(key) {
+      this.placeholderKey = key;
+      this.input.placeholder = this.t(key);
     }
 
     get isOpen() { return !this.panel.hidden; }
@@ -356,13 +531,18 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       try {
         ws = new WebSocket(this.server);
       } catch (e) {
-        this.notice("Cannot connect to " + this.server + ": " + e.message);
+        this.notice(this.t("cannotConnect", { server: this.server, error: e.message }));
         return;
       }
       this.ws = ws;
       this.attached = false;
-      this.setStatus("connecting…");
-      ws.onopen = () => this.hello();
+      let opened = false;
+      this.setStatus(this.t(this.wasAttached ? "reconnecting" : "connecting"));
+      ws.onopen = () => {
+        opened = true;
+        this.failedOpens = 0;
+        this.hello();
+      };
       ws.onmessage = (m) => {
         let ev;
         try { ev = JSON.parse(m.data); } catch { return; }
@@ -373,20 +553,71 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
         this.ws = null;
         this.attached = false;
         this.dataset.connected = "false";
+        for (const p of this.pending) p.sent = false;
         if (e.code === 1008) {
           // Policy: a bad or expired token, or a session we may not see.
           // Retrying would be refused the same way.
           this.stopped = true;
-          this.notice("Disconnected: " + (e.reason || "not allowed") + ". Reload the page to try again.");
+          while (this.pending.length) this.failPending(0);
+          this.notice(this.t("disconnected", { reason: e.reason || this.t("notAllowed") }));
           this.setStatus("");
           return;
         }
         if (!this.wanted) return;
-        this.setStatus("reconnecting…");
-        const delay = Math.min(15000, 500 * 2 ** this.attempt) * (0.5 + Math.random() / 2);
-        this.attempt++;
-        this.timer = setTimeout(() => this.connect(), delay);
+        // The conversation stays on screen, and what is typed meanwhile
+        // waits as "sending…" (sendText).
+        this.setStatus(this.t("reconnecting"));
+        if (opened) return this.retry();
+        this.failedOpens++;
+        if (this.failedOpens < REFUSAL_TRIES) return this.retry();
+        this.probe().then((up) => {
+          if (this.ws || this.stopped || !this.wanted) return; // moved on meanwhile
+          if (up) this.refused();
+          else this.retry();
+        });
       };
+    }
+
+    // retry connects again after a while: 0.5 s doubling to 15 s, jittered.
+    retry() {
+      const delay = Math.min(15000, 500 * 2 ** this.attempt) * (0.5 + Math.random() / 2);
+      this.attempt++;
+      clearTimeout(this.timer);
+      this.timer = setTimeout(() => this.connect(), delay);
+    }
+
+    // probe answers, once connections keep closing without ever opening,
+    // whether the gateway is up: whether its widget.js answers a CORS
+    // request. A browser hides why a WebSocket handshake failed (a 403 for
+    // an origin not allowed looks like a gateway that is down), but
+    // widget.js is served to every origin (Access-Control-Allow-Origin: *),
+    // so this request succeeds, from any page, exactly when the gateway
+    // itself answers: not when it is down or unreachable, nor when a proxy
+    // in front of it answers with an error page of its own (no such
+    // header: the request fails), nor from the HTTP cache (no-store).
+    probe() {
+      let url;
+      try {
+        url = new URL("widget.js", new URL(this.server.replace(/^ws/i, "http"), location.href));
+      } catch {
+        return Promise.resolve(false);
+      }
+      return fetch(url, { method: "HEAD", mode: "cors", credentials: "omit", cache: "no-store", referrerPolicy: "no-referrer" })
+        .then((r) => r.ok, () => false);
+    }
+
+    // refused: the gateway is up, yet it never lets this page's socket
+    // open: it refuses the page's origin (listeners.websocket
+    // .allowed_origins). Trying again changes nothing.
+    refused() {
+      this.stopped = true;
+      this.wanted = false;
+      clearTimeout(this.timer);
+      this.setStatus("");
+      this.input.disabled = true;
+      this.setPlaceholder("originRefused");
+      while (this.pending.length) this.failPending(0);
+      this.notice(this.t("originRefused"));
     }
 
     hello() {
@@ -444,7 +675,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       if (d.session !== this.session) {
         // A new conversation: the first, a /reset on this connection, or
         // a stored one that is gone. Its events start at seq 1.
-        if (this.session) this.log.replaceChildren();
+        if (this.session) this.clearLog();
         this.linkBox.hidden = true; // an invite to the conversation before
         this.lastSeq = 0;
       }
@@ -452,6 +683,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       this.myRole = d.role;
       this.me = d.user ? d.user.id : "";
       this.attached = true;
+      this.wasAttached = true;
       this.attempt = 0;
       this.dataset.connected = "true";
       this.dataset.session = d.session;
@@ -461,9 +693,10 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       this.shareButton.hidden = d.role !== "owner";
       const viewer = d.role === "viewer";
       this.input.disabled = viewer;
-      this.input.placeholder = viewer ? "You can watch this conversation but not write." : "Type a message…";
-      // Resend what may not have arrived; the gateway drops repeated ids.
-      for (const p of this.pending) this.send({ type: "input", id: p.id, text: p.text });
+      this.setPlaceholder(viewer ? "placeholderViewer" : "placeholder");
+      // Send what waits, and again what may not have arrived: the gateway
+      // answers a repeated id once.
+      for (const p of [...this.pending]) this.sendPending(p);
       this.showWelcome(d);
     }
 
@@ -476,7 +709,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       if (d.last_seq > 0 || this.pending.length || this.log.querySelector(".msg, .tool, .confirm, .card")) return;
       const suggestions = this.input.disabled ? [] : (d.suggestions || []).filter((s) => typeof s === "string" && s.trim());
       if (!d.greeting && !suggestions.length) return;
-      const chips = suggestions.length ? el("div", { class: "suggestions", role: "group", "aria-label": "Suggestions" },
+      const chips = suggestions.length ? el("div", { class: "suggestions", role: "group", "aria-label": this.t("suggestions") },
         ...suggestions.map((s) => el("button", {
           type: "button", text: s,
           onclick: () => {
@@ -501,12 +734,19 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
         // The stored session is gone (another gateway, a wiped store): start afresh.
         this.session = "";
         this.lastSeq = 0;
-        this.log.replaceChildren();
+        this.clearLog();
         this.save();
         this.hello();
         return;
       }
       if (d.code === "duplicate") return; // a resend after a reconnect: expected, and answered once
+      if ((d.code === "busy" || d.code === "forbidden") && this.attached) {
+        // Refused, not taken (a tool call waits for approval, a full
+        // queue): the oldest message sent is the one refused. It is not
+        // sent again by itself; the notice says why.
+        const i = this.pending.findIndex((p) => p.sent);
+        if (i >= 0) this.failPending(i);
+      }
       if (!this.attached && !this.session && this.invite && ["not_found", "forbidden", "busy"].includes(d.code)) {
         // The code cannot be used (unknown, expired, used up, withdrawn,
         // or too many tries): say why and stop; trying again changes nothing.
@@ -514,9 +754,10 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
         this.wanted = false;
         if (this.ws) this.ws.close(1000);
         this.input.disabled = true;
-        this.input.placeholder = "This invite link cannot be used.";
+        this.setPlaceholder("inviteUnusableShort");
         this.setStatus("");
-        this.notice("This invite link cannot be used: " + (d.message || d.code) + ".");
+        while (this.pending.length) this.failPending(0);
+        this.notice(this.t("inviteUnusable", { reason: d.message || d.code }));
         return;
       }
       if (d.code === "info") {
@@ -534,10 +775,10 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
           b.classList.remove("streaming");
           b.classList.add("interrupted");
           b.dataset.done = "true";
-          b.append(el("span", { class: "cut", text: "interrupted" }));
+          b.append(el("span", { class: "cut", text: this.t("interrupted") }));
         }
       }
-      this.notice(d.message || d.code || "error");
+      this.notice(d.message || d.code || this.t("error"));
     }
 
     bubble(id, role) {
@@ -560,6 +801,10 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
     }
 
     onMessage(d) {
+      const mine = d.role === "user" && d.author_id && d.author_id === this.me && (!d.channel || d.channel === "web");
+      // Our own message back from the session: its "sending…" bubble is
+      // now the message, where the session put it.
+      if (mine) this.confirmPending(d);
       const b = this.bubble(d.id, d.role || "assistant");
       b.dataset.done = "true";
       b.classList.remove("streaming");
@@ -567,12 +812,10 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       if (d.html !== undefined) body.innerHTML = d.html; // rendered and sanitised by the gateway
       else body.textContent = d.content || "";
       if (d.role === "user") {
-        const mine = d.author_id && d.author_id === this.me && (!d.channel || d.channel === "web");
         b.dataset.mine = String(Boolean(mine));
         // Written elsewhere: "Carol · Slack".
-        const where = d.channel && d.channel !== "web" ? " · " + channelName(d.channel) : "";
-        if (!b.querySelector(".author")) b.prepend(el("span", { class: "author", text: (d.author || "someone") + where }));
-        if (mine) this.confirmPending(d.content);
+        const where = d.channel && d.channel !== "web" ? " · " + this.channelName(d.channel) : "";
+        if (!b.querySelector(".author")) b.prepend(el("span", { class: "author", text: (d.author || this.t("someone")) + where }));
       }
       if (d.role === "assistant" && d.model && /demo/i.test(d.model) && !b.querySelector(".model")) {
         b.append(el("span", { class: "model", text: d.model }));
@@ -580,17 +823,56 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       this.scrollDown();
     }
 
-    confirmPending(text) {
-      const i = this.pending.findIndex((p) => p.text.trim() === (text || "").trim());
-      this.pending.splice(i >= 0 ? i : 0, 1);
+    // confirmPending takes the message d, our own, off the pending list;
+    // its bubble becomes d's (moved to the end: the session's order).
+    confirmPending(d) {
+      const text = (d.content || "").trim();
+      const i = this.pending.findIndex((p) => !p.command && p.text === text);
+      if (i < 0) return; // written in another tab
+      const [p] = this.pending.splice(i, 1);
+      const b = p.bubble;
+      if (!b.isConnected || (d.id && this.log.querySelector(`.msg[data-id="${CSS.escape(d.id)}"]`))) {
+        b.remove();
+        return;
+      }
+      delete b.dataset.pending;
+      b.querySelector(".sending").remove();
+      if (d.id) b.dataset.id = d.id;
+      this.log.append(b);
+    }
+
+    // sendPending sends a waiting message (or command) on the attached
+    // connection. A command is not a message of the conversation (its
+    // answer is): once sent it is no longer shown, nor kept.
+    sendPending(p) {
+      if (!this.attached || !this.send({ type: "input", id: p.id, text: p.text })) return false;
+      p.sent = true;
+      if (p.command) {
+        p.bubble.remove();
+        this.pending.splice(this.pending.indexOf(p), 1);
+      }
+      return true;
+    }
+
+    // failPending marks pending[i] "not sent" and forgets it.
+    failPending(i) {
+      const [p] = this.pending.splice(i, 1);
+      if (p.command) return p.bubble.remove();
+      p.bubble.dataset.pending = "failed";
+      p.bubble.querySelector(".sending").textContent = this.t("notSent");
+    }
+
+    // clearLog empties the conversation but for the messages still waiting.
+    clearLog() {
+      this.log.replaceChildren(...this.pending.map((p) => p.bubble));
     }
 
     // toolSummary is a tool call's one line: the tool icon, its name, and
     // once answered " failed" or a check mark ("done" to screen readers).
     toolSummary(name, outcome) {
       const s = el("summary", {}, icon("tool"), " " + (name || ""));
-      if (outcome === "failed") s.append(" failed");
-      else if (outcome === "done") s.append(" ", icon("check"), el("span", { class: "sr-only", text: "done" }));
+      if (outcome === "failed") s.append(" " + this.t("toolFailed"));
+      else if (outcome === "done") s.append(" ", icon("check"), el("span", { class: "sr-only", text: this.t("toolDone") }));
       return s;
     }
 
@@ -607,21 +889,23 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
         box = el("details", { class: "tool", "data-call": d.tool_call_id }, this.toolSummary(d.name));
         this.show(box);
       }
-      box.append(el("pre", { class: "result", text: (d.is_error ? "error: " : "→ ") + (d.content_preview || "") }));
+      const preview = d.content_preview || "";
+      box.append(el("pre", { class: "result", text: d.is_error ? this.t("toolError", { text: preview }) : "→ " + preview }));
       if (d.is_error) box.classList.add("error");
       box.querySelector("summary").replaceWith(this.toolSummary(d.name, d.is_error ? "failed" : "done"));
     }
 
     onConfirmationRequest(d) {
       const canApprove = this.myRole === "owner" || this.myRole === "approver";
-      const approve = el("button", { type: "button", "data-approve": true, text: "Approve", onclick: () => this.answer(d.confirmation_id, true, box) });
-      const deny = el("button", { type: "button", "data-deny": true, text: "Deny", onclick: () => this.answer(d.confirmation_id, false, box) });
-      const always = el("button", { type: "button", "data-always": true, title: "Run " + d.tool_name + " without asking for the rest of this conversation", text: "Always allow", onclick: () => this.answer(d.confirmation_id, true, box, "session") });
-      const box = el("div", { class: "confirm", role: "group", "aria-label": "Approval for " + d.tool_name, "data-confirmation": d.confirmation_id },
-        el("p", { text: "Allow " + d.tool_name + "?" }),
+      const tool = d.tool_name;
+      const approve = el("button", { type: "button", "data-approve": true, text: this.t("approve"), onclick: () => this.answer(d.confirmation_id, true, box) });
+      const deny = el("button", { type: "button", "data-deny": true, text: this.t("deny"), onclick: () => this.answer(d.confirmation_id, false, box) });
+      const always = el("button", { type: "button", "data-always": true, title: this.t("alwaysAllowTitle", { tool }), text: this.t("alwaysAllow"), onclick: () => this.answer(d.confirmation_id, true, box, "session") });
+      const box = el("div", { class: "confirm", role: "group", "aria-label": this.t("approvalFor", { tool }), "data-confirmation": d.confirmation_id },
+        el("p", { text: this.t("allowTool", { tool }) }),
         el("pre", { text: pretty(d.args) }),
         d.security_warning ? el("p", { class: "warning" }, icon("warning"), " " + d.security_warning) : null,
-        canApprove ? el("div", { class: "actions" }, approve, always, deny) : el("p", { class: "resolution", text: "Waiting for an approver…" }));
+        canApprove ? el("div", { class: "actions" }, approve, always, deny) : el("p", { class: "resolution", text: this.t("waitingForApprover") }));
       this.show(box);
     }
 
@@ -631,7 +915,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       if (this.send(frame)) {
         box.querySelectorAll("button").forEach((b) => { b.disabled = true; });
       } else {
-        this.notice("Not connected; try again in a moment.");
+        this.notice(this.t("notConnected"));
       }
     }
 
@@ -647,11 +931,11 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       const legacy = !d.reason && !d.channel && !d.approved && (d.by === "expired" || d.by === "cancelled");
       const why = d.reason || (legacy ? d.by : "");
       let text;
-      if (why === "expired") text = "Expired: not run";
-      else if (why === "cancelled") text = "Cancelled" + (d.reason && d.by ? " by " + d.by : "");
+      if (why === "expired") text = this.t("expired");
+      else if (why === "cancelled") text = d.reason && d.by ? this.t("cancelledBy", { by: d.by }) : this.t("cancelled");
       else {
-        text = (d.approved ? "Approved by " : "Denied by ") + d.by + (d.channel ? " · " + channelName(d.channel) : "") +
-          (d.scope === "session" ? " · for this session" : "");
+        text = this.t(d.approved ? "approvedBy" : "deniedBy", { by: d.by }) + (d.channel ? " · " + this.channelName(d.channel) : "") +
+          (d.scope === "session" ? " · " + this.t("forThisSession") : "");
       }
       box.append(el("p", { class: "resolution", role: "status", text }));
     }
@@ -673,17 +957,17 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       const shown = members.length >= 2 ? members : [];
       const max = 5;
       this.people.replaceChildren(...shown.slice(0, max).map((m) => {
-        const label = memberLabel(m, this.isMe(m));
+        const label = this.memberLabel(m, this.isMe(m));
         return el("li", { title: label, "data-here": String(Boolean(m.here)) },
           el("span", { class: "avatar", "aria-hidden": "true", text: initials(m.name) }),
           m.here ? el("span", { class: "here", "aria-hidden": "true" }) : null,
           el("span", { class: "sr-only", text: label }));
       }));
       if (shown.length > max) {
-        const rest = shown.slice(max).map((m) => memberLabel(m, this.isMe(m)));
+        const rest = shown.slice(max).map((m) => this.memberLabel(m, this.isMe(m)));
         this.people.append(el("li", { title: rest.join("\n") },
           el("span", { class: "avatar", "aria-hidden": "true", text: "+" + rest.length }),
-          el("span", { class: "sr-only", text: "and " + rest.join("; ") })));
+          el("span", { class: "sr-only", text: this.t("andOthers", { names: rest.join("; ") }) })));
       }
       this.people.hidden = shown.length === 0;
     }
@@ -700,16 +984,16 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       this.people.hidden = true;
       this.shareButton.hidden = true;
       this.input.disabled = true;
-      this.input.placeholder = "You left this conversation.";
+      this.setPlaceholder("left");
       this.setStatus("");
-      this.notice("You left this conversation.");
+      this.notice(this.t("left"));
     }
 
     // share asks for an invite code; the answer (an info notice with its
     // link) is shown by showLink.
     share() {
       if (!this.attached || !this.send({ type: "input", id: newID(), text: "/share" })) {
-        this.notice("Not connected; try again in a moment.");
+        this.notice(this.t("notConnected"));
       }
     }
 
@@ -717,32 +1001,32 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
     // the clipboard; where the browser refuses that, the text is selected
     // for the person to copy themselves.
     showLink(link) {
-      const status = el("p", { class: "share-status", role: "status", text: "Copying the link…" });
-      const field = el("input", { type: "text", readonly: true, value: link, "aria-label": "Invite link", onfocus: (e) => e.target.select() });
-      const hide = el("button", { class: "hide", type: "button", "aria-label": "Hide the invite link", text: "×", onclick: () => { this.linkBox.hidden = true; } });
+      const status = el("p", { class: "share-status", role: "status", text: this.t("copyingLink") });
+      const field = el("input", { type: "text", readonly: true, value: link, "aria-label": this.t("inviteLink"), onfocus: (e) => e.target.select() });
+      const hide = el("button", { class: "hide", type: "button", "aria-label": this.t("hideInviteLink"), text: "×", onclick: () => { this.linkBox.hidden = true; } });
       this.linkBox.replaceChildren(status, hide, field);
       this.linkBox.hidden = false;
       const refused = () => {
-        status.textContent = "Copy this link";
+        status.textContent = this.t("copyLink");
         field.focus();
         field.select();
       };
       if (navigator.clipboard && navigator.clipboard.writeText) {
-        navigator.clipboard.writeText(link).then(() => { status.textContent = "Link copied"; }, refused);
+        navigator.clipboard.writeText(link).then(() => { status.textContent = this.t("linkCopied"); }, refused);
       } else {
         refused();
       }
     }
 
     onUI(d) {
-      const card = el("div", { class: "card", "data-ui": d.id, role: "group", "aria-label": d.title || "Card" });
+      const card = el("div", { class: "card", "data-ui": d.id, role: "group", "aria-label": d.title || this.t("card") });
       const done = (chosen) => {
         card.querySelectorAll("button, select, input, textarea").forEach((c) => { c.disabled = true; });
         if (chosen) chosen.classList.add("chosen");
       };
       const act = (actionID, value, chosen) => {
         if (this.send({ type: "action", action_id: actionID, value })) done(chosen);
-        else this.notice("Not connected; try again in a moment.");
+        else this.notice(this.t("notConnected"));
       };
       if (d.title) card.append(el("h3", { text: d.title }));
       if (d.text_html !== undefined) {
@@ -772,8 +1056,8 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       }
       if (d.select) {
         const s = d.select;
-        const sel = el("select", { "aria-label": s.placeholder || "Choose" },
-          el("option", { value: "", text: s.placeholder || "Choose…", disabled: true, selected: true }));
+        const sel = el("select", { "aria-label": s.placeholder || this.t("choose") },
+          el("option", { value: "", text: s.placeholder || this.t("choosePlaceholder"), disabled: true, selected: true }));
         for (const o of s.options || []) sel.append(el("option", { value: o.value, text: o.label }));
         sel.addEventListener("change", () => { if (sel.value) act(s.action_id, sel.value, null); });
         card.append(sel);
@@ -789,7 +1073,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
             : el("input", Object.assign(attrs, { type: ["number", "email"].includes(inp.type) ? inp.type : "text" }));
           form.append(el("label", { for: id, text: inp.label || inp.name }), field);
         }
-        const submit = el("button", { type: "submit", class: "primary", text: f.submit_label || "Submit" });
+        const submit = el("button", { type: "submit", class: "primary", text: f.submit_label || this.t("submit") });
         form.append(submit);
         form.addEventListener("submit", (e) => {
           e.preventDefault();
@@ -803,8 +1087,8 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
     }
 
     onState(d) {
-      const f = STATE_TEXT[d.state];
-      this.setStatus(f ? f(d) : "");
+      const key = STATE_TEXT[d.state];
+      this.setStatus(key ? this.t(key, { tool: d.tool || this.t("aTool") }) : "");
     }
 
     // --- input ---
@@ -817,15 +1101,23 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
     }
 
     // sendText sends text as the user's message (typed, or a suggestion
-    // clicked); until the session echoes it, it is pending.
+    // clicked). Until the session echoes it, it is pending: shown at once,
+    // greyed, "sending…"; sent when connected, and again after every
+    // reconnect with the same id (the gateway answers a repeated id once).
     sendText(text) {
       this.clearWelcome();
-      const p = { id: newID(), text };
+      const p = { id: newID(), text, sent: false, command: text.startsWith("/") };
+      p.bubble = el("div", { class: "msg", "data-role": "user", "data-mine": "true", "data-pending": "sending" },
+        el("div", { class: "body", text }),
+        el("span", { class: "sending", text: this.t("sending") }));
       this.pending.push(p);
-      if (!this.attached || !this.send({ type: "input", id: p.id, text })) {
-        this.setStatus("not connected: your message will be sent when the connection is back");
-        if (!this.ws && !this.stopped) this.connect();
+      if (this.sendPending(p)) {
+        if (!p.command) this.show(p.bubble);
+        return;
       }
+      this.show(p.bubble);
+      this.setStatus(this.t("queued"));
+      if (!this.ws && !this.stopped) this.connect();
     }
 
     // --- rendering helpers ---
@@ -853,7 +1145,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
   // The script tag's data-* attributes configure the element it adds.
   if (script && !script.hasAttribute("data-manual")) {
     const chat = document.createElement("switchboard-chat");
-    for (const a of ["guide", "title", "server", "token", "user-name", "invite"]) {
+    for (const a of ["guide", "title", "server", "token", "user-name", "invite", "theme", "strings"]) {
       const v = script.getAttribute("data-" + a);
       if (v) chat.setAttribute(a, v);
     }
