@@ -20,13 +20,14 @@ type command func(ctx context.Context, args []string, out, errOut io.Writer, env
 var commands = map[string]command{
 	"doctor":      runDoctor, // doctor.go
 	"healthcheck": runHealthcheck,
+	"status":      runStatus, // health.go
 	"version": func(_ context.Context, args []string, out, errOut io.Writer, _ []string) error {
 		return runVersion(args, out, errOut) // version.go
 	},
 }
 
 // commandNames lists the commands for messages.
-const commandNames = "doctor, healthcheck, help and version"
+const commandNames = "doctor, healthcheck, status, help and version"
 
 // runCommand runs the command named by the first argument fs (gateway's
 // own flag set) left, or version for --version. The global flags given

@@ -159,6 +159,8 @@ var shellRules = []shellRule{
 	{first: regexp.MustCompile(`^sudo systemd-run `),
 		notRun: "needs systemd as PID 1; the doctor it runs is TestDoctor*, on deploy/container.yaml in TestDoctorContainerConfig"},
 	{first: regexp.MustCompile(`^websocat ws://127\.0\.0\.1:8080/ws$`), run: runWebsocatExample},
+	{first: regexp.MustCompile(`^gateway status\b`),
+		notRun: "asks a running gateway; TestSlackListenerInTheGateway runs gateway status against the built gateway, not ready and ready"},
 	{first: regexp.MustCompile(`^sqlite3 /var/lib/switchboard/switchboard\.db "\.backup `),
 		notRun: "copies a production database with the sqlite3 program (SQLite's online backup, not the gateway's code); the test machine has neither"},
 	{first: regexp.MustCompile(`^docker run --rm -v switchboard-data:/data `),

@@ -9,12 +9,22 @@ package main
 // use it fail over or tell their users, the others go on.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
 
+	"github.com/switchboard-gw/switchboard/config"
 	"github.com/switchboard-gw/switchboard/health"
 	"github.com/switchboard-gw/switchboard/metrics"
+	"github.com/switchboard-gw/switchboard/providers"
 	"github.com/switchboard-gw/switchboard/tools/mcp"
 )
 
@@ -80,4 +90,105 @@ func followMCP(ctx context.Context, m *mcp.Manager, reg *health.Registry) {
 			return
 		}
 	}
+}
+
+// probeFlags are the flags of the commands that ask a running gateway
+// (healthcheck, status): where it is, from its configuration or a URL.
+type probeFlags struct {
+	url, config *string
+	sets        stringList
+	timeout     *time.Duration
+}
+
+func addProbeFlags(fs *flag.FlagSet, path string) *probeFlags {
+	p := &probeFlags{
+		url:     fs.String("url", "", "the URL to GET (default: "+path+" on the config's http.addr, reached over loopback)"),
+		config:  fs.String("config", "config.yaml", "configuration file (YAML), as for the gateway"),
+		timeout: fs.Duration("timeout", 5*time.Second, "how long to wait for the answer"),
+	}
+	fs.Var(&p.sets, "set", "override a config key, as for the gateway (repeatable)")
+	return p
+}
+
+// get GETs path of the gateway the flags name, over loopback, and returns
+// the status and up to 64 KiB of the body.
+func (p *probeFlags) get(ctx context.Context, path string, environ []string) (target string, status int, body []byte, err error) {
+	target = *p.url
+	if target == "" {
+		cfg, err := config.Load(*p.config, p.sets, environ)
+		if err != nil {
+			return "", 0, nil, err
+		}
+		host, port, err := net.SplitHostPort(cfg.HTTP.Addr)
+		if err != nil || port == "0" {
+			return "", 0, nil, fmt.Errorf("http.addr %q has no fixed port: pass --url", cfg.HTTP.Addr)
+		}
+		target = "http://" + net.JoinHostPort(probeHost(host), port) + path
+	}
+	ctx, cancel := context.WithTimeout(ctx, *p.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return target, 0, nil, err
+	}
+	client := &http.Client{Transport: &http.Transport{Proxy: nil}}
+	resp, err := client.Do(req)
+	if err != nil {
+		return target, 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err = io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	return target, resp.StatusCode, body, err
+}
+
+// runStatus is `gateway status`: what each part of a running gateway says
+// of itself (GET /readyz), one line each, with the reason and the fix for
+// those that are not up. It exits non-zero when the gateway is not ready.
+func runStatus(ctx context.Context, args []string, out, errOut io.Writer, environ []string) error {
+	fs := flag.NewFlagSet("gateway status", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	p := addProbeFlags(fs, "/readyz")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: gateway status [--config FILE] [--set key=value]... [--url URL] [--timeout 5s]")
+		fmt.Fprintln(fs.Output(), "Shows what each listener, provider and MCP server of the running gateway says of itself (GET /readyz); exits 1 when it is not ready.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("status: unexpected argument %q", fs.Arg(0))
+	}
+	target, code, body, err := p.get(ctx, "/readyz", environ)
+	if err != nil {
+		return fmt.Errorf("status: no gateway answers at %s: %w", cmp.Or(target, "its http.addr"), err)
+	}
+	var r readiness
+	if err := json.Unmarshal(body, &r); err != nil || (code != http.StatusOK && code != http.StatusServiceUnavailable) {
+		return fmt.Errorf("status: GET %s: HTTP %d: %q", target, code, providers.Truncate(strings.TrimSpace(string(body)), 200))
+	}
+	verdict := "ready"
+	if !r.Ready {
+		verdict = "NOT READY"
+	}
+	fmt.Fprintf(out, "%s: %s\n", target, verdict)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	var down []string
+	for _, s := range r.Parts {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\tsince %s\n", s.Kind, s.Name, s.State, s.Since.Local().Format("2006-01-02 15:04:05"))
+		if s.Reason != "" {
+			fmt.Fprintf(tw, "\t\t\t%s\n", s.Reason)
+		}
+		if s.Fix != "" {
+			fmt.Fprintf(tw, "\t\t\tfix: %s\n", s.Fix)
+		}
+		if s.Required && s.State != health.Up && s.State != health.Degraded {
+			down = append(down, s.Name+" is "+string(s.State))
+		}
+	}
+	_ = tw.Flush()
+	if !r.Ready {
+		return fmt.Errorf("status: not ready: %s", strings.Join(down, ", "))
+	}
+	return nil
 }

@@ -95,6 +95,7 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
   gateway [flags]               run the gateway
   gateway doctor [flags]        check the config, guides, providers, database and listeners
   gateway healthcheck [flags]   exit 0 when a running gateway answers /healthz (for containers)
+  gateway status [flags]        what each listener, provider and MCP server of a running gateway says (/readyz)
   gateway version               print the version and build (or gateway --version)
   gateway help [command]        this text, or a command's flags
 

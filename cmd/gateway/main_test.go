@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -355,6 +356,17 @@ func TestSlackListenerInTheGateway(t *testing.T) {
 	if _, _, m := bad.get("/metrics"); !strings.Contains(m, `switchboard_component_up{component="slack",kind="listener"} 0`) {
 		t.Fatalf("no metric of the listener down:\n%s", m)
 	}
+	// gateway status says the same, one line a part, and fails.
+	var status, statusErr strings.Builder
+	err = run(context.Background(), []string{"status", "--url", "http://" + bad.addr + "/readyz"}, strings.NewReader(""), &status, &statusErr, nil)
+	if err == nil || !strings.Contains(err.Error(), "not ready: slack is down") {
+		t.Fatalf("gateway status: %v\n%s", err, status.String())
+	}
+	for _, want := range []string{"NOT READY", "listener", "slack", "down", "fix: put the app's Bot User OAuth Token", "websocket"} {
+		if !strings.Contains(status.String(), want) {
+			t.Errorf("gateway status lacks %q:\n%s", want, status.String())
+		}
+	}
 	bad.stop()
 
 	srv := g.serve([]string{"TEST_SLACK_BOT=" + fake.BotToken(), "TEST_SLACK_APP=" + fake.AppToken()})
@@ -366,6 +378,10 @@ func TestSlackListenerInTheGateway(t *testing.T) {
 	srv.readyz(func(r readyzBody, code int) bool {
 		return code == http.StatusOK && r.Ready && r.part("slack").State == "up"
 	})
+	var ok strings.Builder
+	if err := run(context.Background(), []string{"status", "--url", "http://" + srv.addr + "/readyz"}, strings.NewReader(""), &ok, io.Discard, nil); err != nil || !strings.Contains(ok.String(), ": ready") {
+		t.Fatalf("gateway status of a ready gateway: %v\n%s", err, ok.String())
+	}
 	ev := fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: "U0ANN", Text: "what is 2*(3+4)?"})
 	if _, err := fake.SendEvent(ev); err != nil {
 		t.Fatal(err)
