@@ -26,8 +26,8 @@ RUN mkdir -p /out/data
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/gateway /usr/local/bin/gateway
-# The configuration and guides are read from the working directory: mount
-# your own config.yaml or guides/ over them (read-only is fine).
+# The configuration's relative paths (guides) are its folder's: mount your
+# own config.yaml or guides/ over them (read-only is fine).
 WORKDIR /etc/switchboard
 COPY deploy/container.yaml /etc/switchboard/config.yaml
 COPY guides/*.md /etc/switchboard/guides/
