@@ -9,7 +9,15 @@
 #
 # docs/operating.md has compose, systemd, upgrades, backups and the doctor.
 
-FROM golang:1.26 AS build
+# The base images, by tag. Pin them by digest where you build for
+# production (a tag moves; a digest is one image):
+#   docker build --build-arg GO_IMAGE=golang:1.26@sha256:… \
+#     --build-arg RUNTIME_IMAGE=gcr.io/distroless/static-debian12:nonroot@sha256:… .
+# (docker buildx imagetools inspect <image> prints a tag's digest.)
+ARG GO_IMAGE=golang:1.26
+ARG RUNTIME_IMAGE=gcr.io/distroless/static-debian12:nonroot
+
+FROM ${GO_IMAGE} AS build
 WORKDIR /src
 # Modules first: this layer is reused until go.mod or go.sum change.
 COPY go.mod go.sum ./
@@ -24,7 +32,7 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
 # volume starts out writable by the gateway.
 RUN mkdir -p /out/data
 
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM ${RUNTIME_IMAGE}
 COPY --from=build /out/gateway /usr/local/bin/gateway
 # The configuration's relative paths (guides) are its folder's: mount your
 # own config.yaml or guides/ over them (read-only is fine).
