@@ -60,6 +60,8 @@ func runCommand(ctx context.Context, fs *flag.FlagSet, out, errOut io.Writer, en
 			for _, s := range *f.Value.(*stringList) {
 				global = append(global, "--set="+s)
 			}
+		case "session":
+			err = fmt.Errorf("--session chooses the conversation a piped gateway continues; it does not apply to gateway %s", name)
 		case "cpuprofile":
 			err = fmt.Errorf("--cpuprofile profiles the running gateway; it does not apply to gateway %s", name)
 		}

@@ -263,9 +263,9 @@ var pipeAnswers = map[string][]string{
 var printfRE = regexp.MustCompile(`^printf '([^']*)' \|`)
 
 // runPipeExamples runs each printf line with sh in a copy of the
-// repository, one after the other (the second continues the first's
-// stored conversation, as it would for a reader), and checks that every
-// line piped in was answered, in order, and the gateway exited.
+// repository, one after the other (each a conversation of its own, as a
+// pipe is without --session), and checks that every line piped in was
+// answered, in order, and the gateway exited.
 func runPipeExamples(t *testing.T, cmds []string) {
 	dir := exampleCheckout(t)
 	for _, cmd := range cmds {

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"maps"
 	"net"
@@ -89,6 +90,8 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 	var sets stringList
 	fs.Var(&sets, "set", "override a config key, e.g. --set http.addr=127.0.0.1:9000 (repeatable)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this file until the gateway stops (for go tool pprof)")
+	session := fs.String("session", "", "the conversation the terminal chat continues: a session id, or "+stdin.SessionTerminal+
+		" for the terminal's own; without it, piped input starts a new conversation each run")
 	fs.Bool("version", false, "print the version and build, as gateway version does")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage:
@@ -123,6 +126,22 @@ Flags:
 		return err
 	}
 	log := newLogger(cfg, errOut)
+	// While a person chats in the terminal, the log goes to a file and
+	// only warnings and errors show in the chat, on lines of their own.
+	termName, _ := lookupEnv(environ, "TERM")
+	chat := useStdin(cfg.Listeners.Stdin.Enabled, in) && isTerminal(in)
+	var notices *stdin.Notices
+	logNote := ""
+	if chat {
+		notices = &stdin.Notices{Fallback: errOut, Styled: isTerminal(errOut) && termName != "dumb"}
+		var closeLog func()
+		log, logNote, closeLog = chatLogger(cfg, notices)
+		defer closeLog()
+		defer useDefaultLogger(log)()
+	}
+	if *session != "" && !useStdin(cfg.Listeners.Stdin.Enabled, in) {
+		return fmt.Errorf("--session %s: there is no terminal chat to continue it in (standard input is not a terminal, a pipe or a file, or listeners.stdin.enabled is false)", *session)
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -308,15 +327,15 @@ Flags:
 	}
 
 	if useStdin(cfg.Listeners.Stdin.Enabled, in) {
-		interactive := isTerminal(in)
+		interactive := chat
 		// Styles (bold, italics, dim; no colours) and redrawing the
 		// prompt only for a person's terminal that shows them.
-		termName, _ := lookupEnv(environ, "TERM")
 		l := &stdin.Listener{
 			In: in, Out: out, Interactive: interactive, Author: localUser(environ),
 			Styled: interactive && isTerminal(out) && termName != "dumb",
 			Guide:  cfg.Guides.Default, Sessions: manager, Logger: log,
 			ImageDir: dataDir(cfg, "images"),
+			Session:  *session, Notices: notices, LogNote: logNote,
 		}
 		running++
 		go func() {
@@ -467,15 +486,71 @@ func websocketAuth(a config.WebSocketAuth, environ []string) websocket.Auth {
 }
 
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	return slog.New(logHandler(cfg, w))
+}
+
+// logLevel is log.level's (info if it does not parse).
+func logLevel(cfg config.Config) slog.Level {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(cfg.Log.Level)); err != nil {
 		level = slog.LevelInfo
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	return level
+}
+
+// logHandler writes log.level and above to w in log.format.
+func logHandler(cfg config.Config, w io.Writer) slog.Handler {
+	opts := &slog.HandlerOptions{Level: logLevel(cfg)}
 	if cfg.Log.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.NewTextHandler(w, opts)
+}
+
+// logFileName is the terminal chat's log file, beside the database.
+const logFileName = "gateway.log"
+
+// chatLogger is the log while a person chats in the terminal: all of it
+// (log.level, log.format) is appended to gateway.log beside the database,
+// never printed into the conversation, and the warnings and errors are
+// also shown in the chat, apart from it (notices). note says where the log
+// goes, for the start of the chat. A file that cannot be opened leaves the
+// warnings and errors alone, and note says why.
+func chatLogger(cfg config.Config, notices *stdin.Notices) (log *slog.Logger, note string, closeLog func()) {
+	shown := notices.Handler(max(logLevel(cfg), slog.LevelWarn))
+	f, err := openLogFile(cfg)
+	if err != nil {
+		return slog.New(shown), fmt.Sprintf("The log cannot be written to a file (%v): only its warnings and errors are shown, here.", err), func() {}
+	}
+	note = "The log goes to " + f.Name() + "; warnings and errors are shown here too."
+	return slog.New(slog.NewMultiHandler(logHandler(cfg, f), shown)), note, func() { f.Close() }
+}
+
+// openLogFile opens the chat's log file for appending; with the database
+// in memory, a new file in the temporary directory.
+func openLogFile(cfg config.Config) (*os.File, error) {
+	dsn := cfg.Storage.DSN
+	if dsn == ":memory:" || strings.HasPrefix(dsn, "file::memory:") {
+		return os.CreateTemp("", "switchboard-*.log")
+	}
+	path := dataDir(cfg, logFileName)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+}
+
+// useDefaultLogger makes log the default of slog and of the log package
+// (what a library logs on its own, such as net/http's errors) until the
+// returned func puts the previous ones back.
+func useDefaultLogger(log *slog.Logger) (restore func()) {
+	prev, w, flags := slog.Default(), stdlog.Writer(), stdlog.Flags()
+	slog.SetDefault(log)
+	return func() {
+		slog.SetDefault(prev)
+		stdlog.SetOutput(w)
+		stdlog.SetFlags(flags)
+	}
 }
 
 // buildProviders makes one resilient provider per configured entry. With no

@@ -112,7 +112,7 @@ func TestPipeToolApprovalAndMemoryAcrossRestart(t *testing.T) {
 	})
 	g := newGateway(t, openAIProvider(llm), "")
 
-	out, logs, err := g.run("what time is it?\ny\n", "TEST_OPENAI_KEY=sk-test")
+	out, logs, err := g.runArgs([]string{"--session", "terminal"}, "what time is it?\ny\n")
 	if err != nil {
 		t.Fatalf("gateway failed: %v\nstdout:\n%s\nstderr:\n%s", err, out, logs)
 	}
@@ -137,7 +137,7 @@ func TestPipeToolApprovalAndMemoryAcrossRestart(t *testing.T) {
 	llm.Respond(func(r openaitest.Request) openaitest.Reply {
 		return openaitest.Reply{Text: []string{"You asked the time."}}
 	})
-	out, logs, err = g.run("what did I ask?\n", "TEST_OPENAI_KEY=sk-test")
+	out, logs, err = g.runArgs([]string{"--session", "terminal"}, "what did I ask?\n")
 	if err != nil {
 		t.Fatalf("second run failed: %v\n%s\n%s", err, out, logs)
 	}

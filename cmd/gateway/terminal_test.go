@@ -60,9 +60,15 @@ func scriptedGateway(t *testing.T) (*gateway, *openaitest.Server) {
 // runPipe runs the gateway with input piped in and returns once it exits.
 func (g *gateway) runPipe(input string, env ...string) (stdout, stderr string) {
 	g.t.Helper()
+	return g.runPipeArgs(nil, input, env...)
+}
+
+// runPipeArgs is runPipe with flags after --config.
+func (g *gateway) runPipeArgs(args []string, input string, env ...string) (stdout, stderr string) {
+	g.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), terminalDeadline)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "--config", g.config)
+	cmd := exec.CommandContext(ctx, os.Args[0], append([]string{"--config", g.config}, args...)...)
 	cmd.Env = append(hermeticEnv(), "GATEWAY_TEST_RUN_MAIN=1", "USER=tester", "TEST_OPENAI_KEY=sk-test")
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdin = strings.NewReader(input)
@@ -124,18 +130,135 @@ func TestPipeAlwaysAllow(t *testing.T) {
 
 // An approval request left open by the last run is shown when the
 // terminal comes back, and the first line answers it; a command typed
-// meanwhile goes to the session.
+// meanwhile goes to the session. (A pipe continues the terminal's
+// conversation only with --session terminal.)
 func TestPipeApprovalOpenAcrossRestart(t *testing.T) {
 	g, _ := scriptedGateway(t)
-	out, _ := g.runPipe("what time is it?\n")
+	terminal := []string{"--session", "terminal"}
+	out, _ := g.runPipeArgs(terminal, "what time is it?\n")
 	inOrder(t, out, "Checking.", `Run current_time {"timezone":"Europe/Berlin"}? Approve? [y/N/a=always] `)
 
-	out, _ = g.runPipe("/pending\ny\n")
+	out, _ = g.runPipeArgs(terminal, "/pending\ny\n")
 	inOrder(t, out, "Waiting for approval:", `Run current_time {"timezone":"Europe/Berlin"}? Approve? [y/N/a=always] `,
 		"approved by tester", "← current_time: ", "Done: ")
 	if strings.Contains(out, "Checking.") {
 		t.Errorf("a pipe replayed the conversation:\n%s", out)
 	}
+}
+
+// A piped one-off is not the person's conversation: each run starts a new
+// one. --session terminal continues the terminal's, --session ID that
+// conversation; an id that is no conversation of theirs stops the run.
+func TestPipeOneOffStartsANewConversation(t *testing.T) {
+	g, llm := scriptedGateway(t)
+	// remembered: the model's last request carried text from before.
+	remembered := func(text string) bool {
+		reqs := llm.Requests()
+		last := reqs[len(reqs)-1]
+		for _, m := range last.Messages[:len(last.Messages)-1] {
+			if strings.Contains(openaitest.Text(m.Content), text) {
+				return true
+			}
+		}
+		return false
+	}
+	out, _ := g.runPipe("a first one-off\n")
+	inOrder(t, out, "You said: a first one-off")
+	out, _ = g.runPipe("a second one-off\n")
+	inOrder(t, out, "You said: a second one-off")
+	if remembered("a first one-off") {
+		t.Error("a piped one-off continued the conversation of the one before")
+	}
+
+	// The terminal's conversation is its own…
+	terminal := []string{"--session", "terminal"}
+	out, _ = g.runPipeArgs(terminal, "the terminal's first words\n")
+	inOrder(t, out, "You said: the terminal's first words")
+	if remembered("one-off") {
+		t.Error("the terminal's conversation has the one-offs in it")
+	}
+	out, _ = g.runPipe("a third one-off\n")
+	inOrder(t, out, "You said: a third one-off")
+	if remembered("the terminal's first words") {
+		t.Error("a piped one-off continued the terminal's conversation")
+	}
+
+	// …and a pipe continues it when asked to…
+	out, _ = g.runPipeArgs(terminal, "the terminal's second words\n")
+	inOrder(t, out, "You said: the terminal's second words")
+	if !remembered("the terminal's first words") || remembered("one-off") {
+		t.Error("--session terminal did not continue the terminal's conversation (alone)")
+	}
+
+	// …or the one it names.
+	db := openAuditDB(t, filepath.Join(g.dir, "data", "switchboard.db"))
+	where := func() map[string]string {
+		rows, err := db.Query(`SELECT id FROM sessions`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		in := map[string]string{}
+		for _, sid := range ids {
+			msgs, err := loadMessages(db, sid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range msgs {
+				if m.Role == switchboard.RoleUser {
+					in[m.Content] = sid
+				}
+			}
+		}
+		return in
+	}
+	first := where()["a first one-off"]
+	out, _ = g.runPipeArgs([]string{"--session", first}, "back to the first one-off\n")
+	inOrder(t, out, "You said: back to the first one-off")
+	if !remembered("a first one-off") || remembered("the terminal's") || remembered("second one-off") {
+		t.Errorf("--session %s did not continue that conversation (alone)", first)
+	}
+
+	in := where()
+	var own string
+	if err := db.QueryRow(`SELECT id FROM sessions WHERE key = 'stdin'`).Scan(&own); err != nil {
+		t.Fatal(err)
+	}
+	if in["the terminal's first words"] != own || in["the terminal's second words"] != own {
+		t.Errorf("the terminal's words are not in its own conversation %s: %v", own, in)
+	}
+	if a, b, c := in["a first one-off"], in["a second one-off"], in["a third one-off"]; a == own || b == own || c == own || a == b || b == c || in["back to the first one-off"] != a {
+		t.Errorf("the one-offs are not conversations of their own: %v (the terminal's is %s)", in, own)
+	}
+
+	// A session that is not there stops the run, named.
+	stdout, stderr, err := g.runArgs([]string{"--session", "s_nothere"}, "hello\n")
+	if err == nil || !strings.Contains(stderr, "s_nothere") {
+		t.Errorf("--session of no conversation: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+}
+
+// runArgs runs the gateway with flags and input piped in, and returns its
+// output and how it exited.
+func (g *gateway) runArgs(args []string, input string) (stdout, stderr string, err error) {
+	g.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), terminalDeadline)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], append([]string{"--config", g.config}, args...)...)
+	cmd.Env = append(hermeticEnv(), "GATEWAY_TEST_RUN_MAIN=1", "USER=tester", "TEST_OPENAI_KEY=sk-test")
+	cmd.Stdin = strings.NewReader(input)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
 }
 
 // listeners.stdin.enabled auto answers a pipe and a redirected file.
@@ -255,6 +378,49 @@ func TestTerminalApprovalAcrossRestartInPty(t *testing.T) {
 	notGlued(t, second.out.String())
 }
 
+// Log lines never print into the chat. With standard error on the same
+// terminal, as a person runs it, the chat says where the log goes (a file
+// beside the database, which has it all) and a warning shows as a [log]
+// line of its own, never as the log's "level=… msg=…".
+func TestTerminalLogsStayOutOfTheChat(t *testing.T) {
+	bin := gatewayBinary(t)
+	// Without its key the provider answers with the demo model: a warning.
+	g := newGateway(t, "  - name: main\n    kind: openai\n    api_key_env: TEST_UNSET_OPENAI_KEY\n    fallback: demo", "metrics:\n  addr: \"\"\n")
+	env := []string{"USER=tester", "TERM=xterm", "SWITCHBOARD_LISTENERS__STDIN__ENABLED=auto"}
+	logFile := filepath.Join(g.dir, "data", "gateway.log")
+
+	p := startPtyWith(t, bin, g.config, env, true)
+	p.expect(t, "[log] WARN no model provider credentials found")
+	p.expect(t, "Switchboard · session ")
+	p.expect(t, "The log goes to "+logFile+"; warnings and errors are shown here too.")
+	p.expect(t, "> ")
+	p.send(t, "what is 2*(3+4)?\r")
+	p.expect(t, "2*(3+4) = 14")
+	p.expect(t, "> ")
+	p.send(t, "/quit\r")
+	if err := p.waitExit(t); err != nil {
+		t.Fatalf("/quit: %v\n%q", err, p.out.String())
+	}
+	chat := p.out.text()
+	for _, bad := range []string{"level=", "msg=", "session created", "http listening"} {
+		if strings.Contains(chat, bad) {
+			t.Errorf("the chat shows the log (%q):\n%s", bad, chat)
+		}
+	}
+	if !regexp.MustCompile(`(^|\n)(\x1b\[2m)?\[log\] WARN no model provider credentials found[^\n]*\n`).MatchString(chat) {
+		t.Errorf("the warning is not on a line of its own:\n%q", chat)
+	}
+	logged, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`level=WARN msg="no model provider credentials found`, `msg="http listening"`, `msg="session created"`, `msg="shutting down`} {
+		if !strings.Contains(string(logged), want) {
+			t.Errorf("the log file lacks %q:\n%s", want, logged)
+		}
+	}
+}
+
 // The terminal joins a conversation shared from the web, over the real
 // binary: a bad code is refused with its reason; run 1 joins Carol's
 // session (her /share over /ws), sees her messages labelled and writes
@@ -329,12 +495,14 @@ func TestPipeJoinsASharedSessionAcrossRestarts(t *testing.T) {
 		t.Fatalf("run 1: %v\n%s", err, p.stderr.String())
 	}
 
-	// Run 2 starts in Carol's conversation; /leave comes home.
-	out, _ := g.runPipe("hello after the restart\n/leave\nback home\n")
+	// Run 2, continuing what the terminal shows, starts in Carol's
+	// conversation; /leave comes home.
+	terminal := []string{"--session", "terminal"}
+	out, _ := g.runPipeArgs(terminal, "hello after the restart\n/leave\nback home\n")
 	inOrder(t, out, "You said: ", "tester took this conversation out of a Terminal place", "Back in your own conversation.", "You said: back home")
 
 	// Run 3 starts in its own.
-	out, _ = g.runPipe("where now?\n")
+	out, _ = g.runPipeArgs(terminal, "where now?\n")
 	inOrder(t, out, "You said: where now?")
 
 	db := openAuditDB(t, filepath.Join(g.dir, "data", "switchboard.db"))
@@ -517,6 +685,13 @@ func (p *proc) waitExit(t *testing.T) error {
 // a pseudo-terminal (logs apart).
 func startPty(t *testing.T, bin, config string, env []string) *proc {
 	t.Helper()
+	return startPtyWith(t, bin, config, env, false)
+}
+
+// startPtyWith is startPty, with standard error on the terminal too
+// when sharedStderr (as a person runs it).
+func startPtyWith(t *testing.T, bin, config string, env []string, sharedStderr bool) *proc {
+	t.Helper()
 	cmd := exec.Command(bin, "--config", config)
 	for _, kv := range hermeticEnv() {
 		if k, _, _ := strings.Cut(kv, "="); k != "NO_COLOR" && k != "TERM" {
@@ -525,7 +700,9 @@ func startPty(t *testing.T, bin, config string, env []string) *proc {
 	}
 	cmd.Env = append(cmd.Env, env...)
 	p := &proc{cmd: cmd, out: newStream(), stderr: newStream(), done: make(chan struct{})}
-	cmd.Stderr = p.stderr
+	if !sharedStderr {
+		cmd.Stderr = p.stderr
+	}
 	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 200})
 	if err != nil {
 		t.Fatal(err)

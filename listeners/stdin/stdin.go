@@ -9,6 +9,9 @@
 // The terminal shows its own session (Key) until /join CODE binds its one
 // place (Channel, Address) to a conversation someone shared; it shows that
 // one, after restarts too, until the session's /leave unbinds the place.
+// A pipe is a one-off: it starts a new conversation each time, unless
+// Listener.Session names the one to continue (SessionTerminal: the one the
+// terminal shows).
 package stdin
 
 import (
@@ -49,6 +52,10 @@ const (
 	// session's /leave unbinds it.
 	Place = Channel + ":" + Address
 )
+
+// SessionTerminal, as Listener.Session, continues the conversation the
+// terminal shows (its own, or the one it joined) from a pipe.
+const SessionTerminal = "terminal"
 
 // recapMessages is how many of the remembered conversation's last
 // messages a terminal shows when it starts.
@@ -91,6 +98,26 @@ type Listener struct {
 	// saved, one folder per session, so the terminal can print a path to
 	// open; empty: they are only named.
 	ImageDir string
+	// Session is the conversation to continue: a session id (one this
+	// person is in), or SessionTerminal for the one the terminal shows.
+	// Empty: input that is not a terminal (a pipe, a one-off) starts a new
+	// conversation every run, so it never lands in the person's, and a
+	// terminal shows the one it showed last (its own, or one it joined).
+	Session string
+	// Width is the terminal's width in columns, asked each time the
+	// gateway's own texts (/tools, /help) are wrapped to fit it; nil:
+	// Out's, when Out is a terminal, else 80. A pipe is not wrapped.
+	Width func() int
+	// Notices, if set, shows log records in the chat while it runs: on
+	// lines of their own, the prompt put back after them.
+	Notices *Notices
+	// LogNote is said once under the banner: where the log goes.
+	LogNote string
+
+	// homeID is the conversation the terminal goes back to (/leave, a
+	// joined one gone) when it is not found by Key: a pipe's new one, or
+	// the one Session named.
+	homeID string
 }
 
 // Run serves the terminal until ctx ends, input ends or /quit. It returns
@@ -110,7 +137,11 @@ func (l *Listener) Run(ctx context.Context) error {
 	}
 	v := &view{
 		out: l.Out, self: l.Author, interactive: l.Interactive, styled: l.Styled,
-		changed: make(chan struct{}), images: l.ImageDir,
+		changed: make(chan struct{}), images: l.ImageDir, cols: l.width(),
+	}
+	if l.Notices != nil {
+		l.Notices.attach(v)
+		defer l.Notices.detach(v)
 	}
 	at, err := l.initial(ctx)
 	if err != nil {
@@ -119,6 +150,9 @@ func (l *Listener) Run(ctx context.Context) error {
 	first := true
 	for {
 		sub, err := l.Sessions.Attach(ctx, at.opts)
+		if err != nil && at.named && (errors.Is(err, switchboard.ErrNotFound) || errors.Is(err, sessions.ErrForbidden)) {
+			return fmt.Errorf("stdin: cannot continue the session %s: %w", at.opts.SessionID, err)
+		}
 		if err != nil && at.bound && (errors.Is(err, switchboard.ErrNotFound) || errors.Is(err, sessions.ErrForbidden)) {
 			// The joined session is gone (or this person is no longer in
 			// it): the terminal shows its own rather than not starting.
@@ -135,9 +169,15 @@ func (l *Listener) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("stdin: attach: %w", err)
 		}
+		if at.opts.SessionID == "" && at.opts.Key == "" {
+			l.homeID = sub.Ready.Session // a pipe's new conversation
+		}
 		v.start(sub.Ready, at.opts.Recap > 0)
 		if l.Interactive {
 			v.banner(sub.Ready, first)
+			if first && l.LogNote != "" {
+				v.printf("%s\n", v.dim(l.LogNote))
+			}
 		}
 		if at.note != nil {
 			// Before the recap: it says why these messages are shown.
@@ -167,14 +207,20 @@ type attachment struct {
 	opts sessions.AttachOptions
 	// bound: a session joined with /join, bound to the terminal's place.
 	bound bool
+	// named: the session Listener.Session named, which must be there.
+	named bool
 	// note, if set, is printed once attached, before the recap: what
 	// changed (joined, back in one's own conversation).
 	note func(switchboard.ReadyData) string
 }
 
-// own is the terminal's own session, found by its key.
+// own is the terminal's own session, found by its key; a pipe's is the
+// one it started in (or the one Session named).
 func (l *Listener) own(recap bool) attachment {
 	opts := sessions.AttachOptions{Key: Key, Guide: l.Guide, Author: l.Author, AfterSeq: -1}
+	if l.homeID != "" {
+		opts = sessions.AttachOptions{SessionID: l.homeID, Author: l.Author, AfterSeq: -1}
+	}
 	if recap {
 		opts.Recap = recapMessages
 	}
@@ -192,9 +238,25 @@ func (l *Listener) joined(sessionID string, recap bool) attachment {
 	return attachment{opts: opts, bound: true}
 }
 
-// initial is what the terminal shows at start: the session its place is
-// bound to (a /join before the last stop), else its own.
+// initial is what the terminal shows at start: the session Session names,
+// else the session its place is bound to (a /join before the last stop),
+// else its own; a pipe, unless Session says to continue one, a new one.
 func (l *Listener) initial(ctx context.Context) (attachment, error) {
+	switch l.Session {
+	case "":
+		if !l.Interactive {
+			// A one-off: a new conversation, not the person's.
+			return attachment{opts: sessions.AttachOptions{Guide: l.Guide, Author: l.Author, AfterSeq: -1}}, nil
+		}
+	case SessionTerminal:
+	default:
+		l.homeID = l.Session
+		opts := sessions.AttachOptions{SessionID: l.Session, Author: l.Author, AfterSeq: -1, MembersOnly: true}
+		if l.Interactive {
+			opts.Recap = recapMessages
+		}
+		return attachment{opts: opts, named: true}, nil
+	}
 	b, err := l.Sessions.Binding(ctx, Channel, Address)
 	if errors.Is(err, switchboard.ErrNotFound) {
 		return l.own(l.Interactive), nil
@@ -340,7 +402,7 @@ func (l *Listener) serve(ctx context.Context, at attachment, sessionID string, v
 		}
 		switch name, _ := command(in.Text); name {
 		case "help":
-			v.printf("%s", joinHelp)
+			v.printf("%s", v.fit(joinHelp))
 		case "leave":
 			if next := l.afterLeave(ctx, v, at, sessionID); next != nil {
 				return next, nil
@@ -444,6 +506,9 @@ func joinRefusal(err error) (msg string, known bool) {
 func (l *Listener) afterReset(ctx context.Context, v *view, at attachment, sessionID string) *attachment {
 	next := attachment{opts: sessions.AttachOptions{SessionID: sessionID, Author: l.Author, AfterSeq: -1}}
 	if !at.bound {
+		if l.homeID != "" {
+			l.homeID = sessionID // a pipe's home is where /reset went
+		}
 		return &next
 	}
 	if _, err := l.Sessions.BindWithRecap(ctx, Channel, Address, sessionID, 0); err != nil {
@@ -597,22 +662,45 @@ func isAnswer(line string) bool {
 
 // fillForm asks for each field of a form, one line each, from the same
 // lines as everything else: in a pipe the answers are the lines that
-// follow the choice.
+// follow the choice. Each answer is checked as it is given, by the rule
+// the session applies to the whole form; one that does not do is refused
+// with the reason and that field asked again. /cancel leaves the form
+// unsent.
 func (l *Listener) fillForm(ctx context.Context, v *view, f *switchboard.UIForm, src *lineSource) (string, bool) {
 	values := map[string]string{}
 	defer v.setAsk("")
 	for _, field := range f.Inputs {
-		mark := ""
+		var marks []string
+		switch field.Type {
+		case "number", "email":
+			marks = append(marks, field.Type)
+		}
 		if field.Required {
-			mark = " (required)"
+			marks = append(marks, "required")
+		}
+		mark := ""
+		if len(marks) > 0 {
+			mark = " (" + strings.Join(marks, ", ") + ")"
 		}
 		v.setAsk(fmt.Sprintf("  %s%s: ", v.md(field.Label), mark))
-		line, ok := l.nextLine(ctx, v, src)
-		if !ok {
-			return "", false
-		}
-		if line = strings.TrimSpace(line); line != "" {
-			values[field.Name] = line
+		for {
+			line, ok := l.nextLine(ctx, v, src)
+			if !ok {
+				return "", false
+			}
+			line = strings.TrimSpace(line)
+			if strings.EqualFold(line, "/cancel") {
+				v.printf("  The form was not sent.\n")
+				return "", false
+			}
+			if why := checkField(field, line); why != "" {
+				v.printf("  ! %s. Try again, or /cancel to leave the form.\n", why)
+				continue
+			}
+			if line != "" {
+				values[field.Name] = line
+			}
+			break
 		}
 	}
 	raw, err := json.Marshal(values)
@@ -620,6 +708,23 @@ func (l *Listener) fillForm(ctx context.Context, v *view, f *switchboard.UIForm,
 		return "", false
 	}
 	return string(raw), true
+}
+
+// checkField says why value does not do for field, "" when it does: the
+// session's own check of a submitted form (tools.DescribeAction), asked of
+// a form of this one field.
+func checkField(field switchboard.UIFormInput, value string) string {
+	const id = "ui_field"
+	form := switchboard.UIForm{ActionID: id + ":" + tools.ActionForm, Inputs: []switchboard.UIFormInput{field}}
+	raw, err := json.Marshal(map[string]string{field.Name: value})
+	if err != nil {
+		return err.Error()
+	}
+	if _, err := tools.DescribeAction(switchboard.UI{ID: id, Form: &form}, form.ActionID, string(raw)); err != nil {
+		msg := err.Error() // "field \"Age\" must be a number": a sentence's start
+		return strings.ToUpper(msg[:min(1, len(msg))]) + msg[min(1, len(msg)):]
+	}
+	return ""
 }
 
 // choice is a numbered control of the last UI segment shown.
@@ -638,8 +743,9 @@ type view struct {
 	interactive bool
 	styled      bool
 	self        switchboard.Author
-	images      string // Listener.ImageDir
-	session     string // the session shown, for the images' folder
+	images      string     // Listener.ImageDir
+	session     string     // the session shown, for the images' folder
+	cols        func() int // the terminal's width (Listener.width)
 
 	mu       sync.Mutex
 	out      io.Writer
@@ -765,6 +871,23 @@ func (v *view) end() {
 }
 
 func (v *view) md(s string) string { return markdown(s, v.styled, "") }
+
+// dim is s dimmed where the terminal shows styles.
+func (v *view) dim(s string) string {
+	if !v.styled {
+		return s
+	}
+	return ansiDim + s + "\x1b[0m"
+}
+
+// fit wraps a text of the gateway's own (/tools, /help) to the
+// terminal's width; a pipe's lines are left as they are.
+func (v *view) fit(s string) string {
+	if !v.interactive || v.cols == nil {
+		return s
+	}
+	return wrap(s, v.cols())
+}
 
 func (v *view) printf(format string, args ...any) {
 	v.mu.Lock()
@@ -958,7 +1081,7 @@ func (v *view) render(ev switchboard.Event) {
 				v.writeLocked(othersMessage(d) + "\n")
 			}
 		default:
-			v.writeLocked(d.Content + "\n")
+			v.writeLocked(v.fit(d.Content) + "\n")
 		}
 	case *switchboard.ToolCallData:
 		v.writeLocked(fmt.Sprintf("  → %s %s\n", d.Name, compact(d.Args)))
@@ -1139,7 +1262,7 @@ func (v *view) recapLocked(payload any) {
 	case d.Role == switchboard.RoleAssistant:
 		text = markdown(d.Content, v.styled, base)
 	default:
-		text = d.Content
+		text = v.fit(d.Content)
 	}
 	var b strings.Builder
 	if !v.recapShown {
