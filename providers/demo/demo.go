@@ -127,6 +127,8 @@ func (p *Provider) reply(req providers.Request, text string) (string, *switchboa
 		return "Let me check the clock.", call("current_time", args)
 	case has("calculator") && expr != "":
 		return "Let me work that out.", call("calculator", map[string]any{"expression": expr})
+	case has("present") && asksForm(w):
+		return "Here is a form; what you send comes back to me.", call("present", formCard)
 	case has("present") && asksOptions(w):
 		return "Here are a few things I can do without an API key.", call("present", optionsCard)
 	case isClick:
@@ -159,6 +161,23 @@ var optionsCard = map[string]any{
 	},
 }
 
+// formCard is what "show me a form" shows: every kind of field, so a
+// channel's form (a modal in Slack and Discord, field by field in the
+// terminal) can be tried without an API key.
+var formCard = map[string]any{
+	"title": "Book a call",
+	"text":  "A demo form: the offline demo model reads back what you send.",
+	"form": map[string]any{
+		"submit_label": "Book",
+		"inputs": []map[string]any{
+			{"name": "name", "label": "Your name", "required": true},
+			{"name": "email", "label": "E-mail", "type": "email", "required": true},
+			{"name": "seats", "label": "Seats", "type": "number", "placeholder": "5"},
+			{"name": "notes", "label": "Anything else?", "type": "textarea"},
+		},
+	},
+}
+
 // capabilities says what to try, for the tools the guide has.
 func capabilities(tools []string) string {
 	var can []string
@@ -169,7 +188,7 @@ func capabilities(tools []string) string {
 		can = append(can, `work out arithmetic ("what is 2*(3+4)?")`)
 	}
 	if slices.Contains(tools, "present") {
-		can = append(can, `show a card of options ("show me some options")`)
+		can = append(can, `show a card of options ("show me some options")`, `show a form ("show me a form")`)
 	}
 	switch len(can) {
 	case 0:
@@ -249,6 +268,11 @@ func asksDate(w []string) bool {
 		}
 	}
 	return false
+}
+
+// asksForm: the text asks to be shown a form.
+func asksForm(w []string) bool {
+	return slices.ContainsFunc(w, func(x string) bool { return x == "form" || x == "forms" })
 }
 
 // asksOptions: the text asks to be shown choices.

@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"maps"
@@ -296,6 +297,30 @@ func TestPresentResultIsNotRepeated(t *testing.T) {
 		if click.call == nil || click.call.Name == "present" || unanswered(click.after) {
 			t.Errorf("clicking %q: call %+v, then %q", b.Label, click.call, click.after)
 		}
+	}
+}
+
+// "show me a form" shows a form with every kind of field, valid by the
+// present tool's own schema; what the form sends back is read back.
+func TestDemoForm(t *testing.T) {
+	tr := converse(t, &Provider{}, assistantTools, nil, "show me a form", false)
+	if tr.call == nil || tr.call.Name != "present" || tr.result.UI == nil || tr.result.UI.Form == nil {
+		t.Fatalf("no form: call %+v, result %+v", tr.call, tr.result)
+	}
+	types := map[string]bool{}
+	for _, in := range tr.result.UI.Form.Inputs {
+		types[cmp.Or(in.Type, "text")] = true
+	}
+	if len(types) != 4 {
+		t.Fatalf("the form's field types: %v, want text, email, number and textarea", types)
+	}
+	text, err := tools.DescribeAction(*tr.result.UI, tr.result.UI.Form.ActionID, `{"email":"ann@example.com","name":"Ann","seats":"3"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := converse(t, &Provider{}, assistantTools, tr.history, text, false)
+	if !strings.Contains(sent.after+sent.before, `name "Ann"`) {
+		t.Fatalf("the submission's answer: %q / %q", sent.before, sent.after)
 	}
 }
 
