@@ -19,9 +19,18 @@ import (
 )
 
 // PresentTool is the name of the tool that shows a card; its result is
-// written for the model ("shown to the user …"), so channels show the card,
-// not the result.
+// written for the model ("shown to the user …", "do not assume their
+// choice"), so channels show the card, not the call or its result
+// (ShownAsCard).
 const PresentTool = "present"
+
+// ShownAsCard reports whether a tool's output is the card it shows people
+// (present's): a channel that shows the tool calls of a conversation
+// shows neither such a call nor its result, the card says it all. No
+// tool's result is for people in any case: it is written for the model
+// (summarize's instructions, a denial's or an error's wording), so a
+// channel shows at most that a tool was used, never what it returned.
+func ShownAsCard(name string) bool { return name == PresentTool }
 
 // Action kinds, as they appear in action ids.
 const (
@@ -246,6 +255,8 @@ func image(u, alt string) (*switchboard.UIImage, error) {
 }
 
 // summarize tells the model what the user now sees and what comes next.
+// It is an instruction to the model, never shown to the user (see
+// ShownAsCard).
 func summarize(ui switchboard.UI) string {
 	var parts []string
 	if ui.Text != "" {

@@ -257,3 +257,24 @@ func TestDescribeAction(t *testing.T) {
 		})
 	}
 }
+
+// present's card is its output: channels show neither its call nor its
+// result, which is written for the model.
+func TestShownAsCard(t *testing.T) {
+	if !ShownAsCard(PresentTool) {
+		t.Errorf("present is not shown as its card")
+	}
+	for _, name := range []string{"current_time", "calculator", "", "presents"} {
+		if ShownAsCard(name) {
+			t.Errorf("%q is shown as a card", name)
+		}
+	}
+	res, err := runPresent(t, `{"title":"Pick","buttons":[{"label":"A"}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The result instructs the model: no channel may show it to people.
+	if !strings.HasPrefix(res.Content, "Shown to the user") || !strings.Contains(res.Content, "do not assume their choice") {
+		t.Errorf("present's result %q", res.Content)
+	}
+}

@@ -540,7 +540,8 @@ func TestSlashCommand(t *testing.T) {
 }
 
 // A restart between the request and the click: the button still works and
-// the message is edited.
+// the message is edited into the decision, its question gone; the tool
+// call is one line of the answer, and nothing is posted twice.
 func TestRestartBetweenRequestAndClick(t *testing.T) {
 	r := newRig(t, nil)
 	r.gw.LLM.Push(
@@ -553,13 +554,26 @@ func TestRestartBetweenRequestAndClick(t *testing.T) {
 	before := len(r.botMessages(thread))
 	r.restart()
 	r.click(thread, card.ID, alice, customID(t, card, "sb:approve:"))
-	r.eventually("the answer", func() bool { return strings.Contains(allContent(r.botMessages(thread)), "After the restart.") })
+	r.eventually("the answer with its tool line", func() bool {
+		all := allContent(r.botMessages(thread))
+		return strings.Contains(all, "After the restart.") && strings.Contains(all, "-# used current\\_time · ")
+	})
 	r.eventually("the approval edited", func() bool {
 		m, _ := r.fake.Message(thread, card.ID)
 		return !strings.Contains(string(m.Components), "sb:approve:")
 	})
-	if n := len(r.botMessages(thread)); n != before+2 { // the tool's line and the answer
-		t.Fatalf("%d bot messages after the restart, %d before: posted twice?\n%s", n, before, allContent(r.botMessages(thread)))
+	msgs := r.botMessages(thread)
+	if n := len(msgs); n != before+1 { // the answer
+		t.Fatalf("%d bot messages after the restart, %d before: posted twice?\n%s", n, before, allContent(msgs))
+	}
+	checkNoToolMessages(t, msgs)
+	if n := strings.Count(allContent(msgs), "used current"); n != 1 {
+		t.Fatalf("the tool line shown %d times:\n%s", n, allContent(msgs))
+	}
+	m, _ := r.fake.Message(thread, card.ID)
+	if shown := shows(m); strings.Contains(shown, "Approve `") || !strings.Contains(shown, "Tool call `current_time`") ||
+		!regexp.MustCompile(`Approved by .* · <t:\d+:f>`).MatchString(shown) {
+		t.Fatalf("the card decided after a restart: %s", shown)
 	}
 }
 

@@ -6,13 +6,14 @@ package discord
 // it as the model writes (at most once per EditInterval; discordgo honours
 // the rate-limit headers and 429s), continues a long reply in the next
 // message, shows the typing indicator while the model thinks or a tool
-// runs, and turns approval requests into messages with buttons that are
-// edited when answered anywhere.
+// runs, turns approval requests into messages with buttons that are
+// edited when answered anywhere, and folds the tool calls into the reply
+// that follows them as one subtext line each (toolnotes.go).
 //
 // Discord messages carry no metadata, so what a restart needs to finish
-// (the messages of the reply under way, the open approval cards) is kept
-// with the binding (Binding.State); other events are recorded as rendered
-// as soon as they are posted.
+// (the messages of the reply under way, the open approval cards, the tool
+// lines not shown yet) is kept with the binding (Binding.State); other
+// events are recorded as rendered as soon as they are posted.
 
 import (
 	"bytes"
@@ -21,8 +22,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -85,6 +88,7 @@ type placeState struct {
 	Reply  string            `json:"reply,omitempty"`  // the reply under way
 	Pieces []string          `json:"pieces,omitempty"` // its messages
 	Cards  map[string]string `json:"cards,omitempty"`  // open approval cards: confirmation id → message id
+	Tools  []toolNote        `json:"tools,omitempty"`  // tool calls whose line is not shown yet, or shown by the reply under way
 }
 
 // streamed is an assistant reply being shown.
@@ -94,6 +98,7 @@ type streamed struct {
 	posted  []postedPiece
 	dirty   bool
 	lastOut time.Time
+	tools   []string // the lines of the tool calls it shows at its end
 }
 
 type postedPiece struct{ id, text string }
@@ -189,11 +194,14 @@ func (f *follow) render(ctx context.Context, ev switchboard.Event) {
 		return
 	}
 	done := true
+	if ev.Seq > 0 && f.noteTool(p, ev.Time) {
+		f.save(ctx) // before the place is recorded as shown past it
+	}
 	switch d := p.(type) {
 	case *switchboard.DeltaData:
 		if f.reply == nil || f.reply.id != d.MessageID {
 			f.endReply(ctx)
-			f.reply = f.newReply(d.MessageID)
+			f.reply = f.newReply(ctx, d.MessageID)
 		}
 		f.reply.text.WriteString(d.Content)
 		f.reply.dirty = true
@@ -203,10 +211,8 @@ func (f *follow) render(ctx context.Context, ev switchboard.Event) {
 		done = false
 	case *switchboard.MessageData:
 		f.message(ctx, d)
-	case *switchboard.ToolCallData:
-		f.send(ctx, &discordgo.MessageSend{Content: toolCallLine(*d)})
-	case *switchboard.ToolResponseData:
-		f.send(ctx, &discordgo.MessageSend{Content: toolResultLine(*d)})
+	case *switchboard.ToolCallData, *switchboard.ToolResponseData:
+		// Shown as a line of the next reply (noteTool), never alone.
 	case *switchboard.ConfirmationRequestData:
 		f.reqs[d.ConfirmationID] = *d
 		if _, ok := f.state.Cards[d.ConfirmationID]; !ok { // not posted before a restart
@@ -239,6 +245,9 @@ func (f *follow) render(ctx context.Context, ev switchboard.Event) {
 		} else {
 			f.typing = time.Time{} // idle, or waiting for a person
 		}
+		if d.State == switchboard.StateIdle && ev.Seq > 0 {
+			f.endTools(ctx)
+		}
 		done = f.reply == nil
 	default:
 		done = f.reply == nil
@@ -252,6 +261,19 @@ func (f *follow) render(ctx context.Context, ev switchboard.Event) {
 		if st, ok := p.(*switchboard.StateData); ok && st.State != switchboard.StateThinking && st.State != switchboard.StateExecutingTool {
 			f.record(ctx)
 		}
+	}
+}
+
+// endTools shows, as the turn ends, the lines no reply or notice showed
+// (a turn that ended without a word after its tools), in one small
+// message; calls that never answered are forgotten.
+func (f *follow) endTools(ctx context.Context) {
+	lines := f.takeTools()
+	if len(lines) > 0 {
+		f.send(ctx, &discordgo.MessageSend{Content: toolsText(lines)})
+	}
+	if f.forgetTools() || len(lines) > 0 {
+		f.save(ctx)
 	}
 }
 
@@ -291,13 +313,17 @@ func (f *follow) record(ctx context.Context) {
 }
 
 // newReply starts showing a reply, adopting the messages a restart left
-// of it.
-func (f *follow) newReply(id string) *streamed {
+// of it, with the tool lines it is to show.
+func (f *follow) newReply(ctx context.Context, id string) *streamed {
 	r := &streamed{id: id}
 	if f.state.Reply == id {
 		for _, p := range f.state.Pieces {
 			r.posted = append(r.posted, postedPiece{id: p})
 		}
+	}
+	var changed bool
+	if r.tools, changed = f.toolsFor(id); changed {
+		f.save(ctx)
 	}
 	return r
 }
@@ -308,7 +334,7 @@ func (f *follow) message(ctx context.Context, d *switchboard.MessageData) {
 	case switchboard.RoleAssistant:
 		if f.reply == nil || f.reply.id != d.ID {
 			f.endReply(ctx)
-			f.reply = f.newReply(d.ID)
+			f.reply = f.newReply(ctx, d.ID)
 		}
 		f.reply.text.Reset()
 		f.reply.text.WriteString(d.Content)
@@ -340,7 +366,7 @@ func (f *follow) flush(ctx context.Context, force bool) {
 	if r == nil || !r.dirty || (!force && time.Since(r.lastOut) < f.l.cfg.EditInterval) {
 		return
 	}
-	pieces := splitDiscord(toDiscord(r.text.String()), contentLimit)
+	pieces := withTools(splitDiscord(toDiscord(r.text.String()), contentLimit), r.tools)
 	for i, text := range pieces {
 		if i < len(r.posted) {
 			if r.posted[i].text == text {
@@ -383,57 +409,84 @@ func (f *follow) endReply(ctx context.Context) {
 		return
 	}
 	f.flush(ctx, true)
+	id := f.reply.id
 	f.reply = nil
-	if f.state.Reply != "" {
+	shown := f.shownTools(id)
+	if f.state.Reply != "" || shown {
 		f.state.Reply, f.state.Pieces = "", nil
 		f.save(ctx)
 	}
 }
 
-// resolved edits an approval card to say who decided and when, without
-// its buttons.
+// resolved edits an approval card to say what was decided, by whom and
+// when, without its question and its buttons.
 func (f *follow) resolved(ctx context.Context, d *switchboard.ConfirmationResolvedData, at time.Time) {
 	req, known := f.reqs[d.ConfirmationID]
 	delete(f.reqs, d.ConfirmationID)
 	msgID, ok := f.state.Cards[d.ConfirmationID]
 	if !ok {
-		f.send(ctx, &discordgo.MessageSend{Content: resolvedText(*d)})
+		f.send(ctx, &discordgo.MessageSend{Content: resolvedText(*d, at)})
 		return
 	}
 	var edit *discordgo.MessageEdit
 	if known {
 		edit = resolvedEdit(req, *d, d.By, at)
 	} else {
-		// Requested before a restart: keep the card as it is, take its
-		// buttons away and say what was decided.
-		text, none := resolvedText(*d), []discordgo.MessageComponent{}
-		edit = &discordgo.MessageEdit{Content: &text, Components: &none}
+		// Requested before a restart: the card as Discord holds it,
+		// decided.
+		edit = f.resolvedCard(ctx, msgID, *d, at)
 	}
 	edit.ID, edit.Channel = msgID, f.b.Address
 	if _, err := f.l.dg.ChannelMessageEditComplex(edit, discordgo.WithContext(ctx)); err != nil {
 		f.l.log.Warn("discord: edit an approval card", "place", f.b.Address, "err", err)
-		f.send(ctx, &discordgo.MessageSend{Content: resolvedText(*d)})
+		f.send(ctx, &discordgo.MessageSend{Content: resolvedText(*d, at)})
 	}
 	delete(f.state.Cards, d.ConfirmationID)
 	f.save(ctx)
 }
 
-func resolvedText(d switchboard.ConfirmationResolvedData) string {
+// resolvedCard is the edit that decides a card posted before a restart,
+// whose request is not known now: its embed as Discord holds it, decided
+// (redecided); a card that cannot be read loses its embed for a line that
+// says what was decided.
+func (f *follow) resolvedCard(ctx context.Context, msgID string, d switchboard.ConfirmationResolvedData, at time.Time) *discordgo.MessageEdit {
+	none := []discordgo.MessageComponent{}
+	m, err := f.l.dg.ChannelMessage(f.b.Address, msgID, discordgo.WithContext(ctx))
+	if err == nil && len(m.Embeds) > 0 {
+		embeds := []*discordgo.MessageEmbed{redecided(m.Embeds[0], d, d.By, at)}
+		return &discordgo.MessageEdit{Embeds: &embeds, Components: &none, AllowedMentions: mentionsNone()}
+	}
+	if err != nil {
+		f.l.log.Warn("discord: read an approval card", "place", f.b.Address, "err", err)
+	}
+	text, noEmbeds := resolvedText(d, at), []*discordgo.MessageEmbed{}
+	return &discordgo.MessageEdit{Content: &text, Embeds: &noEmbeds, Components: &none, AllowedMentions: mentionsNone()}
+}
+
+// resolvedText says what was decided, by whom and when (in the reader's
+// time zone; a zero at is left out), where there is no card to edit.
+func resolvedText(d switchboard.ConfirmationResolvedData, at time.Time) string {
 	by := mdEscape(d.By)
 	if d.Channel != "" {
 		by += " · " + mdEscape(switchboard.ChannelName(d.Channel))
 	}
+	var line string
 	switch why := d.Why(); { // never by By: a person may be called "Expired"
 	case why == switchboard.ReasonCancelled && d.Reason != "" && d.By != "": // By is who stopped the turn
-		return "-# The tool call was cancelled by " + by + "."
+		line = "-# The tool call was cancelled by " + by
 	case why != "":
-		return "-# The tool call was " + why + "."
+		line = "-# The tool call was " + why
 	case d.Approved && d.Scope == switchboard.ScopeSession:
-		return "-# Always allowed by " + by + "."
+		line = "-# Always allowed by " + by
 	case d.Approved:
-		return "-# Approved by " + by + "."
+		line = "-# Approved by " + by
+	default:
+		line = "-# Denied by " + by
 	}
-	return "-# Denied by " + by + "."
+	if !at.IsZero() {
+		line += fmt.Sprintf(" · <t:%d:f>", at.Unix())
+	}
+	return line + "."
 }
 
 // notice shows an error: one meant for one person to them alone; a
@@ -452,7 +505,17 @@ func (f *follow) notice(ctx context.Context, ev switchboard.Event, d *switchboar
 	if d.For != "" && ev.Seq == 0 {
 		return // someone else's, in another channel
 	}
-	f.send(ctx, &discordgo.MessageSend{Content: errorLine(*d)})
+	var lines []string
+	if ev.Seq > 0 {
+		lines = f.takeTools() // it ends the turn's tools
+	}
+	if len(lines) == 0 {
+		f.send(ctx, &discordgo.MessageSend{Content: errorLine(*d)})
+		return
+	}
+	foot := toolsText(lines)
+	f.send(ctx, &discordgo.MessageSend{Content: truncateDiscord(errorLine(*d), contentLimit-utf8.RuneCountInString(foot)-1) + "\n" + foot})
+	f.save(ctx)
 }
 
 // noticeText is a notice for one person as Discord shows it: the

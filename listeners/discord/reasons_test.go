@@ -2,6 +2,7 @@ package discord
 
 import (
 	"testing"
+	"time"
 
 	"github.com/switchboard-gw/switchboard"
 )
@@ -22,8 +23,14 @@ func TestResolvedTextByReason(t *testing.T) {
 		{switchboard.ConfirmationResolvedData{By: "cancelled", Channel: "web"}, "-# Denied by cancelled · Web."},
 		{switchboard.ConfirmationResolvedData{Approved: true, By: "expired", Channel: "slack"}, "-# Approved by expired · Slack."},
 	} {
-		if got := resolvedText(tt.res); got != tt.want {
+		if got := resolvedText(tt.res, time.Time{}); got != tt.want {
 			t.Errorf("resolvedText(%+v) = %q, want %q", tt.res, got, tt.want)
 		}
+	}
+	// With its time, in each reader's own time zone.
+	at := time.Date(2025, 1, 2, 14, 5, 0, 0, time.UTC)
+	res := switchboard.ConfirmationResolvedData{Approved: true, By: "Carol", Channel: "slack"}
+	if got, want := resolvedText(res, at), "-# Approved by Carol · Slack · <t:1735826700:f>."; got != want {
+		t.Errorf("resolvedText = %q, want %q", got, want)
 	}
 }

@@ -72,7 +72,6 @@ const (
 	cardMaxButtons    = 100 // buttons of a card shown (20 rows)
 	cardMaxOptions    = 250 // options of a card's select shown (10 selects)
 	cardMaxTextEmbeds = 6   // embeds of a card's text: about 24,000 characters
-	lineMax           = 200 // a tool call's or result's line
 )
 
 // Embed colours.
@@ -472,12 +471,17 @@ func approvalMessage(req switchboard.ConfirmationRequestData) *discordgo.Message
 }
 
 // approvalEmbed is an approval's embed, leaving reserve characters of its
-// description free; pending adds when it expires.
+// description free. A pending one asks ("Approve `tool`?"), says when it
+// expires and warns; a decided one only names the call, its decision said
+// after it (resolvedEdit).
 func approvalEmbed(req switchboard.ConfirmationRequestData, reserve int, pending bool) *discordgo.MessageEmbed {
 	e := &discordgo.MessageEmbed{
 		Type:  discordgo.EmbedTypeRich,
 		Title: "Approve `" + codeName(req.ToolName, limEmbedTitle-12) + "`?",
 		Color: colorPending,
+	}
+	if !pending {
+		e.Title = decidedTitle + "`" + codeName(req.ToolName, limEmbedTitle-12) + "`"
 	}
 	var tail string
 	if pending && !req.ExpiresAt.IsZero() {
@@ -492,7 +496,7 @@ func approvalEmbed(req switchboard.ConfirmationRequestData, reserve int, pending
 		parts = append(parts, tail)
 	}
 	e.Description = strings.Join(parts, "\n")
-	if w := strings.TrimSpace(req.SecurityWarning); w != "" {
+	if w := strings.TrimSpace(req.SecurityWarning); w != "" && pending {
 		e.Fields = []*discordgo.MessageEmbedField{{
 			Name:  "⚠️ Security warning",
 			Value: clipRunes(mdEscape(w), limFieldValue),
@@ -544,13 +548,15 @@ func prettyArgs(args json.RawMessage) string {
 var userMentionRe = regexp.MustCompile(`^<@!?[0-9]{1,25}>$`)
 
 // resolvedEdit turns an answered approval's message into its record: the
-// same embed, coloured for the answer, without its buttons (an empty list,
-// so that Discord removes them), and a line saying who answered and when,
-// "Approved by <@123> · <t:1735826700:t>", or that it expired or was
-// cancelled. byMention is how to show who answered: a <@id> mention is
-// used as it is (mentions in embeds never ping), anything else as a name;
-// without it res.By is shown. A zero at is left out. The caller sets the
-// edit's ID and Channel.
+// embed without its question, expiry and warning ("Tool call `name`" and
+// the arguments), coloured for the answer, without its buttons (an empty
+// list, so that Discord removes them), and a line saying who answered,
+// from where and when, "Approved by <@123> · Slack · <t:1735826700:f>"
+// (Discord shows the time in each reader's own time zone), or that it
+// expired or was cancelled, and when. byMention is how to show who
+// answered: a <@id> mention is used as it is (mentions in embeds never
+// ping), anything else as a name; without it res.By is shown. A zero at is
+// left out. The caller sets the edit's ID and Channel.
 func resolvedEdit(req switchboard.ConfirmationRequestData, res switchboard.ConfirmationResolvedData, byMention string, at time.Time) *discordgo.MessageEdit {
 	status, color := resolvedStatus(res, byMention, at)
 	e := approvalEmbed(req, utf8.RuneCountInString(status)+2, false)
@@ -601,9 +607,37 @@ func resolvedStatus(res switchboard.ConfirmationResolvedData, byMention string, 
 		}
 	}
 	if !at.IsZero() {
-		status += fmt.Sprintf(" · <t:%d:t>", at.Unix())
+		status += fmt.Sprintf(" · <t:%d:f>", at.Unix())
 	}
 	return status, color
+}
+
+// decidedTitle begins a decided approval's title, before the tool's name.
+const decidedTitle = "Tool call "
+
+// redecided is the embed of an approval card posted before a restart, as
+// Discord holds it, decided as resolvedEdit decides one: its question
+// becomes the call's name, its expiry and warning go, the status ends it.
+func redecided(old *discordgo.MessageEmbed, res switchboard.ConfirmationResolvedData, byMention string, at time.Time) *discordgo.MessageEmbed {
+	status, color := resolvedStatus(res, byMention, at)
+	e := &discordgo.MessageEmbed{Type: discordgo.EmbedTypeRich, Color: color, Title: old.Title}
+	if name, ok := strings.CutPrefix(old.Title, "Approve "); ok {
+		e.Title = decidedTitle + strings.TrimSuffix(name, "?")
+	}
+	desc := old.Description
+	if i := strings.LastIndex(desc, "Expires <t:"); i >= 0 && !strings.Contains(desc[i:], "\n") {
+		desc = strings.TrimRight(desc[:i], "\n")
+	}
+	room := limEmbedDescription - utf8.RuneCountInString(status) - 2
+	if utf8.RuneCountInString(desc) > room {
+		desc = truncateDiscord(desc, room)
+	}
+	if desc == "" {
+		e.Description = status
+	} else {
+		e.Description = desc + "\n\n" + status
+	}
+	return e
 }
 
 // formModal is a card's form as a modal (the data of an interaction
@@ -727,43 +761,6 @@ func formValues(form switchboard.UIForm, data discordgo.ModalSubmitInteractionDa
 	walk(data.Components)
 	b, _ := json.Marshal(out) // a map of strings always encodes
 	return string(b)
-}
-
-// toolCallLine is one compact subtext line announcing a tool call:
-// -# → `current_time` {"timezone":"Europe/Berlin"}.
-func toolCallLine(call switchboard.ToolCallData) string {
-	line := "-# → `" + codeName(call.Name, 64) + "`"
-	if args := compactArgs(call.Args); args != "" {
-		line += " " + mdEscape(clipRunes(args, lineMax-utf8.RuneCountInString(line)-1))
-	}
-	return line
-}
-
-// toolResultLine is one compact subtext line reporting a tool's result:
-// "-# ← current_time: preview" or "-# ✗ current_time failed: preview".
-func toolResultLine(res switchboard.ToolResponseData) string {
-	name := clipRunes(toolName(res.Name), 64)
-	line := "-# ← " + mdEscape(name)
-	if res.IsError {
-		line = "-# ✗ " + mdEscape(name) + " failed"
-	}
-	if p := squashSpace(res.ContentPreview); p != "" {
-		line += ": " + mdEscape(clipRunes(p, lineMax-utf8.RuneCountInString(line)-2))
-	}
-	return line
-}
-
-// compactArgs is JSON arguments on one line; null and {} give "".
-func compactArgs(args json.RawMessage) string {
-	args = bytes.TrimSpace(args)
-	var b bytes.Buffer
-	if err := json.Compact(&b, args); err != nil {
-		return squashSpace(string(args))
-	}
-	if s := b.String(); s != "null" && s != "{}" {
-		return s
-	}
-	return ""
 }
 
 // errorLine is a user-facing error as a message's content.

@@ -744,7 +744,8 @@ func TestApprovalMessage(t *testing.T) {
 }
 
 func TestResolvedEdit(t *testing.T) {
-	req := switchboard.ConfirmationRequestData{ConfirmationID: "conf_1", ToolName: "current_time", Args: json.RawMessage(`{"timezone":"Europe/Berlin"}`), ExpiresAt: time.Unix(1700000000, 0)}
+	req := switchboard.ConfirmationRequestData{ConfirmationID: "conf_1", ToolName: "current_time", Args: json.RawMessage(`{"timezone":"Europe/Berlin"}`),
+		ExpiresAt: time.Unix(1700000000, 0), SecurityWarning: "Reads the clock."}
 	at := time.Date(2025, 1, 2, 14, 5, 0, 0, time.UTC)
 	const args = "```json\n{\n  \"timezone\": \"Europe/Berlin\"\n}\n```\n\n"
 	tests := []struct {
@@ -755,26 +756,26 @@ func TestResolvedEdit(t *testing.T) {
 		want    string
 		color   int
 	}{
-		{"approved", switchboard.ConfirmationResolvedData{Approved: true, By: "Ann"}, "<@123>", at, "✅ Approved by <@123> · <t:1735826700:t>", colorApproved},
-		{"nickname mention", switchboard.ConfirmationResolvedData{Approved: true, By: "Ann"}, "<@!123>", at, "✅ Approved by <@!123> · <t:1735826700:t>", colorApproved},
-		{"denied", switchboard.ConfirmationResolvedData{By: "Ann"}, "<@123>", at, "❌ Denied by <@123> · <t:1735826700:t>", colorDenied},
-		{"always", switchboard.ConfirmationResolvedData{Approved: true, By: "Ann", Scope: switchboard.ScopeSession}, "<@123>", at, "✅ Always allowed by <@123> · <t:1735826700:t>", colorApproved},
-		{"no mention", switchboard.ConfirmationResolvedData{Approved: true, By: "Ann *the* admin"}, "", at, `✅ Approved by Ann \*the\* admin · <t:1735826700:t>`, colorApproved},
-		{"name as mention", switchboard.ConfirmationResolvedData{Approved: true, By: "x"}, "Ann <@&1>", at, `✅ Approved by Ann \<@&1\> · <t:1735826700:t>`, colorApproved},
-		{"mass mention name", switchboard.ConfirmationResolvedData{By: "@everyone"}, "@everyone", at, "❌ Denied by @\u200beveryone · <t:1735826700:t>", colorDenied},
+		{"approved", switchboard.ConfirmationResolvedData{Approved: true, By: "Ann"}, "<@123>", at, "✅ Approved by <@123> · <t:1735826700:f>", colorApproved},
+		{"nickname mention", switchboard.ConfirmationResolvedData{Approved: true, By: "Ann"}, "<@!123>", at, "✅ Approved by <@!123> · <t:1735826700:f>", colorApproved},
+		{"denied", switchboard.ConfirmationResolvedData{By: "Ann"}, "<@123>", at, "❌ Denied by <@123> · <t:1735826700:f>", colorDenied},
+		{"always", switchboard.ConfirmationResolvedData{Approved: true, By: "Ann", Scope: switchboard.ScopeSession}, "<@123>", at, "✅ Always allowed by <@123> · <t:1735826700:f>", colorApproved},
+		{"no mention", switchboard.ConfirmationResolvedData{Approved: true, By: "Ann *the* admin"}, "", at, `✅ Approved by Ann \*the\* admin · <t:1735826700:f>`, colorApproved},
+		{"name as mention", switchboard.ConfirmationResolvedData{Approved: true, By: "x"}, "Ann <@&1>", at, `✅ Approved by Ann \<@&1\> · <t:1735826700:f>`, colorApproved},
+		{"mass mention name", switchboard.ConfirmationResolvedData{By: "@everyone"}, "@everyone", at, "❌ Denied by @\u200beveryone · <t:1735826700:f>", colorDenied},
 		{"no time", switchboard.ConfirmationResolvedData{Approved: true, By: "Ann"}, "<@123>", time.Time{}, "✅ Approved by <@123>", colorApproved},
-		{"from slack", switchboard.ConfirmationResolvedData{Approved: true, By: "Carol", Channel: "slack"}, "", at, "✅ Approved by Carol · Slack · <t:1735826700:t>", colorApproved},
-		{"denied in discord", switchboard.ConfirmationResolvedData{By: "Dan", Channel: "discord"}, "<@123>", at, "❌ Denied by <@123> · Discord · <t:1735826700:t>", colorDenied},
+		{"from slack", switchboard.ConfirmationResolvedData{Approved: true, By: "Carol", Channel: "slack"}, "", at, "✅ Approved by Carol · Slack · <t:1735826700:f>", colorApproved},
+		{"denied in discord", switchboard.ConfirmationResolvedData{By: "Dan", Channel: "discord"}, "<@123>", at, "❌ Denied by <@123> · Discord · <t:1735826700:f>", colorDenied},
 		{"an unknown channel", switchboard.ConfirmationResolvedData{Approved: true, By: "Eve", Channel: "irc_*"}, "", time.Time{}, `✅ Approved by Eve · irc\_\*`, colorApproved},
-		{"expired", switchboard.ConfirmationResolvedData{By: "expired", Reason: switchboard.ReasonExpired}, "", at, "⌛ Expired · <t:1735826700:t>", colorClosed},
+		{"expired", switchboard.ConfirmationResolvedData{By: "expired", Reason: switchboard.ReasonExpired}, "", at, "⌛ Expired · <t:1735826700:f>", colorClosed},
 		{"cancelled", switchboard.ConfirmationResolvedData{By: "Ann", Reason: switchboard.ReasonCancelled}, "<@123>", time.Time{}, "🚫 Cancelled by <@123>", colorClosed},
 		// Stored before reasons: by alone said it, without a channel.
-		{"expired, stored before reasons", switchboard.ConfirmationResolvedData{By: "expired"}, "", at, "⌛ Expired · <t:1735826700:t>", colorClosed},
+		{"expired, stored before reasons", switchboard.ConfirmationResolvedData{By: "expired"}, "", at, "⌛ Expired · <t:1735826700:f>", colorClosed},
 		{"cancelled, stored before reasons", switchboard.ConfirmationResolvedData{By: "cancelled"}, "", time.Time{}, "🚫 Cancelled", colorClosed},
 		// People called so answer as people: the reason says, never the name.
-		{"denied by a person called Expired", switchboard.ConfirmationResolvedData{By: "Expired", Channel: "discord"}, "", at, "❌ Denied by Expired · Discord · <t:1735826700:t>", colorDenied},
-		{"denied by a person called expired", switchboard.ConfirmationResolvedData{By: "expired", Channel: "slack"}, "", at, "❌ Denied by expired · Slack · <t:1735826700:t>", colorDenied},
-		{"denied by a person called Cancelled, by mention", switchboard.ConfirmationResolvedData{By: "Cancelled", Channel: "discord"}, "<@123>", at, "❌ Denied by <@123> · Discord · <t:1735826700:t>", colorDenied},
+		{"denied by a person called Expired", switchboard.ConfirmationResolvedData{By: "Expired", Channel: "discord"}, "", at, "❌ Denied by Expired · Discord · <t:1735826700:f>", colorDenied},
+		{"denied by a person called expired", switchboard.ConfirmationResolvedData{By: "expired", Channel: "slack"}, "", at, "❌ Denied by expired · Slack · <t:1735826700:f>", colorDenied},
+		{"denied by a person called Cancelled, by mention", switchboard.ConfirmationResolvedData{By: "Cancelled", Channel: "discord"}, "<@123>", at, "❌ Denied by <@123> · Discord · <t:1735826700:f>", colorDenied},
 		{"approved by a person called cancelled", switchboard.ConfirmationResolvedData{Approved: true, By: "cancelled", Channel: "web"}, "", time.Time{}, "✅ Approved by cancelled · Web", colorApproved},
 	}
 	for _, tt := range tests {
@@ -794,8 +795,19 @@ func TestResolvedEdit(t *testing.T) {
 			if got := jsonAt(v, "embeds", "0", "color"); got != float64(tt.color) {
 				t.Errorf("color %v, want %d", got, tt.color)
 			}
-			if got := jsonAt(v, "embeds", "0", "title"); got != "Approve `current_time`?" {
+			// The question, its expiry and its warning are gone.
+			if got := jsonAt(v, "embeds", "0", "title"); got != "Tool call `current_time`" {
 				t.Errorf("title %v", got)
+			}
+			if got := jsonAt(v, "embeds", "0", "fields"); got != nil {
+				t.Errorf("fields %v", got)
+			}
+			// The same decision on the card as Discord holds it after a
+			// restart, its request unknown.
+			held := approvalMessage(req).Embeds[0]
+			re := redecided(held, tt.res, tt.mention, tt.at)
+			if re.Title != "Tool call `current_time`" || re.Description != args+tt.want || re.Color != tt.color || len(re.Fields) != 0 {
+				t.Errorf("redecided %+v", re)
 			}
 		})
 	}
@@ -804,7 +816,7 @@ func TestResolvedEdit(t *testing.T) {
 	args10k, _ := json.Marshal(map[string]string{"s": strings.Repeat("a\n", 5000)})
 	e := resolvedEdit(switchboard.ConfirmationRequestData{ConfirmationID: "c", Args: args10k}, switchboard.ConfirmationResolvedData{Approved: true, By: strings.Repeat("N", 500)}, "", at)
 	v := rtCheckEdit(t, e)
-	if d := jsonAt(v, "embeds", "0", "description").(string); !strings.HasSuffix(d, "· <t:1735826700:t>") || !strings.Contains(d, "Arguments cut") {
+	if d := jsonAt(v, "embeds", "0", "description").(string); !strings.HasSuffix(d, "· <t:1735826700:f>") || !strings.Contains(d, "Arguments cut") {
 		t.Errorf("description ends %q", d[len(d)-200:])
 	}
 }
@@ -900,40 +912,61 @@ func TestFormValues(t *testing.T) {
 	}
 }
 
+// A tool call is one short subtext line, its result never shown; lines
+// beyond a handful are counted; a reply's last piece ends in them, split
+// again where they would not fit.
 func TestToolLines(t *testing.T) {
-	tests := []struct {
-		name, got, want string
+	for _, tt := range []struct {
+		name   string
+		failed bool
+		took   time.Duration
+		want   string
 	}{
-		{"call", toolCallLine(switchboard.ToolCallData{ID: "c1", Name: "current_time", Args: json.RawMessage(`{ "timezone" : "Europe/Berlin" }`)}),
-			"-# → `current_time` {\"timezone\":\"Europe/Berlin\"}"},
-		{"call no args", toolCallLine(switchboard.ToolCallData{Name: "now", Args: json.RawMessage(`{}`)}), "-# → `now`"},
-		{"call markup", toolCallLine(switchboard.ToolCallData{Name: "grep", Args: json.RawMessage(`{"q":"*a* <@1> @here"}`)}),
-			"-# → `grep` {\"q\":\"\\*a\\* \\<@1\\> @\u200bhere\"}"},
-		{"call raw", toolCallLine(switchboard.ToolCallData{Name: "gr`ep", Args: json.RawMessage("not\njson")}), "-# → `gr'ep` not json"},
-		{"call no name", toolCallLine(switchboard.ToolCallData{}), "-# → `tool`"},
-		{"result", toolResultLine(switchboard.ToolResponseData{Name: "current_time", ContentPreview: "2025-01-02\n14:05  CET"}),
-			"-# ← current\\_time: 2025-01-02 14:05 CET"},
-		{"result empty", toolResultLine(switchboard.ToolResponseData{Name: "noop"}), "-# ← noop"},
-		{"failure", toolResultLine(switchboard.ToolResponseData{Name: "lookup", ContentPreview: "unknown zone <x>", IsError: true}),
-			"-# ✗ lookup failed: unknown zone \\<x\\>"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if tt.got != tt.want {
-				t.Errorf("line %q, want %q", tt.got, tt.want)
-			}
-			rtCheckSend(t, &discordgo.MessageSend{Content: tt.got, AllowedMentions: mentionsNone()})
-		})
+		{"current_time", false, 230 * time.Millisecond, "-# used current\\_time · 0.2 s"},
+		{"now", false, 0, "-# used now · \\<0.1 s"},
+		{"lookup", true, 1500 * time.Millisecond, "-# lookup failed · 1.5 s"},
+		{"slow", false, 42 * time.Second, "-# used slow · 42 s"},
+		{"slower", false, 125 * time.Second, "-# used slower · 2 min 5 s"},
+		{"*a* <@1> @here", false, time.Second, "-# used \\*a\\* \\<@1\\> @\u200bhere · 1.0 s"},
+		{"", false, time.Second, "-# used tool · 1.0 s"},
+	} {
+		got := toolLine(tt.name, tt.failed, tt.took)
+		if got != tt.want {
+			t.Errorf("toolLine(%q, %v, %s) = %q, want %q", tt.name, tt.failed, tt.took, got, tt.want)
+		}
+		rtCheckSend(t, &discordgo.MessageSend{Content: got, AllowedMentions: mentionsNone()})
 	}
 
-	// Long arguments and previews are cut to one line of about 200.
-	for _, line := range []string{
-		toolCallLine(switchboard.ToolCallData{Name: "write", Args: json.RawMessage(`{"s":"` + strings.Repeat("a b ", 2000) + `"}`)}),
-		toolResultLine(switchboard.ToolResponseData{Name: "read", ContentPreview: strings.Repeat("x y\n", 2000)}),
-	} {
-		if n := utf8.RuneCountInString(line); n > lineMax || !strings.HasSuffix(line, "…") || strings.Contains(line, "\n") {
-			t.Errorf("line of %d characters: %.80q", n, line)
+	var many []string
+	for i := range 20 {
+		many = append(many, toolLine(fmt.Sprintf("t%d", i), false, time.Second))
+	}
+	if lines := strings.Split(toolsText(many), "\n"); len(lines) != toolLinesShown || lines[len(lines)-1] != "-# and 13 more tool calls" {
+		t.Errorf("20 calls shown as %q", lines)
+	}
+
+	// The last piece takes the lines; where they would not fit, it is
+	// split again, every piece within a message's content.
+	text := strings.Repeat("word ", 1190) // three pieces, the last too long for the lines
+	pieces := withTools(splitDiscord(text, contentLimit), many)
+	if len(pieces) != 4 || !strings.HasSuffix(pieces[len(pieces)-1], "\n"+toolsText(many)) {
+		t.Fatalf("%d pieces, the last %q", len(pieces), pieces[len(pieces)-1])
+	}
+	got := ""
+	for i, p := range pieces {
+		if n := utf8.RuneCountInString(p); n > contentLimit {
+			t.Errorf("piece %d of %d characters", i, n)
 		}
+		if i < len(pieces)-1 && strings.Contains(p, "-# used") {
+			t.Errorf("piece %d shows tool lines", i)
+		}
+		got += strings.TrimSuffix(p, "\n"+toolsText(many)) + " "
+	}
+	if strings.Join(strings.Fields(got), " ") != strings.TrimSpace(text) {
+		t.Errorf("the text changed")
+	}
+	if p := withTools([]string{"Short."}, many[:1]); len(p) != 1 || p[0] != "Short.\n-# used t0 · 1.0 s" {
+		t.Errorf("short reply %q", p)
 	}
 }
 

@@ -5,7 +5,8 @@ package slack
 // attaches from how far the place was rendered, streams replies by editing
 // a message at most once per UpdateInterval, continues a long answer in the
 // next message, turns approval requests into cards with buttons and
-// updates them when answered anywhere.
+// updates them when answered anywhere, and folds the tool calls into the
+// reply that follows them as one short line each (toolnotes.go).
 
 import (
 	"bytes"
@@ -77,6 +78,9 @@ type follow struct {
 	settled, recorded int64
 	reply             *streamed
 	cards             map[string]card // open approval cards by confirmation id
+	// tools are the tool calls whose lines are not shown yet, or shown
+	// by the reply under way (toolnotes.go).
+	tools []toolNote
 
 	// What is being posted, for the message's metadata (see shown).
 	cur      int64
@@ -131,9 +135,18 @@ type streamed struct {
 	// whole: the reply is in the thread already, complete (a replay after
 	// a restart): nothing to show.
 	whole bool
+	// tools are the lines of the tool calls it shows at its end; plain:
+	// Slack refused them in blocks, the reply is edited as text alone.
+	tools []string
+	plain bool
 }
 
-type postedPiece struct{ ts, text string }
+// postedPiece is a message of a reply: its ts, its text, and whether it
+// ends in the reply's tool lines (the last piece does).
+type postedPiece struct {
+	ts, text string
+	tools    bool
+}
 
 func (f *follow) run() {
 	ctx := f.l.ctx
@@ -153,7 +166,7 @@ func (f *follow) run() {
 		f.again = false
 		if f.next.SessionID != f.b.SessionID {
 			f.b, f.rendered, f.reply, f.cards = f.next, f.next.RenderedSeq, nil, nil
-			f.settled, f.recorded = 0, 0
+			f.settled, f.recorded, f.tools = 0, 0, nil
 		}
 		f.l.followMu.Unlock()
 	}
@@ -222,16 +235,47 @@ func (f *follow) render(ctx context.Context, ev switchboard.Event) {
 	}
 	done := true // a point a restart may resume after
 	f.cur = ev.Seq
+	if ev.Seq > 0 {
+		f.noteTool(p, ev.Time) // shown or replayed: the same lines
+	}
+	adopted := false
 	if ev.Seq > 0 && ev.Seq <= f.replayTo && f.shown != nil {
 		if ts, ok := f.shown.seqs[ev.Seq]; ok {
 			// Posted before a restart: adopt it rather than post it again.
-			if req, isReq := p.(*switchboard.ConfirmationRequestData); isReq {
-				f.cards[req.ConfirmationID] = card{ts: ts, req: *req}
+			adopted = true
+			switch d := p.(type) {
+			case *switchboard.ConfirmationRequestData:
+				f.cards[d.ConfirmationID] = card{ts: ts, req: *d}
+			case *switchboard.ErrorData:
+				f.takeTools() // it showed them
+			case *switchboard.StateData:
+				if d.State == switchboard.StateIdle {
+					f.takeTools() // the turn's last lines, shown (endTools)
+					f.forgetTools()
+				}
 			}
-			f.rendered = ev.Seq
-			return
 		}
 	}
+	if !adopted {
+		done = f.show(ctx, ev, p)
+	}
+	if ev.Seq > 0 {
+		f.rendered = ev.Seq
+		// Not past a tool call whose line is not shown yet: a restart
+		// replays it (toolnotes.go).
+		if done && f.reply == nil && len(f.tools) == 0 {
+			f.settled = ev.Seq
+		}
+		// A turn's end, or a wait for a person: a point to record now.
+		if st, ok := p.(*switchboard.StateData); ok && st.State != switchboard.StateThinking && st.State != switchboard.StateExecutingTool {
+			f.record(ctx)
+		}
+	}
+}
+
+// show renders an event the place does not hold yet. It reports whether a
+// restart may resume after it (not in the middle of a reply).
+func (f *follow) show(ctx context.Context, ev switchboard.Event, p any) bool {
 	switch d := p.(type) {
 	case *switchboard.DeltaData:
 		if f.reply == nil || f.reply.id != d.MessageID {
@@ -243,13 +287,11 @@ func (f *follow) render(ctx context.Context, ev switchboard.Event) {
 		if time.Since(f.reply.lastOut) >= f.l.cfg.UpdateInterval {
 			f.flush(ctx, false)
 		}
-		done = false
+		return false
 	case *switchboard.MessageData:
 		f.message(ctx, d)
-	case *switchboard.ToolCallData:
-		f.post(ctx, "→ "+d.Name, []slackapi.Block{toolCallContext(*d)})
-	case *switchboard.ToolResponseData:
-		f.post(ctx, "← "+d.Name, []slackapi.Block{toolResultContext(*d)})
+	case *switchboard.ToolCallData, *switchboard.ToolResponseData:
+		// Shown as a line of the next reply (noteTool), never alone.
 	case *switchboard.ConfirmationRequestData:
 		text, blocks := approvalBlocks(*d, "")
 		f.curCard = d
@@ -272,20 +314,24 @@ func (f *follow) render(ctx context.Context, ev switchboard.Event) {
 		f.notice(ctx, ev, d)
 	case *switchboard.StateData:
 		f.status(ctx, d)
-		done = f.reply == nil
+		if d.State == switchboard.StateIdle && ev.Seq > 0 {
+			f.endTools(ctx)
+		}
+		return f.reply == nil
 	default:
-		done = f.reply == nil // state, usage: nothing to show
+		return f.reply == nil // usage: nothing to show
 	}
-	if ev.Seq > 0 {
-		f.rendered = ev.Seq
-		if done && f.reply == nil {
-			f.settled = ev.Seq
-		}
-		// A turn's end, or a wait for a person: a point to record now.
-		if st, ok := p.(*switchboard.StateData); ok && st.State != switchboard.StateThinking && st.State != switchboard.StateExecutingTool {
-			f.record(ctx)
-		}
+	return true
+}
+
+// endTools shows, as the turn ends, the lines no reply or notice showed
+// (a turn that ended without a word after its tools), in one small
+// message; calls that never answered are forgotten.
+func (f *follow) endTools(ctx context.Context) {
+	if lines := f.takeTools(); len(lines) > 0 {
+		f.post(ctx, toolsText(lines), []slackapi.Block{toolsContext(lines)})
 	}
+	f.forgetTools()
 }
 
 // unfollowAfter stops showing a place's session once its events through
@@ -373,42 +419,79 @@ func (f *follow) flush(ctx context.Context, force bool) {
 	}
 	pieces := splitMrkdwn(toMrkdwn(r.text.String()), pieceLimit)
 	for i, text := range pieces {
+		// The last piece ends in the reply's tool lines.
+		withTools := len(r.tools) > 0 && !r.plain && i == len(pieces)-1
 		if i < len(r.posted) {
-			if r.posted[i].text == text {
+			if r.posted[i].text == text && r.posted[i].tools == withTools {
 				continue
 			}
-			if err := f.l.retry(ctx, func() error {
-				_, _, _, err := f.l.api.UpdateMessageContext(ctx, f.at.channel, r.posted[i].ts, slackapi.MsgOptionText(text, false))
-				return err
-			}); err != nil {
+			update := func(withTools bool) error {
+				return f.l.retry(ctx, func() error {
+					_, _, _, err := f.l.api.UpdateMessageContext(ctx, f.at.channel, r.posted[i].ts, r.pieceOptions(text, withTools, r.posted[i].tools)...)
+					return err
+				})
+			}
+			err := update(withTools)
+			if err != nil && withTools && isRefusedPayload(err) {
+				f.l.log.Warn("slack: a reply's tool lines refused, edited as text", "place", f.b.Address, "err", err)
+				r.plain, withTools = true, false
+				err = update(false)
+			}
+			if err != nil {
 				f.l.log.Warn("slack: update a reply", "place", f.b.Address, "err", err)
 				continue
 			}
-			r.posted[i].text = text
+			r.posted[i].text, r.posted[i].tools = text, withTools
 			continue
 		}
 		ts := ""
 		if f.shown != nil && i < len(f.shown.pieces[r.id]) && f.shown.pieces[r.id][i] != "" {
 			ts = f.shown.pieces[r.id][i] // posted before a restart
-			if err := f.l.retry(ctx, func() error {
-				_, _, _, err := f.l.api.UpdateMessageContext(ctx, f.at.channel, ts, slackapi.MsgOptionText(text, false))
-				return err
-			}); err != nil {
+			update := func(withTools bool) error {
+				return f.l.retry(ctx, func() error {
+					_, _, _, err := f.l.api.UpdateMessageContext(ctx, f.at.channel, ts, r.pieceOptions(text, withTools, true)...)
+					return err
+				})
+			}
+			err := update(withTools)
+			if err != nil && withTools && isRefusedPayload(err) {
+				r.plain, withTools = true, false
+				err = update(false)
+			}
+			if err != nil {
 				ts = ""
 			}
 		}
 		if ts == "" {
+			var blocks []slackapi.Block
+			if withTools {
+				blocks = replyBlocks(text, r.tools)
+			}
 			f.curReply, f.curPiece = r.id, i
-			ts = f.post(ctx, text, nil)
+			ts = f.post(ctx, text, blocks)
 			f.curReply = ""
 		}
 		if ts == "" {
 			break // shown at the next flush
 		}
-		r.posted = append(r.posted, postedPiece{ts: ts, text: text})
+		r.posted = append(r.posted, postedPiece{ts: ts, text: text, tools: withTools})
 	}
 	r.dirty = len(r.posted) < len(pieces)
 	r.lastOut = time.Now()
+}
+
+// pieceOptions is how a piece of the reply is edited: its text, and in
+// blocks with the reply's tool lines at its end when it shows them; the
+// blocks it had are removed when it no longer does.
+func (r *streamed) pieceOptions(text string, withTools, had bool) []slackapi.MsgOption {
+	opts := []slackapi.MsgOption{slackapi.MsgOptionText(text, false)}
+	switch {
+	case withTools:
+		opts = append(opts, slackapi.MsgOptionBlocks(replyBlocks(text, r.tools)...))
+	case had:
+		opts = append(opts, slackapi.MsgOptionBlocks()) // "[]": none
+	}
+	return opts
 }
 
 // maxUpload is the largest inline image uploaded into a thread.
@@ -481,7 +564,7 @@ func (f *follow) status(ctx context.Context, d *switchboard.StateData) {
 // newReply starts showing a reply, unless the thread holds it whole
 // already (replayed after a restart).
 func (f *follow) newReply(id string) *streamed {
-	r := &streamed{id: id}
+	r := &streamed{id: id, tools: f.toolsFor(id)}
 	if f.shown != nil {
 		r.whole = f.shown.whole[id]
 		// Posted in part before: go on editing those messages.
@@ -490,7 +573,7 @@ func (f *follow) newReply(id string) *streamed {
 	return r
 }
 
-// resolved turns an approval card into who decided and when.
+// resolved turns an approval card into what was decided, by whom and when.
 func (f *follow) resolved(ctx context.Context, d *switchboard.ConfirmationResolvedData, at time.Time) {
 	c, ok := f.cards[d.ConfirmationID]
 	if !ok {
@@ -499,7 +582,7 @@ func (f *follow) resolved(ctx context.Context, d *switchboard.ConfirmationResolv
 			f.shown = f.loadShown(ctx)
 		}
 		if c, ok = f.shown.cards[d.ConfirmationID]; !ok {
-			f.post(ctx, resolvedLine(*d), nil) // gone: say what was decided
+			f.post(ctx, resolvedLine(*d, at), nil) // gone: say what was decided
 			return
 		}
 	}
@@ -510,26 +593,34 @@ func (f *follow) resolved(ctx context.Context, d *switchboard.ConfirmationResolv
 		return err
 	}); err != nil {
 		f.l.log.Warn("slack: update an approval card", "place", f.b.Address, "err", err)
-		f.post(ctx, resolvedLine(*d), nil)
+		f.post(ctx, resolvedLine(*d, at), nil)
 	}
 }
 
-func resolvedLine(d switchboard.ConfirmationResolvedData) string {
+// resolvedLine says what was decided, by whom and when (in the reader's
+// time zone; a zero at is left out), where the card is gone.
+func resolvedLine(d switchboard.ConfirmationResolvedData, at time.Time) string {
 	by := mrkdwnEscape(d.By)
 	if d.Channel != "" {
 		by += " · " + switchboard.ChannelName(d.Channel)
 	}
+	var line string
 	switch why := d.Why(); { // never by By: a person may be called "Expired"
 	case why == switchboard.ReasonCancelled && d.Reason != "" && d.By != "": // By is who stopped the turn
-		return "The tool call was cancelled by " + by + "."
+		line = "The tool call was cancelled by " + by
 	case why != "":
-		return "The tool call was " + why + "."
+		line = "The tool call was " + why
 	case d.Approved && d.Scope == switchboard.ScopeSession:
-		return "Always allowed by " + by + "."
+		line = "Always allowed by " + by
 	case d.Approved:
-		return "Approved by " + by + "."
+		line = "Approved by " + by
+	default:
+		line = "Denied by " + by
 	}
-	return "Denied by " + by + "."
+	if !at.IsZero() {
+		line += " · " + slackDate(at)
+	}
+	return line + "."
 }
 
 // notice shows an error: one meant for one person (a command's answer,
@@ -549,7 +640,13 @@ func (f *follow) notice(ctx context.Context, ev switchboard.Event, d *switchboar
 	if d.For != "" && ev.Seq == 0 {
 		return // someone else's, in another channel
 	}
-	f.post(ctx, mrkdwnEscape(d.Message), nil)
+	var blocks []slackapi.Block
+	if ev.Seq > 0 {
+		if lines := f.takeTools(); len(lines) > 0 { // it ends the turn's tools
+			blocks = []slackapi.Block{slackapi.NewSectionBlock(mrkdwnText(truncateMrkdwn(mrkdwnEscape(d.Message), maxSectionText)), nil, nil), toolsContext(lines)}
+		}
+	}
+	f.post(ctx, mrkdwnEscape(d.Message), blocks)
 }
 
 // post posts a message in the place; a payload Slack refuses is posted

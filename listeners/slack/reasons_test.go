@@ -2,6 +2,7 @@ package slack
 
 import (
 	"testing"
+	"time"
 
 	"github.com/switchboard-gw/switchboard"
 )
@@ -22,8 +23,14 @@ func TestResolvedLineByReason(t *testing.T) {
 		{switchboard.ConfirmationResolvedData{By: "cancelled", Channel: "web"}, "Denied by cancelled · Web."},
 		{switchboard.ConfirmationResolvedData{Approved: true, By: "expired", Channel: "discord"}, "Approved by expired · Discord."},
 	} {
-		if got := resolvedLine(tt.res); got != tt.want {
+		if got := resolvedLine(tt.res, time.Time{}); got != tt.want {
 			t.Errorf("resolvedLine(%+v) = %q, want %q", tt.res, got, tt.want)
 		}
+	}
+	// With its time, in each reader's own time zone.
+	at := time.Date(2025, 1, 2, 14, 5, 0, 0, time.UTC)
+	res := switchboard.ConfirmationResolvedData{Approved: true, By: "Carol", Channel: "slack"}
+	if got, want := resolvedLine(res, at), "Approved by Carol · Slack · <!date^1735826700^{date_short_pretty} {time}|2025-01-02 14:05 UTC>."; got != want {
+		t.Errorf("resolvedLine = %q, want %q", got, want)
 	}
 }

@@ -52,12 +52,11 @@ const (
 
 // Bounds of our own, well inside Slack's.
 const (
-	maxFallbackText  = 3000 // a message's "text", shown in notifications
-	maxCardFields    = 100  // fields of a card shown (10 sections)
-	maxCardButtons   = 250  // buttons of a card shown (10 actions blocks)
-	maxCardSelects   = maxActionElements
-	maxArgsSections  = 3   // sections of an approval's arguments
-	maxContextInline = 300 // a tool call's arguments or a result's preview in its context line
+	maxFallbackText = 3000 // a message's "text", shown in notifications
+	maxCardFields   = 100  // fields of a card shown (10 sections)
+	maxCardButtons  = 250  // buttons of a card shown (10 actions blocks)
+	maxCardSelects  = maxActionElements
+	maxArgsSections = 3 // sections of an approval's arguments
 )
 
 // Kinds passed to ref; the same words as the tools package's action kinds.
@@ -360,7 +359,7 @@ func selectElements(sel switchboard.UISelect, ref func(kind, actionID, value str
 // warning, and Approve, Deny and Always allow buttons whose value is the
 // confirmation id.
 func approvalBlocks(req switchboard.ConfirmationRequestData, toolSummary string) (text string, blocks []slackapi.Block) {
-	blocks = approvalCard(req, toolSummary)
+	blocks = approvalCard(req, toolSummary, true)
 	id := req.ConfirmationID
 	blocks = append(blocks, slackapi.NewActionBlock(confirmationBlockID(id),
 		slackapi.NewButtonBlockElement(approveActionID, id, plainText("Approve", maxButtonText)).WithStyle(slackapi.StylePrimary),
@@ -390,10 +389,15 @@ func toolName(name string) string {
 	return name
 }
 
-// approvalCard is an approval without its buttons.
-func approvalCard(req switchboard.ConfirmationRequestData, toolSummary string) []slackapi.Block {
+// approvalCard is an approval without its buttons. An open one asks
+// ("Approve `tool`?") and warns; a decided one only names the call, its
+// decision said after it (resolvedBlocks).
+func approvalCard(req switchboard.ConfirmationRequestData, toolSummary string, open bool) []slackapi.Block {
 	name := strings.ReplaceAll(mrkdwnEscape(toolName(req.ToolName)), "`", "'")
 	head := "*Approve `" + name + "`?*"
+	if !open {
+		head = "*Tool call `" + name + "`*"
+	}
 	if s := strings.TrimSpace(toolSummary); s != "" {
 		head += "\n" + mrkdwnEscape(s)
 	}
@@ -414,7 +418,7 @@ func approvalCard(req switchboard.ConfirmationRequestData, toolSummary string) [
 			}
 		}
 	}
-	if w := strings.TrimSpace(req.SecurityWarning); w != "" {
+	if w := strings.TrimSpace(req.SecurityWarning); w != "" && open {
 		blocks = append(blocks, slackapi.NewSectionBlock(mrkdwnText(truncateMrkdwn("⚠ *Security warning:* "+mrkdwnEscape(w), maxSectionText)), nil, nil))
 	}
 	return blocks
@@ -435,14 +439,14 @@ func prettyArgs(args json.RawMessage) string {
 }
 
 // resolvedBlocks is an answered approval: the card without its buttons,
-// ending in who answered, from which channel when res says, and when
-// ("Approved by <@U123> · Slack · 14:05"), or
-// that it expired or was cancelled. byMention is how to show who answered:
-// a <@U…> mention is used as it is, anything else as text; without it
-// res.By is shown. at is formatted in its own location; a zero at is left
-// out.
+// its question and its warning, ending in who answered, from which channel
+// when res says, and when ("Approved by <@U123> · Slack · <!date^…>"), or
+// that it expired or was cancelled, and when. byMention is how to show who
+// answered: a <@U…> mention is used as it is, anything else as text;
+// without it res.By is shown. at is shown in each reader's own time zone
+// (slackDate); a zero at is left out.
 func resolvedBlocks(req switchboard.ConfirmationRequestData, res switchboard.ConfirmationResolvedData, byMention string, at time.Time) (text string, blocks []slackapi.Block) {
-	blocks = approvalCard(req, "")
+	blocks = approvalCard(req, "", false)
 	by := strings.TrimSpace(byMention)
 	name := squash(res.By)
 	switch {
@@ -480,9 +484,9 @@ func resolvedBlocks(req switchboard.ConfirmationRequestData, res switchboard.Con
 			status += " · " + mrkdwnEscape(switchboard.ChannelName(res.Channel))
 			plain += " · " + mrkdwnEscape(switchboard.ChannelName(res.Channel))
 		}
-		if !at.IsZero() {
-			status += " · " + at.Format("15:04")
-		}
+	}
+	if !at.IsZero() {
+		status += " · " + slackDate(at)
 	}
 	blocks = append(blocks, contextLine(status))
 	return fallback(plain+": "+mrkdwnEscape(toolName(req.ToolName)), plain), blocks
@@ -505,40 +509,11 @@ func isUserMention(s string) bool {
 	return true
 }
 
-// toolCallContext is one compact line announcing a tool call:
-// → `current_time` {"timezone":"Europe/Berlin"}.
-func toolCallContext(call switchboard.ToolCallData) slackapi.Block {
-	line := "→ `" + strings.ReplaceAll(mrkdwnEscape(toolName(call.Name)), "`", "'") + "`"
-	if args := compactArgs(call.Args); args != "" {
-		line += " " + truncateMrkdwn(mrkdwnEscape(args), maxContextInline)
-	}
-	return contextLine(line)
-}
-
-// toolResultContext is one compact line reporting a tool's result:
-// "← current_time: preview" or "✗ current_time failed: preview".
-func toolResultContext(res switchboard.ToolResponseData) slackapi.Block {
-	line := "← " + mrkdwnEscape(toolName(res.Name))
-	if res.IsError {
-		line = "✗ " + mrkdwnEscape(toolName(res.Name)) + " failed"
-	}
-	if p := squash(res.ContentPreview); p != "" {
-		line += ": " + truncateMrkdwn(mrkdwnEscape(p), maxContextInline)
-	}
-	return contextLine(line)
-}
-
-// compactArgs is JSON arguments on one line; null and {} give "".
-func compactArgs(args json.RawMessage) string {
-	args = bytes.TrimSpace(args)
-	var b bytes.Buffer
-	if err := json.Compact(&b, args); err != nil {
-		return squash(string(args))
-	}
-	if s := b.String(); s != "null" && s != "{}" {
-		return s
-	}
-	return ""
+// slackDate is a moment as Slack shows it to each reader, in their own
+// time zone ("Jan 2nd, 2025 3:05 PM", "Today 3:05 PM"); clients that
+// cannot format it show the fallback, in UTC.
+func slackDate(at time.Time) string {
+	return fmt.Sprintf("<!date^%d^{date_short_pretty} {time}|%s>", at.Unix(), at.UTC().Format("2006-01-02 15:04 UTC"))
 }
 
 // errorBlocks is a user-facing error as one section.

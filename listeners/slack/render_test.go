@@ -156,7 +156,7 @@ func (c *limitChecker) mrkdwn(ptr, s string) {
 				inner = s[i+1 : i+end]
 			}
 			if end < 0 || !(strings.HasPrefix(inner, "http://") || strings.HasPrefix(inner, "https://") ||
-				strings.HasPrefix(inner, "mailto:") || strings.HasPrefix(inner, "@U")) {
+				strings.HasPrefix(inner, "mailto:") || strings.HasPrefix(inner, "@U") || strings.HasPrefix(inner, "!date^")) {
 				c.errorf(ptr, "unescaped < at %d: %.40q", i, s[i:])
 				return
 			}
@@ -604,8 +604,11 @@ func TestApprovalBlocks(t *testing.T) {
 }
 
 func TestResolvedBlocks(t *testing.T) {
-	req := switchboard.ConfirmationRequestData{ConfirmationID: "conf_1", ToolName: "current_time", Args: json.RawMessage(`{"timezone":"Europe/Berlin"}`)}
+	req := switchboard.ConfirmationRequestData{ConfirmationID: "conf_1", ToolName: "current_time", Args: json.RawMessage(`{"timezone":"Europe/Berlin"}`),
+		SecurityWarning: "Reads the clock."}
 	at := time.Date(2025, 1, 2, 14, 5, 0, 0, time.UTC)
+	// The time, in each reader's own time zone.
+	const when = "<!date^1735826700^{date_short_pretty} {time}|2025-01-02 14:05 UTC>"
 	tests := []struct {
 		name      string
 		res       switchboard.ConfirmationResolvedData
@@ -616,38 +619,38 @@ func TestResolvedBlocks(t *testing.T) {
 		wantCount int
 	}{
 		{"approved", switchboard.ConfirmationResolvedData{Approved: true, By: "Ann"}, "<@U123>", at,
-			"Approved by <@U123> · 14:05", "Approved by Ann: current_time", 3},
+			"Approved by <@U123> · " + when, "Approved by Ann: current_time", 3},
 		{"denied", switchboard.ConfirmationResolvedData{By: "Ann"}, "<@U123>", at,
-			"Denied by <@U123> · 14:05", "Denied by Ann: current_time", 3},
+			"Denied by <@U123> · " + when, "Denied by Ann: current_time", 3},
 		{"always", switchboard.ConfirmationResolvedData{Approved: true, By: "Ann", Scope: switchboard.ScopeSession}, "<@U123>", at,
-			"Always allowed by <@U123> · 14:05", "Always allowed by Ann: current_time", 3},
+			"Always allowed by <@U123> · " + when, "Always allowed by Ann: current_time", 3},
 		{"no mention", switchboard.ConfirmationResolvedData{Approved: true, By: "Ann <admin>"}, "", at,
-			"Approved by Ann &lt;admin&gt; · 14:05", "Approved by Ann &lt;admin&gt;: current_time", 3},
+			"Approved by Ann &lt;admin&gt; · " + when, "Approved by Ann &lt;admin&gt;: current_time", 3},
 		{"name as mention", switchboard.ConfirmationResolvedData{Approved: true, By: "Ann <x>"}, "Ann <x>", at,
-			"Approved by Ann &lt;x&gt; · 14:05", "Approved by Ann &lt;x&gt;: current_time", 3},
+			"Approved by Ann &lt;x&gt; · " + when, "Approved by Ann &lt;x&gt;: current_time", 3},
 		{"capitals", switchboard.ConfirmationResolvedData{By: "ANN>"}, "ANN>", at,
-			"Denied by ANN&gt; · 14:05", "Denied by ANN&gt;: current_time", 3},
+			"Denied by ANN&gt; · " + when, "Denied by ANN&gt;: current_time", 3},
 		{"no time", switchboard.ConfirmationResolvedData{Approved: true, By: "Ann"}, "<@U123>", time.Time{},
 			"Approved by <@U123>", "Approved by Ann: current_time", 3},
 		{"from the web", switchboard.ConfirmationResolvedData{Approved: true, By: "Carol", Channel: "web"}, "", at,
-			"Approved by Carol · Web · 14:05", "Approved by Carol · Web: current_time", 3},
+			"Approved by Carol · Web · " + when, "Approved by Carol · Web: current_time", 3},
 		{"denied in discord", switchboard.ConfirmationResolvedData{By: "Dan", Channel: "discord"}, "", at,
-			"Denied by Dan · Discord · 14:05", "Denied by Dan · Discord: current_time", 3},
+			"Denied by Dan · Discord · " + when, "Denied by Dan · Discord: current_time", 3},
 		{"from slack, by mention", switchboard.ConfirmationResolvedData{Approved: true, By: "Ann", Channel: "slack"}, "<@U123>", at,
-			"Approved by <@U123> · Slack · 14:05", "Approved by Ann · Slack: current_time", 3},
-		{"expired", switchboard.ConfirmationResolvedData{By: "expired", Reason: switchboard.ReasonExpired}, "", at, "Expired", "Expired: current_time", 3},
+			"Approved by <@U123> · Slack · " + when, "Approved by Ann · Slack: current_time", 3},
+		{"expired", switchboard.ConfirmationResolvedData{By: "expired", Reason: switchboard.ReasonExpired}, "", at, "Expired · " + when, "Expired: current_time", 3},
 		{"cancelled", switchboard.ConfirmationResolvedData{By: "Ann", Reason: switchboard.ReasonCancelled}, "<@U123>", at,
-			"Cancelled by <@U123>", "Cancelled by Ann: current_time", 3},
+			"Cancelled by <@U123> · " + when, "Cancelled by Ann: current_time", 3},
 		// Stored before reasons: by alone said it, without a channel.
-		{"expired, stored before reasons", switchboard.ConfirmationResolvedData{By: "expired"}, "", at, "Expired", "Expired: current_time", 3},
-		{"cancelled, stored before reasons", switchboard.ConfirmationResolvedData{By: "cancelled"}, "", at, "Cancelled", "Cancelled: current_time", 3},
+		{"expired, stored before reasons", switchboard.ConfirmationResolvedData{By: "expired"}, "", time.Time{}, "Expired", "Expired: current_time", 3},
+		{"cancelled, stored before reasons", switchboard.ConfirmationResolvedData{By: "cancelled"}, "", at, "Cancelled · " + when, "Cancelled: current_time", 3},
 		// People called so answer as people: the reason says, never the name.
 		{"denied by a person called Expired", switchboard.ConfirmationResolvedData{By: "Expired", Channel: "slack"}, "", at,
-			"Denied by Expired · Slack · 14:05", "Denied by Expired · Slack: current_time", 3},
+			"Denied by Expired · Slack · " + when, "Denied by Expired · Slack: current_time", 3},
 		{"denied by a person called expired", switchboard.ConfirmationResolvedData{By: "expired", Channel: "web"}, "", at,
-			"Denied by expired · Web · 14:05", "Denied by expired · Web: current_time", 3},
+			"Denied by expired · Web · " + when, "Denied by expired · Web: current_time", 3},
 		{"approved by a person called Cancelled, by mention", switchboard.ConfirmationResolvedData{Approved: true, By: "Cancelled", Channel: "slack"}, "<@U123>", at,
-			"Approved by <@U123> · Slack · 14:05", "Approved by Cancelled · Slack: current_time", 3},
+			"Approved by <@U123> · Slack · " + when, "Approved by Cancelled · Slack: current_time", 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -662,6 +665,14 @@ func TestResolvedBlocks(t *testing.T) {
 					t.Errorf("an answered approval still has buttons")
 				}
 			}
+			// The question and its warning are gone: the card names the
+			// call, its arguments follow, the decision ends it.
+			if head := jsonAt(parsed[0], "text", "text"); head != "*Tool call `current_time`*" {
+				t.Errorf("head %q", head)
+			}
+			if js := marshalString(t, blocks); strings.Contains(js, "Approve `") || strings.Contains(js, "?*") || strings.Contains(js, "Security warning") {
+				t.Errorf("the decided card still asks: %s", js)
+			}
 			last := parsed[len(parsed)-1]
 			if jsonAt(last, "type") != "context" || jsonAt(last, "elements", "0", "text") != tt.want {
 				t.Errorf("last block %s, want context %q", marshalString(t, last), tt.want)
@@ -673,43 +684,44 @@ func TestResolvedBlocks(t *testing.T) {
 	}
 }
 
-func TestToolContexts(t *testing.T) {
-	tests := []struct {
-		name  string
-		block slackapi.Block
-		want  string
+// A tool call is one short line, its result never shown; lines beyond a
+// handful are counted; a reply's piece in blocks ends in them.
+func TestToolLines(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		failed bool
+		took   time.Duration
+		want   string
 	}{
-		{"call", toolCallContext(switchboard.ToolCallData{ID: "c1", Name: "current_time", Args: json.RawMessage(`{ "timezone" : "Europe/Berlin" }`)}),
-			"→ `current_time` {\"timezone\":\"Europe/Berlin\"}"},
-		{"call no args", toolCallContext(switchboard.ToolCallData{Name: "now", Args: json.RawMessage(`{}`)}), "→ `now`"},
-		{"call escaped", toolCallContext(switchboard.ToolCallData{Name: "grep", Args: json.RawMessage(`{"q":"<a> & b"}`)}),
-			"→ `grep` {\"q\":\"&lt;a&gt; &amp; b\"}"},
-		{"call raw", toolCallContext(switchboard.ToolCallData{Name: "grep", Args: json.RawMessage(`not json <a>`)}),
-			"→ `grep` not json &lt;a&gt;"},
-		{"result", toolResultContext(switchboard.ToolResponseData{Name: "current_time", ContentPreview: "2025-01-02\n14:05  CET"}),
-			"← current_time: 2025-01-02 14:05 CET"},
-		{"result empty", toolResultContext(switchboard.ToolResponseData{Name: "noop"}), "← noop"},
-		{"failure", toolResultContext(switchboard.ToolResponseData{Name: "current_time", ContentPreview: "unknown zone <x>", IsError: true}),
-			"✗ current_time failed: unknown zone &lt;x&gt;"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			parsed := checkBlockLimits(t, []slackapi.Block{tt.block})
-			if got := jsonAt(parsed, "0", "elements", "0", "text"); got != tt.want {
-				t.Errorf("line %q, want %q", got, tt.want)
-			}
-		})
+		{"current_time", false, 230 * time.Millisecond, "used current_time · 0.2 s"},
+		{"current_time", false, 0, "used current_time · &lt;0.1 s"},
+		{"lookup", true, 1500 * time.Millisecond, "lookup failed · 1.5 s"},
+		{"slow", false, 42 * time.Second, "used slow · 42 s"},
+		{"slower", false, 125 * time.Second, "used slower · 2 min 5 s"},
+		{"a<b>&`c`", false, time.Second, "used a&lt;b&gt;&amp;`c` · 1.0 s"},
+		{"", false, time.Second, "used tool · 1.0 s"},
+		{strings.Repeat("n", 200), false, time.Second, "used " + strings.Repeat("n", 63) + "… · 1.0 s"},
+	} {
+		if got := toolLine(tt.name, tt.failed, tt.took); got != tt.want {
+			t.Errorf("toolLine(%.20q, %v, %s) = %q, want %q", tt.name, tt.failed, tt.took, got, tt.want)
+		}
 	}
 
-	// Long arguments and previews are cut to one compact line.
-	long := toolCallContext(switchboard.ToolCallData{Name: "write", Args: json.RawMessage(`{"s":"` + strings.Repeat("a & b ", 2000) + `"}`)})
-	res := toolResultContext(switchboard.ToolResponseData{Name: "read", ContentPreview: strings.Repeat("x<y ", 2000)})
-	for _, b := range []slackapi.Block{long, res} {
-		parsed := checkBlockLimits(t, []slackapi.Block{b})
-		s, _ := jsonAt(parsed, "0", "elements", "0", "text").(string)
-		if n := utf8.RuneCountInString(s); n > 320 || !strings.HasSuffix(s, "…") || strings.Contains(s, "\n") {
-			t.Errorf("line of %d characters: %.80q", n, s)
-		}
+	var many []string
+	for i := range 20 {
+		many = append(many, toolLine(fmt.Sprintf("t%d", i), false, time.Second))
+	}
+	parsed := checkBlockLimits(t, []slackapi.Block{toolsContext(many)})
+	text, _ := jsonAt(parsed, "0", "elements", "0", "text").(string)
+	if lines := strings.Split(text, "\n"); len(lines) != toolLinesShown || lines[len(lines)-1] != "and 13 more tool calls" {
+		t.Errorf("20 calls shown as %q", text)
+	}
+
+	long := strings.Repeat("word *bold* ", 300) // over one section
+	blocks := replyBlocks(toMrkdwn(long), many[:2])
+	parsed = checkBlockLimits(t, blocks)
+	if n := len(parsed); n != 3 || jsonAt(parsed[2], "type") != "context" || jsonAt(parsed[2], "elements", "0", "text") != "used t0 · 1.0 s\nused t1 · 1.0 s" {
+		t.Errorf("reply blocks %s", marshalString(t, blocks))
 	}
 }
 

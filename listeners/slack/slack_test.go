@@ -475,67 +475,82 @@ func TestAllowLists(t *testing.T) {
 }
 
 // A restart between the approval request and the click: the button on the
-// card posted before it still works, and the card is updated. A restart
-// that lost the record of what was shown (killed between posting and
-// recording) posts nothing twice: the thread's messages say what they show.
+// card posted before it still works, and the card is updated; the tool
+// call is one line of the answer. A restart that lost the record of what
+// was shown (killed between posting and recording) posts nothing twice,
+// the tool line included: the thread's messages say what they show.
 func TestRestartKeepsTheThread(t *testing.T) {
-	r := newRig(t, nil)
-	r.gw.LLM.Push(
-		openaitest.Reply{Text: []string{"Let me check."}, ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "current_time", Args: `{"timezone":"UTC"}`}}},
-		openaitest.Reply{Text: []string{"It is time."}},
-	)
-	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "time?"})
-	r.send(ev)
-	root := ev["ts"].(string)
-	var card slacktest.Message
-	r.eventually("the approval card", func() (ok bool) { card, ok = r.approvalCard("C1", root); return ok })
-	before := len(r.botReplies("C1", root))
+	for _, mode := range streamModes {
+		t.Run(mode.name, func(t *testing.T) {
+			r := newModeRig(t, mode.native, nil)
+			r.gw.LLM.Push(
+				openaitest.Reply{Text: []string{"Let me check."}, ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "current_time", Args: `{"timezone":"UTC"}`}}},
+				openaitest.Reply{Text: []string{"It is time."}},
+			)
+			ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "time?"})
+			r.send(ev)
+			root := ev["ts"].(string)
+			var card slacktest.Message
+			r.eventually("the approval card", func() (ok bool) { card, ok = r.approvalCard("C1", root); return ok })
+			before := len(r.botReplies("C1", root))
 
-	r.restart()
-	r.click(alice.ID, "C1", card.TS, "sb_approve")
-	r.eventually("the answer after the restart", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "It is time.") })
-	r.eventually("the old card updated", func() bool {
-		m, _ := r.fake.Message("C1", card.TS)
-		return strings.Contains(string(m.Blocks)+m.Text, "Approved by") && !strings.Contains(string(m.Blocks), `"sb_approve"`)
-	})
-	after := r.botReplies("C1", root)
-	if strings.Count(allText(after), "Let me check.") != 1 {
-		t.Fatalf("the first reply was posted again:\n%s", allText(after))
-	}
+			r.restart()
+			r.click(alice.ID, "C1", card.TS, "sb_approve")
+			r.eventually("the answer after the restart, with its tool line", func() bool {
+				m := r.botReplies("C1", root)
+				return strings.Contains(allText(m), "It is time.") && strings.Contains(showsAll(m), "used current_time") && !m[len(m)-1].Streaming
+			})
+			r.eventually("the old card updated", func() bool {
+				m, _ := r.fake.Message("C1", card.TS)
+				return strings.Contains(string(m.Blocks)+m.Text, "Approved by") && !strings.Contains(string(m.Blocks), `"sb_approve"`)
+			})
+			after := r.botReplies("C1", root)
+			if strings.Count(allText(after), "Let me check.") != 1 {
+				t.Fatalf("the first reply was posted again:\n%s", allText(after))
+			}
+			if n := strings.Count(showsAll(after), "used current_time"); n != 1 {
+				t.Fatalf("the tool line shown %d times:\n%s", n, showsAll(after))
+			}
+			checkNoToolMessages(t, after)
 
-	// Forget how far the thread was rendered, as a kill between posting
-	// and recording would, and restart: everything is replayed, nothing
-	// is posted twice.
-	addr := slacktest.DefaultTeamID + ":C1:" + root
-	b, err := r.gw.Manager.Binding(context.Background(), slack.Channel, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.gw.DB.Unbind(context.Background(), slack.Channel, addr); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.gw.DB.Bind(context.Background(), switchboard.Binding{Channel: slack.Channel, Address: addr, SessionID: b.SessionID, CreatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	posts := r.fake.Calls("chat.postMessage")
-	r.restart()
-	r.eventually("the thread caught up", func() bool {
-		b, _ := r.gw.Manager.Binding(context.Background(), slack.Channel, addr)
-		return b.RenderedSeq > 0
-	})
-	r.eventually("the replay recorded to the end", func() bool {
-		b, _ := r.gw.Manager.Binding(context.Background(), slack.Channel, addr)
-		last, _ := r.gw.DB.LastSeq(context.Background(), b.SessionID)
-		return b.RenderedSeq == last
-	})
-	if n := r.fake.Calls("chat.postMessage"); n != posts {
-		t.Fatalf("the replay posted %d messages again:\n%s", n-posts, allText(r.botReplies("C1", root)))
-	}
-	if len(r.botReplies("C1", root)) != len(after) || before >= len(after) {
-		for _, m := range r.botReplies("C1", root) {
-			t.Logf("%s %q %s", m.TS, m.Text, m.Metadata)
-		}
-		t.Fatalf("thread: %d bot messages before the approval, %d after, %d after the replay", before, len(after), len(r.botReplies("C1", root)))
+			// Forget how far the thread was rendered, as a kill between posting
+			// and recording would, and restart: everything is replayed, nothing
+			// is posted twice.
+			addr := slacktest.DefaultTeamID + ":C1:" + root
+			b, err := r.gw.Manager.Binding(context.Background(), slack.Channel, addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.gw.DB.Unbind(context.Background(), slack.Channel, addr); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.gw.DB.Bind(context.Background(), switchboard.Binding{Channel: slack.Channel, Address: addr, SessionID: b.SessionID, CreatedAt: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+			posts := r.fake.Calls("chat.postMessage")
+			r.restart()
+			r.eventually("the thread caught up", func() bool {
+				b, _ := r.gw.Manager.Binding(context.Background(), slack.Channel, addr)
+				return b.RenderedSeq > 0
+			})
+			r.eventually("the replay recorded to the end", func() bool {
+				b, _ := r.gw.Manager.Binding(context.Background(), slack.Channel, addr)
+				last, _ := r.gw.DB.LastSeq(context.Background(), b.SessionID)
+				return b.RenderedSeq == last
+			})
+			if n := r.fake.Calls("chat.postMessage"); n != posts {
+				t.Fatalf("the replay posted %d messages again:\n%s", n-posts, allText(r.botReplies("C1", root)))
+			}
+			if len(r.botReplies("C1", root)) != len(after) || before >= len(after) {
+				for _, m := range r.botReplies("C1", root) {
+					t.Logf("%s %q %s", m.TS, m.Text, m.Metadata)
+				}
+				t.Fatalf("thread: %d bot messages before the approval, %d after, %d after the replay", before, len(after), len(r.botReplies("C1", root)))
+			}
+			if n := strings.Count(showsAll(r.botReplies("C1", root)), "used current_time"); n != 1 {
+				t.Fatalf("after the replay, the tool line shown %d times:\n%s", n, showsAll(r.botReplies("C1", root)))
+			}
+		})
 	}
 }
 
@@ -876,8 +891,8 @@ func TestRestartMidReply(t *testing.T) {
 }
 
 // A payload Slack refuses (invalid_blocks) never loses what it showed: it
-// is posted again as its plain text (here the tool line), and the turn
-// goes on.
+// is posted again as its plain text (here the approval card, which then
+// says how to answer by writing), and the turn goes on.
 func TestRefusedBlocksAreSentAsText(t *testing.T) {
 	r := newRig(t, nil)
 	r.gw.LLM.Push(
@@ -888,9 +903,9 @@ func TestRefusedBlocksAreSentAsText(t *testing.T) {
 	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "time in Paris?"})
 	r.send(ev)
 	root := ev["ts"].(string)
-	r.eventually("the tool line as text", func() bool {
+	r.eventually("the card as text", func() bool {
 		for _, m := range r.botReplies("C1", root) {
-			if strings.Contains(m.Text, "current_time") && m.Blocks == nil {
+			if strings.Contains(m.Text, "current_time") && strings.Contains(m.Text, "*approve*") && m.Blocks == nil {
 				return true
 			}
 		}
@@ -900,9 +915,7 @@ func TestRefusedBlocksAreSentAsText(t *testing.T) {
 	if len(reqs) < 2 || reqs[0].Error != "invalid_blocks" {
 		t.Fatalf("postMessage calls: %d, the first answered %q; want it refused and sent again", len(reqs), reqs[0].Error)
 	}
-	var card slacktest.Message
-	r.eventually("the approval card", func() (ok bool) { card, ok = r.approvalCard("C1", root); return ok })
-	r.click(alice.ID, "C1", card.TS, "sb_approve")
+	r.send(r.fake.MessageEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, ThreadTS: root, Text: "approve"}))
 	r.eventually("the answer", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "Done.") })
 }
 

@@ -311,7 +311,8 @@ func (a *asks) threadRoot(address, ts string) bool {
 
 // stopStream ends a streamed message with tail, and marks it with the
 // reply and piece it holds (message metadata, see shown), and whether it
-// is the reply's last.
+// is the reply's last, which ends in the reply's tool lines (blocks that
+// Slack shows at the bottom of the finished message).
 func (f *follow) stopStream(ctx context.Context, n *nativeStream, tail string, last bool) {
 	f.curReply, f.curPiece = f.reply.id, n.piece
 	meta := f.meta()
@@ -323,10 +324,23 @@ func (f *follow) stopStream(ctx context.Context, n *nativeStream, tail string, l
 	if tail != "" {
 		opts = append(opts, slackapi.MsgOptionMarkdownText(tail))
 	}
-	if err := f.l.retry(ctx, func() error {
-		_, _, err := f.l.api.StopStreamContext(ctx, f.at.channel, n.ts, opts...)
-		return err
-	}); err != nil {
+	stop := func(opts []slackapi.MsgOption) error {
+		return f.l.retry(ctx, func() error {
+			_, _, err := f.l.api.StopStreamContext(ctx, f.at.channel, n.ts, opts...)
+			return err
+		})
+	}
+	var err error
+	if tools := f.reply.tools; last && len(tools) > 0 {
+		err = stop(append(opts[:len(opts):len(opts)], slackapi.MsgOptionBlocks(toolsContext(tools))))
+		if err != nil && isRefusedPayload(err) {
+			f.l.log.Warn("slack: tool lines refused at a stream's end, stopped without them", "place", f.b.Address, "err", err)
+			err = stop(opts) // a stream is never left open
+		}
+	} else {
+		err = stop(opts)
+	}
+	if err != nil {
 		f.l.log.Warn("slack: stop a stream", "place", f.b.Address, "err", err)
 	}
 	f.saveStream(ctx, "", "", 0)
@@ -390,6 +404,7 @@ func (f *follow) endReply(ctx context.Context) {
 		f.stopStream(ctx, r.native, "", true)
 	}
 	f.reply = nil
+	f.shownTools(r.id)
 }
 
 // cutAt is where to cut s to keep at most n characters: the last line
