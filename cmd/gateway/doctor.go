@@ -38,6 +38,7 @@ import (
 	"github.com/switchboard-gw/switchboard/listeners/slack"
 	"github.com/switchboard-gw/switchboard/providers"
 	"github.com/switchboard-gw/switchboard/providers/openai"
+	"github.com/switchboard-gw/switchboard/tools/mcp"
 	"github.com/switchboard-gw/switchboard/tools/sandbox"
 )
 
@@ -86,7 +87,7 @@ func runDoctor(ctx context.Context, args []string, out, errOut io.Writer, enviro
 	fs.SetOutput(errOut)
 	fs.Usage = func() {
 		fmt.Fprintln(errOut, "usage: gateway doctor [--config FILE] [--set key=value]... [--timeout 20s]")
-		fmt.Fprintln(errOut, "Checks the configuration, guides, providers (one real call each), the database, the ports, the listeners and bubblewrap.")
+		fmt.Fprintln(errOut, "Checks the configuration, guides, providers (one real call each), the database, the ports, the listeners, bubblewrap and MCP servers (each started and asked for its tools).")
 		fs.PrintDefaults()
 	}
 	configFile := fs.String("config", "config.yaml", "configuration file (YAML), as for the gateway")
@@ -180,6 +181,10 @@ func (d *doctor) run(ctx context.Context, sets []string) []checkResult {
 			Fix:    "add a provider to the config's providers list (see config.yaml)"})
 	}
 
+	// MCP servers are started (stdio) or called (HTTP) meanwhile too.
+	var mcpResults []checkResult
+	wg.Go(func() { mcpResults = d.checkMCP(ctx) })
+
 	db := d.checkDatabase()
 	httpRes := d.checkPort(ctx, "http.addr", d.cfg.HTTP.Addr, "/healthz")
 	var metricsRes checkResult
@@ -196,6 +201,7 @@ func (d *doctor) run(ctx context.Context, sets []string) []checkResult {
 	results = append(results, db, httpRes, metricsRes)
 	results = append(results, listeners...)
 	results = append(results, bwrap)
+	results = append(results, mcpResults...)
 	return results
 }
 
@@ -283,8 +289,11 @@ func (d *doctor) checkGuides(provs map[string]*providers.Resilient, buildErr err
 		return nil, res
 	}
 	// The tools start-up would offer (nothing is started: MCP servers'
-	// tools are checked by the server's name only).
-	tb, err := buildTools(d.cfg, d.environ, slog.New(slog.DiscardHandler))
+	// tools are checked by the server's name only). The servers themselves,
+	// an unset ${VAR} of theirs too, are each on a row of their own.
+	noMCP := d.cfg
+	noMCP.Tools.MCP = nil
+	tb, err := buildTools(noMCP, d.environ, slog.New(slog.DiscardHandler))
 	if err != nil {
 		res.Sev, res.Detail = sevProblem, err.Error()
 		return catalog, res
@@ -297,7 +306,11 @@ func (d *doctor) checkGuides(provs map[string]*providers.Resilient, buildErr err
 			providers = append(providers, p.Name)
 		}
 	}
-	if err := catalog.Check(providers, registry.Names(), tb.groups()); err != nil {
+	var servers []string
+	for _, s := range d.cfg.Tools.MCP {
+		servers = append(servers, s.Name)
+	}
+	if err := catalog.Check(providers, registry.Names(), servers); err != nil {
 		res.Sev, res.Detail = sevProblem, err.Error()
 		res.Fix = "name a provider from the config's providers list and tools the gateway has (" + strings.Join(registry.Names(), ", ") + ")"
 		return catalog, res
@@ -1118,6 +1131,45 @@ func lookPathIn(pathEnv, file string) string {
 		}
 	}
 	return ""
+}
+
+// ---------------------------------------------------------------------------
+// MCP servers
+
+// checkMCP checks each MCP server as start-up would start it, in
+// parallel, with mcp.Check (its ${VAR}s, its program on PATH, the
+// handshake, its tools); the rows keep the config's order. A server that
+// fails is a problem even though the gateway starts without it (it keeps
+// trying it): its tools answer that it is not running.
+func (d *doctor) checkMCP(ctx context.Context) []checkResult {
+	out := make([]checkResult, len(d.cfg.Tools.MCP))
+	var wg sync.WaitGroup
+	for i, s := range d.cfg.Tools.MCP {
+		wg.Go(func() { out[i] = d.checkMCPServer(ctx, s) })
+	}
+	wg.Wait()
+	return out
+}
+
+func (d *doctor) checkMCPServer(ctx context.Context, s config.MCPServer) checkResult {
+	res := checkResult{Name: "mcp " + s.Name}
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	rep, err := mcp.Check(ctx, mcp.ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env, URL: s.URL, Headers: s.Headers, MaxResponseMB: s.MaxResponseMB}, d.environ)
+	if p, ok := errors.AsType[*mcp.Problem](err); ok {
+		res.Sev, res.Detail, res.Fix = sevProblem, p.Reason, p.Fix
+		return res
+	} else if err != nil {
+		res.Sev, res.Detail = sevProblem, err.Error()
+		return res
+	}
+	res.Sev = sevOK
+	res.Detail = strings.Join(append([]string{rep.Summary()}, rep.Details()...), "\n")
+	if len(rep.LeftOut) > 0 {
+		res.Sev = sevWarn
+		res.Fix = "the model is offered the other tools; one left out needs fixing in the server (a newer version of it, or its author)"
+	}
+	return res
 }
 
 // ---------------------------------------------------------------------------

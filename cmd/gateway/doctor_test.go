@@ -17,6 +17,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-gw/switchboard/listeners/discord/discordtest"
 	"github.com/switchboard-gw/switchboard/listeners/slack/slacktest"
@@ -723,5 +726,104 @@ func TestDoctorHealthcheck(t *testing.T) {
 	healthy.Store(false)
 	if _, err := hc("--url", srv.URL+"/healthz"); err == nil || !strings.Contains(err.Error(), "503") {
 		t.Errorf("unhealthy: %v, want an error naming the 503", err)
+	}
+}
+
+// mcpHTTPServer is a Streamable HTTP MCP server with three tools, built on
+// the SDK the gateway uses, that wants the bearer token given.
+func mcpHTTPServer(t *testing.T, token string) *httptest.Server {
+	t.Helper()
+	s := sdk.NewServer(&sdk.Implementation{Name: "docs", Version: "2.1"}, nil)
+	for _, name := range []string{"search", "fetch", "outline"} {
+		s.AddTool(&sdk.Tool{Name: name, Description: "docs " + name, InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: name}}}, nil
+			})
+	}
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			http.Error(w, "no token", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		ts.CloseClientConnections()
+		ts.Close()
+	})
+	return ts
+}
+
+// Each MCP server has a row of its own, checked as start-up would start
+// it: a stdio server started and listed (the tracker of mcp_test.go, this
+// test binary), one whose program is not on PATH, one that exits at once
+// (its stderr quoted), one whose ${VAR} is not set (on its row, not the
+// guides'; the gateway itself refuses to start, naming it), a Streamable
+// HTTP server that answers and one that answers 500.
+func TestDoctorMCPServers(t *testing.T) {
+	const docsToken = "docs-token-4242-secret"
+	docs := mcpHTTPServer(t, docsToken)
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "upstream database unavailable", http.StatusInternalServerError)
+	}))
+	defer broken.Close()
+	tracker := func(name, tokenVar string) string {
+		return fmt.Sprintf("    - name: %s\n      command: [%q]\n      env: { GATEWAY_TEST_MCP_SERVER: \"1\", TRACKER_TOKEN: \"${%s}\" }\n", name, os.Args[0], tokenVar)
+	}
+	mcpYAML := "tools:\n  mcp:\n" +
+		tracker("tracker", "TEST_TRACKER_TOKEN") +
+		"    - name: missing\n      command: [switchboard-test-no-such-mcp, --stdio]\n" +
+		"    - name: dies\n      command: [/bin/sh, -c, \"echo 'dies: starting' >&2; echo 'dies: TRACKER_TOKEN is required' >&2; exit 2\"]\n" +
+		tracker("unset", "TEST_UNSET_TOKEN") +
+		fmt.Sprintf("    - name: docs\n      url: %s/mcp\n      headers: { Authorization: \"Bearer ${TEST_DOCS_TOKEN}\" }\n", docs.URL) +
+		fmt.Sprintf("    - name: broken\n      url: %s/mcp\n", broken.URL)
+	s := newDoctorSetup(t, "  - name: main\n    kind: demo", mcpYAML)
+	env := []string{"TEST_TRACKER_TOKEN=trk-123", "TEST_DOCS_TOKEN=" + docsToken}
+	out, err := s.doctor(t, env)
+	if err == nil {
+		t.Fatalf("doctor passed with MCP servers that fail:\n%s", out)
+	}
+	wantRow(t, out, "mcp tracker", "OK", "2 tools over stdio ("+os.Args[0]+")", "server tracker 1, protocol ", "tools listed in ")
+	wantRow(t, out, "mcp missing", "PROBLEM", "the command switchboard-test-no-such-mcp is not on the gateway's PATH",
+		"fix: install it, or give its full path in tools.mcp[missing].command")
+	wantRow(t, out, "mcp dies", "PROBLEM", "the process exited during the MCP handshake (initialize) (exit status 2); its stderr ends:",
+		"dies: starting", "dies: TRACKER_TOKEN is required", "fix: run it by hand to see why: /bin/sh -c")
+	wantRow(t, out, "mcp unset", "PROBLEM", "${TEST_UNSET_TOKEN} (env.TRACKER_TOKEN) is not set in the gateway's environment, so the gateway will not start",
+		"fix: export TEST_UNSET_TOKEN=… where the gateway runs")
+	wantRow(t, out, "mcp docs", "OK", "3 tools over Streamable HTTP ("+docs.URL+"/mcp)", "server docs 2.1")
+	wantRow(t, out, "mcp broken", "PROBLEM", "POST "+broken.URL+"/mcp answered 500 Internal Server Error to the MCP handshake (initialize)",
+		"upstream database unavailable", "fix: the server failed")
+	// The unset variable is the server's row only.
+	if _, guides := row(t, out, "guides"); strings.Contains(guides, "TEST_UNSET_TOKEN") || strings.Contains(guides, "tools.mcp") {
+		t.Errorf("the guides row reports the server's variable:\n%s", guides)
+	}
+	if n := strings.Count(out, "TEST_UNSET_TOKEN"); n != 2 {
+		t.Errorf("TEST_UNSET_TOKEN is named %d times, want twice (the row and its fix):\n%s", n, out)
+	}
+	if strings.Contains(out, docsToken) || strings.Contains(out, "trk-123") {
+		t.Errorf("a token was printed:\n%s", out)
+	}
+
+	// The gateway itself does not start so, and says which variable.
+	g := newGateway(t, "  - name: main\n    kind: demo", "tools:\n  mcp:\n"+tracker("unset", "TEST_UNSET_TOKEN"))
+	_, stderr, err := g.run("")
+	if err == nil || !strings.Contains(stderr, "${TEST_UNSET_TOKEN} is not set") {
+		t.Errorf("the gateway with an unset ${VAR}: %v\n%s", err, stderr)
+	}
+}
+
+// A stdio server that does not answer the handshake is a problem once the
+// doctor's --timeout is up, and it is stopped.
+func TestDoctorMCPServerHangs(t *testing.T) {
+	s := newDoctorSetup(t, "  - name: main\n    kind: demo", "tools:\n  mcp:\n    - name: slow\n      command: [/bin/sleep, \"30\"]\n")
+	start := time.Now()
+	out, err := s.doctor(t, nil, "--timeout", "1s")
+	if err == nil {
+		t.Fatalf("doctor passed a server that does not answer:\n%s", out)
+	}
+	wantRow(t, out, "mcp slow", "PROBLEM", "no answer to the MCP handshake (initialize) within 1s, so the process was stopped", "it wrote nothing on stderr")
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the doctor took %s", d)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -458,13 +459,20 @@ func (c *childStdin) Close() error {
 	if err, ok := wait(); ok {
 		return err
 	}
-	// Where there is no SIGTERM (Windows), straight to the kill.
-	if c.cmd.Process.Signal(syscall.SIGTERM) == nil {
+	// Where there is no SIGTERM (Windows), straight to the kill. A process
+	// that ended meanwhile has been reaped by Wait: its status is on the
+	// way, and must be received before the Cmd is read.
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err == nil {
 		if err, ok := wait(); ok {
 			return err
 		}
+	} else if errors.Is(err, os.ErrProcessDone) {
+		return <-exited
 	}
 	if err := c.cmd.Process.Kill(); err != nil {
+		if errors.Is(err, os.ErrProcessDone) {
+			return <-exited
+		}
 		return err
 	}
 	if err, ok := wait(); ok {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -32,6 +33,22 @@ func TestMain(m *testing.M) {
 		return
 	case "huge":
 		serveHuge()
+		return
+	case "exit":
+		// A server that cannot start: it complains and exits at once.
+		fmt.Fprintln(os.Stderr, "test server: starting with token", os.Getenv("MCPTEST_TOKEN"))
+		fmt.Fprintln(os.Stderr, "test server: no database, giving up")
+		os.Exit(3)
+	case "hang":
+		// A server that never answers the handshake, nor exits when its
+		// stdin closes.
+		fmt.Fprintln(os.Stderr, "test server: pid", os.Getpid())
+		time.Sleep(time.Hour)
+		return
+	case "garbage":
+		// A program that is no MCP server: it prints text on stdout.
+		fmt.Println("Usage: server [--port N]")
+		io.Copy(io.Discard, os.Stdin)
 		return
 	}
 	os.Exit(m.Run())

@@ -108,6 +108,7 @@ func (s *server) run(ctx context.Context) {
 	defer s.markFirst()
 	defer s.set(func() { s.state = StateStopped })
 	failures := 0
+	var warned time.Time // when a failure was last logged as a warning
 	for {
 		began := time.Now()
 		err := s.connectAndServe(ctx)
@@ -127,7 +128,18 @@ func (s *server) run(ctx context.Context) {
 			s.restarts++
 		})
 		s.markFirst()
-		s.log.Warn("mcp: server down; starting it again", "server", s.cfg.Name, "err", err, "in", delay)
+		// A server that keeps failing is told once, then once per backoff
+		// ceiling; each attempt in between at debug.
+		switch {
+		case failures == 1:
+			warned = time.Now()
+			s.log.Warn("mcp: server down; starting it again", "server", s.cfg.Name, "err", err, "in", delay)
+		case time.Since(warned) >= s.m.backoffMax:
+			warned = time.Now()
+			s.log.Warn("mcp: server still down; starting it again", "server", s.cfg.Name, "err", err, "failures", failures, "in", delay)
+		default:
+			s.log.Debug("mcp: server down again; starting it again", "server", s.cfg.Name, "err", err, "failures", failures, "in", delay)
+		}
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:

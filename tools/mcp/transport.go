@@ -179,12 +179,15 @@ func stdioCommand(c ServerConfig, env []string, stderr *lineLogger) *exec.Cmd {
 // the log.
 const maxStderrLine = 4096
 
-// lineLogger logs a child's stderr at debug, one record per line.
+// lineLogger logs a child's stderr at debug, one record per line, and
+// keeps the last keep lines (Check quotes them).
 type lineLogger struct {
 	log    *slog.Logger
 	server string
+	keep   int
 	mu     sync.Mutex
 	buf    []byte
+	last   []string
 }
 
 func (l *lineLogger) Write(p []byte) (int, error) {
@@ -225,4 +228,18 @@ func (l *lineLogger) emit(line []byte) {
 		line = append(line[:maxStderrLine:maxStderrLine], "…"...)
 	}
 	l.log.Debug("mcp: server stderr", "server", l.server, "line", string(line))
+	if l.keep > 0 {
+		if len(l.last) == l.keep {
+			l.last = append(l.last[:0], l.last[1:]...)
+		}
+		l.last = append(l.last, string(line))
+	}
+}
+
+// tail returns the last lines kept, the unfinished one too.
+func (l *lineLogger) tail() []string {
+	l.flush()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.last)
 }
