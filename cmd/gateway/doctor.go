@@ -11,7 +11,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -35,6 +34,7 @@ import (
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/config"
 	"github.com/switchboard-gw/switchboard/guides"
+	"github.com/switchboard-gw/switchboard/listeners/discord"
 	"github.com/switchboard-gw/switchboard/listeners/slack"
 	"github.com/switchboard-gw/switchboard/providers"
 	"github.com/switchboard-gw/switchboard/providers/openai"
@@ -972,39 +972,16 @@ func (d *doctor) checkDiscord(ctx context.Context) checkResult {
 		r.Fix = "export " + dc.TokenEnv + "=… (Developer Portal → your application → Bot → Reset Token; docs/discord.md)"
 		return r
 	}
-	api := cmp.Or(dc.APIURL, config.DefaultDiscordAPIURL)
-	if !strings.HasSuffix(api, "/") {
-		api += "/"
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, api+"users/@me", nil)
-	if err != nil {
+	detail, err := discord.Check(ctx, discord.Config{Token: token, APIURL: dc.APIURL,
+		TokenFrom: secretSource(dc.Token, dc.TokenEnv, "listeners.discord.token")})
+	if p, ok := errors.AsType[*discord.Problem](err); ok {
+		r.Sev, r.Detail, r.Fix = sevProblem, p.Reason, p.Fix
+		return r
+	} else if err != nil {
 		r.Sev, r.Detail = sevProblem, err.Error()
 		return r
 	}
-	req.Header.Set("Authorization", "Bot "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		r.Sev, r.Detail, r.Fix = sevProblem, fmt.Sprintf("Discord at %s did not answer: %v", api, err), "check the network (or listeners.discord.api_url)"
-		return r
-	}
-	defer resp.Body.Close()
-	var me struct {
-		ID       string `json:"id"`
-		Username string `json:"username"`
-	}
-	switch {
-	case resp.StatusCode == http.StatusUnauthorized:
-		r.Sev, r.Detail = sevProblem, fmt.Sprintf("Discord refused the bot token in %s (401 Unauthorized)", dc.TokenEnv)
-		r.Fix = "reset the token in the Developer Portal (Bot → Reset Token) and set it again; docs/discord.md"
-		return r
-	case resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&me) != nil:
-		r.Sev, r.Detail, r.Fix = sevProblem, fmt.Sprintf("Discord answered %s to users/@me", resp.Status), "check listeners.discord.api_url"
-		return r
-	}
-	r.Sev = sevOK
-	r.Detail = fmt.Sprintf("bot @%s (%s)", me.Username, me.ID)
+	r.Sev, r.Detail = sevOK, detail
 	if dc.PublicKey != "" {
 		r.Detail += "; interactions over HTTP at " + cmp.Or(d.cfg.HTTP.PublicURL, "http.public_url") + "/discord/interactions"
 	}

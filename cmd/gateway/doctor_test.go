@@ -313,9 +313,21 @@ func TestDoctorDiscord(t *testing.T) {
 	if err == nil {
 		t.Fatalf("a refused token passed:\n%s", out)
 	}
-	wantRow(t, out, "listener discord", "PROBLEM", "refused the bot token in TEST_DISCORD_TOKEN")
+	wantRow(t, out, "listener discord", "PROBLEM", "refused the bot token in the environment variable TEST_DISCORD_TOKEN")
 	out, _ = s.doctor(t, nil)
 	wantRow(t, out, "listener discord", "PROBLEM", "TEST_DISCORD_TOKEN is not set")
+
+	// The Message Content intent off in the portal: the Gateway would
+	// close with 4014 and the bot read nothing. The doctor reads the
+	// application's flags and says where to turn it on.
+	off := discordtest.New(t, discordtest.WithPrivilegedIntents(1<<1))
+	s = newDoctorSetup(t, "  - name: main\n    kind: demo", fmt.Sprintf(
+		"listeners:\n  discord: { enabled: true, token_env: TEST_DISCORD_TOKEN, api_url: %q }\n", off.APIURL()))
+	out, err = s.doctor(t, []string{"TEST_DISCORD_TOKEN=" + off.Token()})
+	if err == nil {
+		t.Fatalf("the intent off passed:\n%s", out)
+	}
+	wantRow(t, out, "listener discord", "PROBLEM", "Message Content intent is off", "4014", "Privileged Gateway Intents")
 }
 
 // Anthropic's and Gemini's wire, through their SDK adapters: a good key is

@@ -436,7 +436,8 @@ func newDiscord(cfg config.Config, environ []string, mgr *sessions.Manager, part
 	return discord.New(discord.Config{
 		Token: token, ApplicationID: dc.ApplicationID, PublicKey: dc.PublicKey, APIURL: dc.APIURL, GuildID: dc.GuildID,
 		AllowedGuilds: dc.AllowedGuilds, AllowedChannels: dc.AllowedChannels, Approvers: dc.Approvers,
-		Health: parts.Add(discord.Channel, "listener", true),
+		Health:    parts.Add(discord.Channel, "listener", true),
+		TokenFrom: secretSource(dc.Token, dc.TokenEnv, "listeners.discord.token"),
 	}, mgr, log)
 }
 

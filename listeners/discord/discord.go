@@ -14,7 +14,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -60,6 +59,10 @@ type Config struct {
 	// Health is told whether the listener is up (READY from the Gateway)
 	// or down and why. May be nil.
 	Health *health.Reporter
+	// TokenFrom says where the token came from ("the environment variable
+	// DISCORD_BOT_TOKEN (listeners.discord.token_env)"), for the ERROR
+	// that tells an operator what to change.
+	TokenFrom string
 	// EditInterval is the least time between two edits of a streamed
 	// reply (1s).
 	EditInterval time.Duration
@@ -74,6 +77,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.EditInterval <= 0 {
 		c.EditInterval = time.Second
+	}
+	if c.TokenFrom == "" {
+		c.TokenFrom = "listeners.discord.token"
 	}
 	return c
 }
@@ -138,6 +144,21 @@ type interactionToken struct {
 // (so turns resumed at start-up reach their threads); nothing is contacted
 // until Run.
 func New(cfg Config, s Sessions, log *slog.Logger) (*Listener, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	l, err := newClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	l.sessions, l.log = s, log.With("listener", Channel)
+	s.SetFollower(Channel, l)
+	return l, nil
+}
+
+// newClient is a listener with its configuration and its Discord client,
+// not yet tied to the sessions: what New and Check share.
+func newClient(cfg Config) (*Listener, error) {
 	cfg = cfg.withDefaults()
 	if cfg.Token == "" {
 		return nil, errors.New("discord: no bot token (listeners.discord.token)")
@@ -149,9 +170,6 @@ func New(cfg Config, s Sessions, log *slog.Logger) (*Listener, error) {
 			return nil, errors.New("discord: listeners.discord.public_key: want 64 hex characters")
 		}
 		pub = k
-	}
-	if log == nil {
-		log = slog.Default()
 	}
 	apiVersion.Do(func() { discordgo.APIVersion = "10" })
 	dg, err := discordgo.New("Bot " + cfg.Token)
@@ -169,13 +187,11 @@ func New(cfg Config, s Sessions, log *slog.Logger) (*Listener, error) {
 	transport.MaxIdleConnsPerHost = 64
 	dg.Client = &http.Client{Timeout: 20 * time.Second,
 		Transport: &reroute{from: discordgo.EndpointAPI, to: cfg.APIURL, next: &globalLimit{next: transport}}}
-	l := &Listener{
-		cfg: cfg, sessions: s, log: log.With("listener", Channel), dg: dg, publicKey: pub,
+	return &Listener{
+		cfg: cfg, log: slog.New(slog.DiscardHandler), dg: dg, publicKey: pub,
 		names: newNameCache(), tokens: map[string]interactionToken{}, asked: map[string]string{},
 		following: map[string]*follow{}, ready: make(chan struct{}),
-	}
-	s.SetFollower(Channel, l)
-	return l, nil
+	}, nil
 }
 
 // discordgo keeps its REST endpoints and its API version in package
@@ -201,11 +217,7 @@ const intentFix = "Discord Developer Portal → your application → Bot → Pri
 // messages' text: the Gateway then closes with 4014 Disallowed intent(s)
 // and would otherwise only retry in silence.
 func (l *Listener) checkIntents(ctx context.Context) {
-	body, err := l.dg.RequestWithBucketID(http.MethodGet, discordgo.EndpointApplications+"/@me", nil, discordgo.EndpointApplications, discordgo.WithContext(ctx))
-	var app discordgo.Application
-	if err == nil {
-		err = json.Unmarshal(body, &app)
-	}
+	app, err := application(ctx, l.dg)
 	if err != nil {
 		if ctx.Err() == nil {
 			l.log.Warn("discord: the application's flags could not be read", "err", err)
@@ -235,7 +247,7 @@ func (l *Listener) open(ctx context.Context) {
 		switch {
 		case errors.As(err, &re) && re.Response != nil && re.Response.StatusCode == http.StatusUnauthorized,
 			errors.As(err, &ce) && ce.Code == 4004:
-			reason, fix = "Discord refused the bot token", "put the bot's token (Developer Portal → Bot → Reset Token) in listeners.discord.token or the variable token_env names"
+			reason, fix = "Discord refused the bot token in "+l.cfg.TokenFrom, tokenFix
 		case errors.As(err, &ce) && ce.Code == 4014:
 			reason, fix = "Discord does not let the bot read messages: the Message Content intent is off (4014 Disallowed intent(s))", intentFix
 		}
