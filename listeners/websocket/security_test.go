@@ -1,8 +1,10 @@
 package websocket_test
 
 import (
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/switchboard-gw/switchboard/listeners/websocket"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
 	"github.com/switchboard-gw/switchboard/sessions"
+	"github.com/switchboard-gw/switchboard/sessions/sessionstest"
 )
 
 // A command is a command whatever its case: /RESET moves the connection to
@@ -201,4 +204,42 @@ func TestOwnersRoleBeatsTheTokensRole(t *testing.T) {
 	if e := data[switchboard.ErrorData](t, ev); ev.Type != switchboard.EventError || e.Code != "forbidden" {
 		t.Fatalf("a demoted approver's input: %s %s, want a forbidden error", ev.Type, ev.Data)
 	}
+}
+
+// A page whose origin is refused, retrying, is logged once at WARN with
+// the fix, not once a retry; another origin gets its own WARN.
+func TestRefusedOriginIsLoggedOnce(t *testing.T) {
+	var logs syncLog
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	sg := sessionstest.New(t, "../../guides", log)
+	g := serveGateway(t, websocket.Config{}, sg.Manager, sg.LLM, sg.DB, log)
+	for _, origin := range []string{"https://evil.example", "https://evil.example", "https://evil.example", "https://other.example"} {
+		if _, err := g.tryDial(http.Header{"Origin": {origin}}); err == nil {
+			t.Fatalf("origin %s was let in", origin)
+		}
+	}
+	if n := strings.Count(logs.String(), "origin=https://evil.example"); n != 1 {
+		t.Fatalf("the refused origin was logged %d times at WARN, want once:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "allowed_origins") || !strings.Contains(logs.String(), "origin=https://other.example") {
+		t.Fatalf("log:\n%s", logs.String())
+	}
+}
+
+// syncLog is a log sink the test reads while handlers write.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -133,6 +133,11 @@ type Handler struct {
 	allowed  map[string]bool // normalised allowed origins
 	public   string          // normalised PublicURL origin, or ""
 	perIP    *perIP
+
+	// warned are the origins refused so far (bounded): a page retrying
+	// is logged once at WARN, not once a retry.
+	warnedMu sync.Mutex
+	warned   map[string]bool
 }
 
 // New returns the /ws handler. When ctx ends every connection is closed
@@ -143,7 +148,7 @@ func New(ctx context.Context, cfg Config, s Sessions, log *slog.Logger) *Handler
 		log = slog.Default()
 	}
 	h := &Handler{ctx: ctx, cfg: cfg, sessions: s, log: log.With("listener", "websocket"), md: newMarkdown(newImagePolicy(cfg.PublicURL, cfg.ImageHosts)), frames: newFrameCache(512, 16<<20), allowed: map[string]bool{},
-		perIP: newPerIP(cfg.MaxConnsPerIP, cfg.NewSessionsPerIP)}
+		perIP: newPerIP(cfg.MaxConnsPerIP, cfg.NewSessionsPerIP), warned: map[string]bool{}}
 	for _, o := range cfg.AllowedOrigins {
 		if n, ok := normalOrigin(o); ok {
 			h.allowed[n] = true
@@ -164,10 +169,31 @@ func New(ctx context.Context, cfg Config, s Sessions, log *slog.Logger) *Handler
 	return h
 }
 
+// refusedOrigin logs a refused origin: at WARN, with the fix, the first
+// time (a widget retries; the widget stops once it knows), then at debug.
+func (h *Handler) refusedOrigin(origin, remote string) {
+	h.cfg.Metrics.Refused("origin")
+	h.warnedMu.Lock()
+	first := !h.warned[origin]
+	if first {
+		if len(h.warned) >= 1000 {
+			clear(h.warned) // bounded: forgetting only warns again
+		}
+		h.warned[origin] = true
+	}
+	h.warnedMu.Unlock()
+	if first {
+		h.log.Warn("origin refused: a page on it tried /ws; add it to listeners.websocket.allowed_origins if it may (logged once per origin)",
+			"origin", origin, "remote", remote)
+		return
+	}
+	h.log.Debug("origin refused again", "origin", origin, "remote", remote)
+}
+
 // ServeHTTP checks the origin and runs the connection.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if origin := r.Header.Get("Origin"); origin != "" && !h.originAllowed(r, origin) {
-		h.log.Warn("origin refused", "origin", origin, "remote", r.RemoteAddr)
+		h.refusedOrigin(origin, r.RemoteAddr)
 		http.Error(w, fmt.Sprintf("origin %s may not open this WebSocket: add it to listeners.websocket.allowed_origins", origin), http.StatusForbidden)
 		return
 	}
