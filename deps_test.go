@@ -48,7 +48,7 @@ func TestImportDirection(t *testing.T) {
 		t.Errorf("the domain package imports %v: it must stand alone", own)
 	}
 	core := []string{"/sessions", "/storage", "/guides", "/tools", "/providers", "/providers/openai", "/providers/anthropic",
-		"/providers/gemini", "/providers/demo", "/collaboration", "/config", "/metrics"}
+		"/providers/gemini", "/providers/demo", "/collaboration", "/config", "/metrics", "/health", "/places"}
 	for _, pkg := range core {
 		forbidden(pkg, func(d string) bool {
 			return strings.HasPrefix(d, "/listeners") || strings.HasPrefix(d, "/web") || strings.HasPrefix(d, "/cmd")

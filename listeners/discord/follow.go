@@ -30,6 +30,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/places"
 	"github.com/switchboard-gw/switchboard/sessions"
 )
 
@@ -88,7 +89,7 @@ type placeState struct {
 	Reply  string            `json:"reply,omitempty"`  // the reply under way
 	Pieces []string          `json:"pieces,omitempty"` // its messages
 	Cards  map[string]string `json:"cards,omitempty"`  // open approval cards: confirmation id → message id
-	Tools  []toolNote        `json:"tools,omitempty"`  // tool calls whose line is not shown yet, or shown by the reply under way
+	Tools  places.ToolNotes  `json:"tools,omitempty"`  // tool calls whose line is not shown yet, or shown by the reply under way
 }
 
 // streamed is an assistant reply being shown.
@@ -194,7 +195,7 @@ func (f *follow) render(ctx context.Context, ev switchboard.Event) {
 		return
 	}
 	done := true
-	if ev.Seq > 0 && f.noteTool(p, ev.Time) {
+	if ev.Seq > 0 && f.state.Tools.Note(p, ev.Time, toolLine) {
 		f.save(ctx) // before the place is recorded as shown past it
 	}
 	switch d := p.(type) {
@@ -212,7 +213,7 @@ func (f *follow) render(ctx context.Context, ev switchboard.Event) {
 	case *switchboard.MessageData:
 		f.message(ctx, d)
 	case *switchboard.ToolCallData, *switchboard.ToolResponseData:
-		// Shown as a line of the next reply (noteTool), never alone.
+		// Shown as a line of the next reply (places.ToolNotes), never alone.
 	case *switchboard.ConfirmationRequestData:
 		f.reqs[d.ConfirmationID] = *d
 		if _, ok := f.state.Cards[d.ConfirmationID]; !ok { // not posted before a restart
@@ -268,11 +269,11 @@ func (f *follow) render(ctx context.Context, ev switchboard.Event) {
 // (a turn that ended without a word after its tools), in one small
 // message; calls that never answered are forgotten.
 func (f *follow) endTools(ctx context.Context) {
-	lines := f.takeTools()
+	lines := f.state.Tools.Take()
 	if len(lines) > 0 {
 		f.send(ctx, &discordgo.MessageSend{Content: toolsText(lines)})
 	}
-	if f.forgetTools() || len(lines) > 0 {
+	if f.state.Tools.Forget() || len(lines) > 0 {
 		f.save(ctx)
 	}
 }
@@ -322,7 +323,7 @@ func (f *follow) newReply(ctx context.Context, id string) *streamed {
 		}
 	}
 	var changed bool
-	if r.tools, changed = f.toolsFor(id); changed {
+	if r.tools, changed = f.state.Tools.For(id); changed {
 		f.save(ctx)
 	}
 	return r
@@ -411,7 +412,7 @@ func (f *follow) endReply(ctx context.Context) {
 	f.flush(ctx, true)
 	id := f.reply.id
 	f.reply = nil
-	shown := f.shownTools(id)
+	shown := f.state.Tools.Shown(id)
 	if f.state.Reply != "" || shown {
 		f.state.Reply, f.state.Pieces = "", nil
 		f.save(ctx)
@@ -507,7 +508,7 @@ func (f *follow) notice(ctx context.Context, ev switchboard.Event, d *switchboar
 	}
 	var lines []string
 	if ev.Seq > 0 {
-		lines = f.takeTools() // it ends the turn's tools
+		lines = f.state.Tools.Take() // it ends the turn's tools
 	}
 	if len(lines) == 0 {
 		f.send(ctx, &discordgo.MessageSend{Content: errorLine(*d)})

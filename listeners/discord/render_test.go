@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/listeners/discord/discordtest"
+	"github.com/switchboard-gw/switchboard/places"
 	"github.com/switchboard-gw/switchboard/tools"
 )
 
@@ -941,7 +942,7 @@ func TestToolLines(t *testing.T) {
 	for i := range 20 {
 		many = append(many, toolLine(fmt.Sprintf("t%d", i), false, time.Second))
 	}
-	if lines := strings.Split(toolsText(many), "\n"); len(lines) != toolLinesShown || lines[len(lines)-1] != "-# and 13 more tool calls" {
+	if lines := strings.Split(toolsText(many), "\n"); len(lines) != places.LinesShown || lines[len(lines)-1] != "-# and 13 more tool calls" {
 		t.Errorf("20 calls shown as %q", lines)
 	}
 

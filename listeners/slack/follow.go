@@ -22,6 +22,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/places"
 	"github.com/switchboard-gw/switchboard/sessions"
 )
 
@@ -80,7 +81,7 @@ type follow struct {
 	cards             map[string]card // open approval cards by confirmation id
 	// tools are the tool calls whose lines are not shown yet, or shown
 	// by the reply under way (toolnotes.go).
-	tools []toolNote
+	tools places.ToolNotes
 
 	// What is being posted, for the message's metadata (see shown).
 	cur      int64
@@ -236,7 +237,7 @@ func (f *follow) render(ctx context.Context, ev switchboard.Event) {
 	done := true // a point a restart may resume after
 	f.cur = ev.Seq
 	if ev.Seq > 0 {
-		f.noteTool(p, ev.Time) // shown or replayed: the same lines
+		f.tools.Note(p, ev.Time, toolLine) // shown or replayed: the same lines
 	}
 	adopted := false
 	if ev.Seq > 0 && ev.Seq <= f.replayTo && f.shown != nil {
@@ -247,11 +248,11 @@ func (f *follow) render(ctx context.Context, ev switchboard.Event) {
 			case *switchboard.ConfirmationRequestData:
 				f.cards[d.ConfirmationID] = card{ts: ts, req: *d}
 			case *switchboard.ErrorData:
-				f.takeTools() // it showed them
+				f.tools.Take() // it showed them
 			case *switchboard.StateData:
 				if d.State == switchboard.StateIdle {
-					f.takeTools() // the turn's last lines, shown (endTools)
-					f.forgetTools()
+					f.tools.Take() // the turn's last lines, shown (endTools)
+					f.tools.Forget()
 				}
 			}
 		}
@@ -291,7 +292,7 @@ func (f *follow) show(ctx context.Context, ev switchboard.Event, p any) bool {
 	case *switchboard.MessageData:
 		f.message(ctx, d)
 	case *switchboard.ToolCallData, *switchboard.ToolResponseData:
-		// Shown as a line of the next reply (noteTool), never alone.
+		// Shown as a line of the next reply (places.ToolNotes), never alone.
 	case *switchboard.ConfirmationRequestData:
 		text, blocks := approvalBlocks(*d, "")
 		f.curCard = d
@@ -328,10 +329,10 @@ func (f *follow) show(ctx context.Context, ev switchboard.Event, p any) bool {
 // (a turn that ended without a word after its tools), in one small
 // message; calls that never answered are forgotten.
 func (f *follow) endTools(ctx context.Context) {
-	if lines := f.takeTools(); len(lines) > 0 {
+	if lines := f.tools.Take(); len(lines) > 0 {
 		f.post(ctx, toolsText(lines), []slackapi.Block{toolsContext(lines)})
 	}
-	f.forgetTools()
+	f.tools.Forget()
 }
 
 // unfollowAfter stops showing a place's session once its events through
@@ -564,7 +565,8 @@ func (f *follow) status(ctx context.Context, d *switchboard.StateData) {
 // newReply starts showing a reply, unless the thread holds it whole
 // already (replayed after a restart).
 func (f *follow) newReply(id string) *streamed {
-	r := &streamed{id: id, tools: f.toolsFor(id)}
+	lines, _ := f.tools.For(id)
+	r := &streamed{id: id, tools: lines}
 	if f.shown != nil {
 		r.whole = f.shown.whole[id]
 		// Posted in part before: go on editing those messages.
@@ -642,7 +644,7 @@ func (f *follow) notice(ctx context.Context, ev switchboard.Event, d *switchboar
 	}
 	var blocks []slackapi.Block
 	if ev.Seq > 0 {
-		if lines := f.takeTools(); len(lines) > 0 { // it ends the turn's tools
+		if lines := f.tools.Take(); len(lines) > 0 { // it ends the turn's tools
 			blocks = []slackapi.Block{slackapi.NewSectionBlock(mrkdwnText(truncateMrkdwn(mrkdwnEscape(d.Message), maxSectionText)), nil, nil), toolsContext(lines)}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/listeners/slack/slacktest"
+	"github.com/switchboard-gw/switchboard/places"
 )
 
 // limitChecker checks Block Kit JSON, parsed generically, against Slack's
@@ -713,7 +714,7 @@ func TestToolLines(t *testing.T) {
 	}
 	parsed := checkBlockLimits(t, []slackapi.Block{toolsContext(many)})
 	text, _ := jsonAt(parsed, "0", "elements", "0", "text").(string)
-	if lines := strings.Split(text, "\n"); len(lines) != toolLinesShown || lines[len(lines)-1] != "and 13 more tool calls" {
+	if lines := strings.Split(text, "\n"); len(lines) != places.LinesShown || lines[len(lines)-1] != "and 13 more tool calls" {
 		t.Errorf("20 calls shown as %q", text)
 	}
 

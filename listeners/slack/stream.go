@@ -404,7 +404,7 @@ func (f *follow) endReply(ctx context.Context) {
 		f.stopStream(ctx, r.native, "", true)
 	}
 	f.reply = nil
-	f.shownTools(r.id)
+	f.tools.Shown(r.id)
 }
 
 // cutAt is where to cut s to keep at most n characters: the last line
