@@ -50,11 +50,19 @@ type readiness struct {
 }
 
 // readyz answers GET /readyz: 200 with every part's status when the
-// gateway is ready, 503 with the same when not.
+// gateway is ready, 503 with the same when not. Reasons and fixes (which
+// name the configuration's variables and keys) go only to a client on this
+// machine, as /metrics does: a probe from elsewhere (a load balancer) gets
+// each part's state.
 func readyz(reg *health.Registry) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		parts := reg.Snapshot()
 		body := readiness{Ready: health.Ready(parts), Parts: parts}
+		if host, _, _ := net.SplitHostPort(r.RemoteAddr); !isLoopbackHost(host) {
+			for i := range body.Parts {
+				body.Parts[i].Reason, body.Parts[i].Fix = "", ""
+			}
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		if !body.Ready {
