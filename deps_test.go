@@ -67,3 +67,45 @@ func TestImportDirection(t *testing.T) {
 		return strings.HasSuffix(d, "test") // slacktest, openaitest, sessionstest: fakes for tests only
 	})
 }
+
+// Each platform's or vendor's SDK is imported by its own package only (its
+// tests and fakes aside): the doctor asks slack.Check, discord.Check and
+// mcp.Check rather than speak those APIs itself, Caddy's way, so a change
+// of SDK stays in one folder.
+func TestSDKsStayInTheirPackage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	owner := map[string]string{
+		"github.com/slack-go/slack":              "/listeners/slack",
+		"github.com/bwmarrin/discordgo":          "/listeners/discord",
+		"github.com/modelcontextprotocol/go-sdk": "/tools/mcp",
+		"github.com/anthropics/anthropic-sdk-go": "/providers/anthropic",
+		"github.com/openai/openai-go":            "/providers/openai",
+		"google.golang.org/genai":                "/providers/gemini",
+	}
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		pkg, _ := strings.CutPrefix(f[0], module)
+		for _, imp := range f[1:] {
+			for sdk, own := range owner {
+				if imp != sdk && !strings.HasPrefix(imp, sdk+"/") {
+					continue
+				}
+				seen[sdk] = true
+				if pkg != own && !strings.HasPrefix(pkg, own+"/") {
+					t.Errorf("%s imports %s, which only %s may", pkg, imp, own)
+				}
+			}
+		}
+	}
+	// The listing sees imports at all.
+	if !seen["github.com/slack-go/slack"] || !seen["github.com/bwmarrin/discordgo"] {
+		t.Fatalf("go list found no SDK import: %v", seen)
+	}
+}
