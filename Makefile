@@ -5,7 +5,11 @@ BIN     := bin/gateway
 # VERSION is stamped into the binary (gateway version): the git tag or
 # commit by default; make build VERSION=v0.1.0 to choose.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
-LDFLAGS := -X main.version=$(VERSION)
+# STRIP drops the symbol table and DWARF (32 MB of 105): stack traces and
+# profiles keep their function names (pclntab stays). make build STRIP=
+# keeps them, for a debugger (docs/operating.md, "The binary").
+STRIP   ?= -s -w
+LDFLAGS := $(STRIP) -X main.version=$(VERSION)
 IMAGE   ?= switchboard
 
 .PHONY: run build test vet fmt bench soak clean static docker version
@@ -19,7 +23,7 @@ version:
 
 ## static: the binary the Dockerfile builds (no cgo: modernc.org/sqlite is pure Go), in bin/gateway-static
 static:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o bin/gateway-static ./cmd/gateway
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/gateway-static ./cmd/gateway
 
 ## docker: the container image, $(IMAGE):$(VERSION) and $(IMAGE):latest (docs/operating.md)
 docker:
