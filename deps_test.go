@@ -54,6 +54,18 @@ func TestImportDirection(t *testing.T) {
 			return strings.HasPrefix(d, "/listeners") || strings.HasPrefix(d, "/web") || strings.HasPrefix(d, "/cmd")
 		})
 	}
+	// The core counts through an interface of its own (sessions.Metrics):
+	// Prometheus stays in metrics/, which only the gateway wires in.
+	for _, pkg := range []string{"/sessions", "/places", "/health"} {
+		forbidden(pkg, func(d string) bool { return d == "/metrics" })
+		out, err := exec.Command("go", "list", "-deps", module+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		if strings.Contains(string(out), "prometheus") {
+			t.Errorf("%s links a metrics library (prometheus)", pkg)
+		}
+	}
 	for _, l := range []string{"discord", "slack", "stdin", "websocket"} {
 		forbidden("/listeners/"+l, func(d string) bool {
 			return strings.HasPrefix(d, "/listeners/") && !strings.HasPrefix(d, "/listeners/"+l) || strings.HasPrefix(d, "/cmd")

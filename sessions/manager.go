@@ -23,7 +23,6 @@ import (
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/collaboration"
 	"github.com/switchboard-gw/switchboard/guides"
-	"github.com/switchboard-gw/switchboard/metrics"
 	"github.com/switchboard-gw/switchboard/providers"
 	"github.com/switchboard-gw/switchboard/tools"
 )
@@ -134,11 +133,37 @@ type Config struct {
 
 	Logger *slog.Logger
 	Now    func() time.Time
-	// Metrics may be nil.
-	Metrics *metrics.Metrics
+	// Metrics counts what the sessions do; nil counts nothing.
+	Metrics Metrics
 }
 
+// Metrics is what the sessions count. metrics.Metrics implements it on
+// Prometheus; the core links no metrics library, and a Manager without one
+// counts nothing.
+type Metrics interface {
+	Event(typ string)
+	TurnEnded(outcome string, d time.Duration)
+	TurnResumed(reason string)
+	Refused(limit string)
+	WriteFailed()
+	// GaugeFunc registers a gauge read at scrape time.
+	GaugeFunc(name, help string, f func() float64)
+}
+
+// noMetrics counts nothing.
+type noMetrics struct{}
+
+func (noMetrics) Event(string)                             {}
+func (noMetrics) TurnEnded(string, time.Duration)          {}
+func (noMetrics) TurnResumed(string)                       {}
+func (noMetrics) Refused(string)                           {}
+func (noMetrics) WriteFailed()                             {}
+func (noMetrics) GaugeFunc(string, string, func() float64) {}
+
 func (c Config) withDefaults() Config {
+	if c.Metrics == nil {
+		c.Metrics = noMetrics{}
+	}
 	if c.QueueSize <= 0 {
 		c.QueueSize = 64
 	}
