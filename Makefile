@@ -12,7 +12,7 @@ STRIP   ?= -s -w
 LDFLAGS := $(STRIP) -X main.version=$(VERSION)
 IMAGE   ?= switchboard
 
-.PHONY: run build test vet fmt bench soak clean static docker version
+.PHONY: run build test vet fmt bench soak clean static docker version fuzz
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/gateway
@@ -38,6 +38,16 @@ run: build
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 10m ./...
+
+## fuzz: every fuzz target for FUZZTIME each (1m); make test runs their seed corpora
+FUZZTIME ?= 1m
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "== $$pkg $$f"; \
+			$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
 
 ## bench: the benchmark report (docs/benchmarks.md): gateway vs the floors, see bench/
 bench: build

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -388,8 +389,13 @@ func reassembles(orig string, pieces []string) bool {
 		// here, or after the fence an added one replaced.
 		var starts []int
 		spaces := func(k int) int { // k and the whitespace after it
-			for ; k < len(orig) && strings.ContainsRune(" \t\n", rune(orig[k])); k++ {
+			for k < len(orig) { // the whitespace a cut drops (unicode.IsSpace)
+				r, n := utf8.DecodeRuneInString(orig[k:])
+				if !unicode.IsSpace(r) {
+					break
+				}
 				starts = append(starts, k)
+				k += n
 			}
 			starts = append(starts, k)
 			return k
