@@ -137,9 +137,7 @@ func TestAnAnswerBeforeTheFollowerAttachesIsKept(t *testing.T) {
 	}
 	f.next(t)
 	web.sub.Close()
-	for h.m.Live() > 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	h.waitUnloaded(t)
 	r, err := h.m.Submit(ctx, web.id, switchboard.Input{Kind: switchboard.InputText, Author: bob, Text: "/who", Place: "slack:T1:D1"})
 	if err != nil {
 		t.Fatal(err)

@@ -123,6 +123,18 @@ func newHarness(t *testing.T, opts ...option) *harness {
 	return h
 }
 
+// waitUnloaded waits, at most 10 s, until no session is loaded: the idle
+// ones unload after IdleTimeout once nobody is attached.
+func (h *harness) waitUnloaded(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); h.m.Live() != 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions still loaded 10 s after their listeners left", h.m.Live())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func (h *harness) start() {
 	h.t.Helper()
 	db, err := storage.Open(context.Background(), h.dbPath)

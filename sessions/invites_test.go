@@ -93,18 +93,14 @@ func TestJoinWhenFullSpendsNothing(t *testing.T) {
 	owner.send(switchboard.Input{Kind: switchboard.InputText, Text: "/share member uses 1"})
 	code := inviteCodeRE.FindStringSubmatch(owner.errorEvent().Message)[1]
 	owner.sub.Close()
-	for h.m.Live() > 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	h.waitUnloaded(t)
 	other := h.newSession(switchboard.Author{Channel: "web", ID: "zoe", Name: "Zoe"}) // the one place in memory
 	ctx := context.Background()
 	if _, _, err := h.m.Join(ctx, code, bob); !errors.Is(err, sessions.ErrFull) {
 		t.Fatalf("join while full: %v", err)
 	}
 	other.sub.Close()
-	for h.m.Live() > 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	h.waitUnloaded(t)
 	if id, _, err := h.m.Join(ctx, code, bob); err != nil || id != owner.id {
 		t.Fatalf("the code after a refusal: %s, %v; want its one use still there", id, err)
 	}

@@ -80,12 +80,7 @@ func TestASessionLeavesMemorySoonAfterItsLastListener(t *testing.T) {
 		t.Fatalf("%d sessions loaded while attached, want 1", n)
 	}
 	c.sub.Close()
-	for deadline := time.Now().Add(10 * time.Second); h.m.Live() != 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sessions still loaded after their listener left", h.m.Live())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	h.waitUnloaded(t)
 	// Stored, it loads again on use.
 	c2 := h.attach(sessions.AttachOptions{SessionID: c.id, Author: alice, AfterSeq: 0})
 	c2.say("again")

@@ -277,10 +277,13 @@ func TestDrainLetsTheTurnUnderWayFinish(t *testing.T) {
 	}()
 	// New input is refused while draining, without closing anything.
 	// (Probed with an answer to no request, which is harmless before.)
-	for {
+	for deadline := time.Now().Add(10 * time.Second); ; {
 		_, err := h.m.Submit(context.Background(), c.id, switchboard.Input{Kind: switchboard.InputConfirm, ConfirmationID: "c_none", Author: alice})
 		if errors.Is(err, sessions.ErrDraining) {
 			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("input still taken 10 s into the drain (%v)", err)
 		}
 		time.Sleep(time.Millisecond)
 	}
