@@ -1163,43 +1163,19 @@ func runHealthcheck(ctx context.Context, args []string, out, errOut io.Writer, e
 		fmt.Fprintln(errOut, "Exits 0 when the gateway the configuration describes (or --url) answers /healthz with ok: the container's health check.")
 		fs.PrintDefaults()
 	}
-	target := fs.String("url", "", "the URL to GET (default: /healthz on the config's http.addr, reached over loopback)")
-	configFile := fs.String("config", "config.yaml", "configuration file (YAML), as for the gateway")
-	var sets stringList
-	fs.Var(&sets, "set", "override a config key, as for the gateway (repeatable)")
-	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the answer")
+	p := addProbeFlags(fs, "/healthz") // health.go, shared with gateway status
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("healthcheck: unexpected argument %q", fs.Arg(0))
 	}
-	if *target == "" {
-		cfg, err := config.Load(*configFile, sets, environ)
-		if err != nil {
-			return fmt.Errorf("healthcheck: %w", err)
-		}
-		host, port, err := net.SplitHostPort(cfg.HTTP.Addr)
-		if err != nil || port == "0" {
-			return fmt.Errorf("healthcheck: http.addr %q has no fixed port: pass --url", cfg.HTTP.Addr)
-		}
-		*target = "http://" + net.JoinHostPort(probeHost(host), port) + "/healthz"
-	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, *target, nil)
+	target, code, body, err := p.get(ctx, "/healthz", environ)
 	if err != nil {
 		return fmt.Errorf("healthcheck: %w", err)
 	}
-	client := &http.Client{Transport: &http.Transport{Proxy: nil}}
-	resp, err := client.Do(req)
-	if err != nil {
-		return fmt.Errorf("healthcheck: %w", err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != "ok" {
-		return fmt.Errorf("healthcheck: GET %s: %s: %q", *target, resp.Status, providers.Truncate(strings.TrimSpace(string(body)), 200))
+	if code != http.StatusOK || strings.TrimSpace(string(body)) != "ok" {
+		return fmt.Errorf("healthcheck: GET %s: HTTP %d: %q", target, code, providers.Truncate(strings.TrimSpace(string(body)), 200))
 	}
 	fmt.Fprintln(out, "ok")
 	return nil

@@ -467,23 +467,7 @@ func (f *follow) resolvedCard(ctx context.Context, msgID string, d switchboard.C
 // resolvedText says what was decided, by whom and when (in the reader's
 // time zone; a zero at is left out), where there is no card to edit.
 func resolvedText(d switchboard.ConfirmationResolvedData, at time.Time) string {
-	by := mdEscape(d.By)
-	if d.Channel != "" {
-		by += " · " + mdEscape(switchboard.ChannelName(d.Channel))
-	}
-	var line string
-	switch why := d.Why(); { // never by By: a person may be called "Expired"
-	case why == switchboard.ReasonCancelled && d.Reason != "" && d.By != "": // By is who stopped the turn
-		line = "-# The tool call was cancelled by " + by
-	case why != "":
-		line = "-# The tool call was " + why
-	case d.Approved && d.Scope == switchboard.ScopeSession:
-		line = "-# Always allowed by " + by
-	case d.Approved:
-		line = "-# Approved by " + by
-	default:
-		line = "-# Denied by " + by
-	}
+	line := "-# " + places.Decision(d, mdEscape)
 	if !at.IsZero() {
 		line += fmt.Sprintf(" · <t:%d:f>", at.Unix())
 	}

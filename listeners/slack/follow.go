@@ -602,23 +602,7 @@ func (f *follow) resolved(ctx context.Context, d *switchboard.ConfirmationResolv
 // resolvedLine says what was decided, by whom and when (in the reader's
 // time zone; a zero at is left out), where the card is gone.
 func resolvedLine(d switchboard.ConfirmationResolvedData, at time.Time) string {
-	by := mrkdwnEscape(d.By)
-	if d.Channel != "" {
-		by += " · " + switchboard.ChannelName(d.Channel)
-	}
-	var line string
-	switch why := d.Why(); { // never by By: a person may be called "Expired"
-	case why == switchboard.ReasonCancelled && d.Reason != "" && d.By != "": // By is who stopped the turn
-		line = "The tool call was cancelled by " + by
-	case why != "":
-		line = "The tool call was " + why
-	case d.Approved && d.Scope == switchboard.ScopeSession:
-		line = "Always allowed by " + by
-	case d.Approved:
-		line = "Approved by " + by
-	default:
-		line = "Denied by " + by
-	}
+	line := places.Decision(d, mrkdwnEscape)
 	if !at.IsZero() {
 		line += " · " + slackDate(at)
 	}
