@@ -19,8 +19,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// deadline turns a hang into a failure; no test relies on it passing.
-const deadline = 10 * time.Second
+// deadline turns a hang into a failure; no test relies on it passing. It
+// is generous: on a loaded 2-core machine under the race detector,
+// discordgo's reconnect after a missed heartbeat ACK (its backoff doubles
+// from 1 s) can take several seconds before a replayed dispatch arrives.
+const deadline = 30 * time.Second
 
 const (
 	alice = "1300000000000000011"
