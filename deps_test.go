@@ -71,6 +71,24 @@ func TestImportDirection(t *testing.T) {
 			return strings.HasPrefix(d, "/listeners/") && !strings.HasPrefix(d, "/listeners/"+l) || strings.HasPrefix(d, "/cmd")
 		})
 	}
+	// A chat app is lifecycle, inbound decoding and rendering on the place
+	// layer: of the gateway it imports the layer, the root types and the
+	// small shared pieces (roles, health, Markdown bounds), never the
+	// session manager, the store, the tools or the models.
+	for _, l := range []string{"discord", "slack"} {
+		out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, module+"/listeners/"+l).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", l, err)
+		}
+		for _, imp := range strings.Fields(string(out)) {
+			d, ours := strings.CutPrefix(imp, module)
+			switch {
+			case !ours, d == "", d == "/places", d == "/collaboration", d == "/health", d == "/mdbounds", strings.HasPrefix(d, "/listeners/"+l+"/"):
+			default:
+				t.Errorf("the chat app /listeners/%s imports %s: a chat app stands on the place layer", l, d)
+			}
+		}
+	}
 	// The listing sees imports at all: the gateway links every listener.
 	if gw := strings.Join(deps(t, "/cmd/gateway"), " "); !strings.Contains(gw, "/listeners/slack ") || !strings.Contains(gw, "/sessions ") {
 		t.Fatalf("go list -deps of the gateway lacks its listeners: %s", gw)

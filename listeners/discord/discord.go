@@ -16,7 +16,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -24,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -32,7 +32,7 @@ import (
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/collaboration"
 	"github.com/switchboard-gw/switchboard/health"
-	"github.com/switchboard-gw/switchboard/sessions"
+	"github.com/switchboard-gw/switchboard/places"
 )
 
 // Channel is the name of this listener in bindings and author keys.
@@ -84,24 +84,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Sessions is what the listener needs of the session manager.
-type Sessions interface {
-	Attach(ctx context.Context, opts sessions.AttachOptions) (*sessions.Subscription, error)
-	Submit(ctx context.Context, sessionID string, in switchboard.Input) (*sessions.Receipt, error)
-	Bind(ctx context.Context, channel, address, sessionID string) (switchboard.Binding, error)
-	Binding(ctx context.Context, channel, address string) (switchboard.Binding, error)
-	Rendered(ctx context.Context, b switchboard.Binding, seq int64) error
-	SetState(ctx context.Context, b switchboard.Binding, state string) error
-	SetFollower(channel string, f sessions.Follower)
-	CatchUp(ctx context.Context, channel string) error
-	FindUI(ctx context.Context, sessionID, uiID string) (switchboard.UI, error)
-	JoinPlace(ctx context.Context, code string, author switchboard.Author, p sessions.Place, recap int, prove func(context.Context) error) (string, collaboration.Role, error)
-}
-
 // Listener is the Discord listener. Create it with New, start it with Run.
 type Listener struct {
 	cfg       Config
-	sessions  Sessions
+	places    *places.Layer
 	log       *slog.Logger
 	dg        *discordgo.Session
 	publicKey ed25519.PublicKey
@@ -111,28 +97,18 @@ type Listener struct {
 
 	names *nameCache
 
-	// work runs inbound events in order per place, places in parallel.
-	work []chan func()
-
 	// tokens are the latest interaction of each person in each place
 	// ("channel/user"), valid 15 minutes: what a notice meant for them
 	// alone is sent with (an ephemeral follow-up).
 	tokensMu sync.Mutex
 	tokens   map[string]interactionToken
 
-	// asked is where each person last gave each session input
-	// ("session/user" → place); see askedIn.
-	askedMu sync.Mutex
-	asked   map[string]string
-
-	// Followers, as in the Slack listener: the places being rendered,
-	// and those named before Run started.
-	followMu  sync.Mutex
-	following map[string]*follow
-	early     []switchboard.Binding
-	ctx       context.Context
-	wg        sync.WaitGroup
-	ready     chan struct{}
+	// wg are Run's goroutines besides the place layer's; ready is closed
+	// once Discord said who the bot is, live set once places are followed
+	// (interactions over HTTP are answered from then on).
+	wg    sync.WaitGroup
+	ready chan struct{}
+	live  atomic.Bool
 }
 
 type interactionToken struct {
@@ -143,7 +119,7 @@ type interactionToken struct {
 // New checks the configuration and returns a listener registered with s as the follower of Discord places
 // (so turns resumed at start-up reach their threads); nothing is contacted
 // until Run.
-func New(cfg Config, s Sessions, log *slog.Logger) (*Listener, error) {
+func New(cfg Config, s places.Sessions, log *slog.Logger) (*Listener, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -151,8 +127,12 @@ func New(cfg Config, s Sessions, log *slog.Logger) (*Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.sessions, l.log = s, log.With("listener", Channel)
-	s.SetFollower(Channel, l)
+	l.log = log.With("listener", Channel)
+	l.places = places.New(places.Config{
+		Channel: Channel, Sessions: s, Log: l.log, NewRoom: l.newRoom, Interval: l.cfg.EditInterval, Gate: l.gate,
+		Words: places.Words{Escape: mdEscape, Strong: func(s string) string { return "**" + mdEscape(s) + "**" },
+			JoinHint: "Mention me with /join CODE in a channel (a new thread opens from your message), or use it in a DM with me."},
+	})
 	return l, nil
 }
 
@@ -189,8 +169,7 @@ func newClient(cfg Config) (*Listener, error) {
 		Transport: &reroute{from: discordgo.EndpointAPI, to: cfg.APIURL, next: &globalLimit{next: transport}}}
 	return &Listener{
 		cfg: cfg, log: slog.New(slog.DiscardHandler), dg: dg, publicKey: pub,
-		names: newNameCache(), tokens: map[string]interactionToken{}, asked: map[string]string{},
-		following: map[string]*follow{}, ready: make(chan struct{}),
+		names: newNameCache(), tokens: map[string]interactionToken{}, ready: make(chan struct{}),
 	}, nil
 }
 
@@ -287,21 +266,8 @@ func (r *reroute) RoundTrip(req *http.Request) (*http.Response, error) {
 // Run connects to the Gateway, registers /switchboard, and serves until
 // ctx ends; discordgo resumes or reconnects when the socket drops.
 func (l *Listener) Run(ctx context.Context) error {
-	l.work = make([]chan func(), 16)
-	for i := range l.work {
-		ch := make(chan func(), 64)
-		l.work[i] = ch
-		l.wg.Go(func() {
-			for {
-				select {
-				case f := <-ch:
-					f()
-				case <-ctx.Done():
-					return
-				}
-			}
-		})
-	}
+	l.places.Start(ctx)
+	defer l.places.Wait()
 	readyOnce := sync.Once{}
 	l.dg.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) {
 		readyOnce.Do(func() {
@@ -344,18 +310,8 @@ func (l *Listener) Run(ctx context.Context) error {
 		l.log.Error("discord: registering /switchboard", "err", err)
 	}
 
-	defer l.sessions.SetFollower(Channel, nil)
-	l.followMu.Lock()
-	l.ctx = ctx
-	early := l.early
-	l.early = nil
-	l.followMu.Unlock()
-	for _, b := range early {
-		l.Follow(b)
-	}
-	if err := l.sessions.CatchUp(ctx, Channel); err != nil {
-		l.log.Error("discord: catching up", "err", err)
-	}
+	l.places.Resume()
+	l.live.Store(true)
 	<-ctx.Done()
 	l.wg.Wait()
 	return nil
@@ -409,26 +365,6 @@ func switchboardCommand() *discordgo.ApplicationCommand {
 			sub("approvals", "The last tool calls approved or denied, by whom and from where, to you alone"),
 		},
 	}
-}
-
-// run queues f on the worker of a place: a thread's events in order,
-// threads in parallel, no lock shared between them.
-func (l *Listener) run(place string, f func()) {
-	h := fnv.New32a()
-	h.Write([]byte(place))
-	select {
-	case l.work[h.Sum32()%uint32(len(l.work))] <- f:
-	case <-l.done():
-	}
-}
-
-func (l *Listener) done() <-chan struct{} {
-	l.followMu.Lock()
-	defer l.followMu.Unlock()
-	if l.ctx == nil {
-		return nil
-	}
-	return l.ctx.Done()
 }
 
 // role is what the listener vouches for of a Discord user (Input.Grant):

@@ -19,7 +19,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,56 +30,25 @@ import (
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/places"
-	"github.com/switchboard-gw/switchboard/sessions"
 )
 
 // contentLimit is the most characters of a message's content.
 const contentLimit = 2000
 
-// Follow is told by the session manager that a bound session is loaded (or
-// has events its place was not shown): it starts rendering that place,
-// unless it already does.
-func (l *Listener) Follow(b switchboard.Binding) {
-	l.followMu.Lock()
-	defer l.followMu.Unlock()
-	if l.ctx == nil {
-		l.early = append(l.early, b) // Run starts it
-		return
-	}
-	if f, ok := l.following[b.Address]; ok {
-		f.again, f.next = true, b
-		f.endAt = 0 // bound again after a /leave
-		if b.SessionID != f.b.SessionID && f.cancel != nil {
-			f.cancel() // the place shows another session now (/reset)
-		}
-		return
-	}
-	f := &follow{l: l, b: b}
-	l.following[b.Address] = f
-	l.wg.Go(f.run)
+// follow is a place's Room (places.Room): it renders the session's
+// events there, on the place's follower goroutine.
+type follow struct {
+	l      *Listener
+	b      switchboard.Binding
+	reply  *streamed
+	state  placeState
+	reqs   map[string]switchboard.ConfirmationRequestData // open requests, for their answered card
+	typing time.Time                                      // when the typing indicator was last sent; zero: off
 }
 
-// follow renders one place.
-type follow struct {
-	l *Listener
-	b switchboard.Binding
-
-	// Set by Follow while this runs, with endAt (unfollowAfter), the
-	// last event to show before the place stops showing the session;
-	// guarded by l.followMu.
-	again  bool
-	next   switchboard.Binding
-	cancel context.CancelFunc
-	endAt  int64
-
-	rendered int64
-	// settled is the last event after which a restart may resume (not in
-	// the middle of a reply), recorded the seq last stored.
-	settled, recorded int64
-	reply             *streamed
-	state             placeState
-	reqs              map[string]switchboard.ConfirmationRequestData // open requests, for their answered card
-	typing            time.Time                                      // when the typing indicator was last sent; zero: off
+// newRoom is the Room of a place (places.Config.NewRoom).
+func (l *Listener) newRoom(b switchboard.Binding) (places.Room, error) {
+	return &follow{l: l, b: b, reqs: map[string]switchboard.ConfirmationRequestData{}}, nil
 }
 
 // placeState is what a restart needs to finish in a place, kept with its
@@ -104,96 +72,28 @@ type streamed struct {
 
 type postedPiece struct{ id, text string }
 
-func (f *follow) run() {
-	ctx := f.l.ctx
-	for {
-		runCtx, cancel := context.WithCancel(ctx)
-		f.l.followMu.Lock()
-		f.cancel = cancel
-		f.l.followMu.Unlock()
-		f.once(runCtx)
-		cancel()
-		f.l.followMu.Lock()
-		if !f.again || ctx.Err() != nil {
-			delete(f.l.following, f.b.Address)
-			f.l.followMu.Unlock()
-			return
-		}
-		f.again = false
-		if f.next.SessionID != f.b.SessionID {
-			f.b, f.rendered, f.reply = f.next, f.next.RenderedSeq, nil
-			f.settled, f.recorded = 0, 0
-		}
-		f.l.followMu.Unlock()
+// Attached reads what a restart needs to finish in the place, kept with
+// its binding.
+func (f *follow) Attached(_ context.Context, b switchboard.Binding, _, _ int64) {
+	f.b, f.state = b, placeState{}
+	if b.State != "" {
+		_ = json.Unmarshal([]byte(b.State), &f.state)
 	}
 }
 
-// once attaches and renders until the session unloads.
-func (f *follow) once(ctx context.Context) {
-	if b, err := f.l.sessions.Binding(ctx, Channel, f.b.Address); err == nil && b.SessionID == f.b.SessionID {
-		f.l.followMu.Lock() // Follow reads f.b
-		f.b = b             // its state and progress as stored now
-		f.l.followMu.Unlock()
-	}
-	if f.rendered < f.b.RenderedSeq {
-		f.rendered = f.b.RenderedSeq
-	}
-	f.recorded = max(f.recorded, f.b.RenderedSeq)
-	f.state = placeState{}
-	if f.b.State != "" {
-		_ = json.Unmarshal([]byte(f.b.State), &f.state)
-	}
-	if f.reqs == nil {
-		f.reqs = map[string]switchboard.ConfirmationRequestData{}
-	}
-	sub, err := f.l.sessions.Attach(ctx, sessions.AttachOptions{SessionID: f.b.SessionID, Follow: Channel, AfterSeq: f.rendered})
-	if err != nil {
-		if ctx.Err() == nil {
-			f.l.log.Error("discord: follow a session", "session", f.b.SessionID, "place", f.b.Address, "err", err)
-		}
-		return
-	}
-	defer sub.Close()
-	tick := time.NewTicker(f.l.cfg.EditInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case ev, ok := <-sub.Events():
-			if !ok {
-				f.endReply(ctx)
-				f.record(ctx)
-				return
-			}
-			f.render(ctx, ev)
-			if f.ended() {
-				f.endReply(ctx)
-				return
-			}
-		case <-tick.C:
-			f.flush(ctx, false)
-			f.record(ctx)
-			if f.ended() {
-				f.endReply(ctx)
-				return
-			}
-			f.keepTyping(ctx)
-		case <-ctx.Done():
-			f.record(ctx) // stopping: keep how far the place was shown
-			return
-		}
-	}
+// Tick shows the reply under way as it is now, and renews the typing
+// indicator.
+func (f *follow) Tick(ctx context.Context) {
+	f.flush(ctx, false)
+	f.keepTyping(ctx)
 }
 
-// render shows one event.
-func (f *follow) render(ctx context.Context, ev switchboard.Event) {
-	if ev.Seq > 0 && ev.Seq <= f.rendered {
-		return
-	}
-	p, err := ev.Payload()
-	if err != nil {
-		f.l.log.Error("discord: event", "session", ev.Session, "err", err)
-		return
-	}
+// Finish shows the reply under way for the last time.
+func (f *follow) Finish(ctx context.Context) { f.endReply(ctx) }
+
+// Show renders one event; it reports whether a restart may resume after
+// it (not in the middle of a reply).
+func (f *follow) Show(ctx context.Context, ev switchboard.Event, p any) bool {
 	done := true
 	if ev.Seq > 0 && f.state.Tools.Note(p, ev.Time, toolLine) {
 		f.save(ctx) // before the place is recorded as shown past it
@@ -223,8 +123,7 @@ func (f *follow) render(ctx context.Context, ev switchboard.Event) {
 				}
 				f.state.Cards[d.ConfirmationID] = m.ID
 				f.save(ctx)
-				f.settled = ev.Seq // a wait for a person: the place is shown up to here
-				f.record(ctx)
+				return true // a wait for a person: the place is shown up to here
 			}
 		}
 	case *switchboard.ConfirmationResolvedData:
@@ -253,16 +152,7 @@ func (f *follow) render(ctx context.Context, ev switchboard.Event) {
 	default:
 		done = f.reply == nil
 	}
-	if ev.Seq > 0 {
-		f.rendered = ev.Seq
-		if done && f.reply == nil {
-			f.settled = ev.Seq
-		}
-		// A turn's end, or a wait for a person: a point to record now.
-		if st, ok := p.(*switchboard.StateData); ok && st.State != switchboard.StateThinking && st.State != switchboard.StateExecutingTool {
-			f.record(ctx)
-		}
-	}
+	return done && f.reply == nil
 }
 
 // endTools shows, as the turn ends, the lines no reply or notice showed
@@ -276,41 +166,6 @@ func (f *follow) endTools(ctx context.Context) {
 	if f.state.Tools.Forget() || len(lines) > 0 {
 		f.save(ctx)
 	}
-}
-
-// unfollowAfter stops showing a place's session once its events through
-// seq are shown: the place left the conversation (/leave) and the
-// session, which stays loaded for its other places, goes on without it.
-func (l *Listener) unfollowAfter(address string, seq int64) {
-	l.followMu.Lock()
-	defer l.followMu.Unlock()
-	if f, ok := l.following[address]; ok {
-		f.again, f.endAt = false, max(seq, 1)
-	}
-}
-
-// ended reports whether the place has been shown all it is to show.
-func (f *follow) ended() bool {
-	f.l.followMu.Lock()
-	defer f.l.followMu.Unlock()
-	return f.endAt > 0 && f.rendered >= f.endAt
-}
-
-// record keeps how far the place was rendered: at a turn's end, on the
-// ticker and when the session unloads, not after every event (each is a
-// write; a restart that replays a few events finds them shown).
-func (f *follow) record(ctx context.Context) {
-	if f.settled <= f.recorded {
-		return
-	}
-	// Also while stopping: the store outlives the listeners.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := f.l.sessions.Rendered(ctx, f.b, f.settled); err != nil {
-		f.l.log.Warn("discord: recording progress", "place", f.b.Address, "err", err)
-		return
-	}
-	f.recorded = f.settled
 }
 
 // newReply starts showing a reply, adopting the messages a restart left
@@ -346,15 +201,10 @@ func (f *follow) message(ctx context.Context, d *switchboard.MessageData) {
 			f.send(ctx, &discordgo.MessageSend{Content: piece})
 		}
 	case switchboard.RoleUser:
-		if d.Place == Channel+":"+f.b.Address || d.Place == "" && d.Channel == Channel {
+		if f.l.places.WrittenHere(f.b, d) {
 			return // written here: it is in the thread already
 		}
-
-		who := d.Author
-		if d.Channel != "" {
-			who += " · " + switchboard.ChannelName(d.Channel)
-		}
-		for _, piece := range splitDiscord("**"+mdEscape(who)+"**: "+toDiscord(d.Content), contentLimit) {
+		for _, piece := range splitDiscord("**"+mdEscape(places.Byline(d))+"**: "+toDiscord(d.Content), contentLimit) {
 			f.send(ctx, &discordgo.MessageSend{Content: piece})
 		}
 	}
@@ -477,18 +327,13 @@ func resolvedText(d switchboard.ConfirmationResolvedData, at time.Time) string {
 // notice shows an error: one meant for one person to them alone; a
 // redelivery's "already received" to no one.
 func (f *follow) notice(ctx context.Context, ev switchboard.Event, d *switchboard.ErrorData) {
-	if d.Code == switchboard.ErrCodeDuplicate {
+	user, show := f.l.places.Audience(f.b, ev, d)
+	switch {
+	case !show:
 		return
-	}
-	if user, ok := strings.CutPrefix(d.For, Channel+":"); ok && ev.Seq == 0 {
-		if where, known := f.l.askedIn(f.b.SessionID, user); known && where != f.b.Address {
-			return // an answer to what they asked in another place of this session
-		}
+	case user != "":
 		f.l.tell(ctx, f.b.Address, user, noticeText(*d))
 		return
-	}
-	if d.For != "" && ev.Seq == 0 {
-		return // someone else's, in another channel
 	}
 	var lines []string
 	if ev.Seq > 0 {
@@ -577,7 +422,7 @@ func (f *follow) save(ctx context.Context) {
 	// stopping now: the store outlives the listeners.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := f.l.sessions.SetState(ctx, f.b, state); err != nil {
+	if err := f.l.places.SetState(ctx, f.b, state); err != nil {
 		f.l.log.Warn("discord: keeping the place's state", "place", f.b.Address, "err", err)
 	}
 }
@@ -601,36 +446,15 @@ func (f *follow) keepTyping(ctx context.Context) {
 	}
 }
 
-// maxUpload is the largest inline image attached to a message.
-const maxUpload = 8 << 20
-
 // upload attaches a card's inline image to a message of its own.
 func (f *follow) upload(ctx context.Context, img *switchboard.UIImage, title string) {
-	data := img.Data
-	if rest, ok := strings.CutPrefix(data, "data:"); ok {
-		if _, b64, ok := strings.Cut(rest, ","); ok {
-			data = b64
-		}
-	}
-	raw, err := base64.StdEncoding.DecodeString(data)
-	if err != nil || len(raw) == 0 || len(raw) > maxUpload {
-		f.send(ctx, &discordgo.MessageSend{Content: "-# (An image could not be shown: it is not valid image data, or larger than 8 MiB.)"})
+	name, raw, err := places.Upload(img)
+	if err != nil {
+		f.send(ctx, &discordgo.MessageSend{Content: "-# (An image could not be shown: it is " + err.Error() + ".)"})
 		return
 	}
 	f.send(ctx, &discordgo.MessageSend{
 		Content: cmp.Or(title, img.Alt),
-		Files:   []*discordgo.File{{Name: "image" + imageExt(img.MIMEType), ContentType: cmp.Or(img.MIMEType, "image/png"), Reader: bytes.NewReader(raw)}},
+		Files:   []*discordgo.File{{Name: name, ContentType: cmp.Or(img.MIMEType, "image/png"), Reader: bytes.NewReader(raw)}},
 	})
-}
-
-func imageExt(mime string) string {
-	switch mime {
-	case "image/jpeg":
-		return ".jpg"
-	case "image/gif":
-		return ".gif"
-	case "image/webp":
-		return ".webp"
-	}
-	return ".png"
 }

@@ -52,19 +52,17 @@ func (l *Listener) Handler() http.Handler {
 			http.Error(w, "not an interaction", http.StatusBadRequest)
 			return
 		}
-		if i.Type != discordgo.InteractionPing && l.done() == nil {
+		if i.Type != discordgo.InteractionPing && !l.live.Load() {
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, "starting", http.StatusServiceUnavailable)
 			return
 		}
 		// The work goes on after the response: under Run's context, not
 		// the request's.
-		ctx := r.Context()
-		l.followMu.Lock()
-		if l.ctx != nil {
-			ctx = l.ctx
+		ctx := l.places.Context()
+		if ctx == nil {
+			ctx = r.Context()
 		}
-		l.followMu.Unlock()
 		answered := make(chan *discordgo.InteractionResponse, 1)
 		l.onInteraction(ctx, &i, func(resp *discordgo.InteractionResponse) {
 			select {

@@ -6,6 +6,7 @@ package discord
 // MESSAGE_CREATE finds the thread it already opened.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,8 +18,7 @@ import (
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/collaboration"
-	"github.com/switchboard-gw/switchboard/sessions"
-	"github.com/switchboard-gw/switchboard/tools"
+	"github.com/switchboard-gw/switchboard/places"
 )
 
 // noMentions: what the bot writes never pings anyone; a model's "@everyone"
@@ -51,9 +51,9 @@ func (l *Listener) onMessage(ctx context.Context, m *discordgo.Message) {
 	if mentioned && m.GuildID != "" {
 		place = m.ID
 	}
-	l.run(place, func() {
+	l.places.Run(place, func() {
 		text := strings.TrimSpace(strings.NewReplacer("<@"+l.botUserID+">", "", "<@!"+l.botUserID+">", "").Replace(m.Content))
-		if code, ok := joinCode(text); ok && (mentioned || m.GuildID == "") {
+		if code, ok := places.JoinCode(text); ok && (mentioned || m.GuildID == "") {
 			l.joinFrom(ctx, m, code, author)
 			return
 		}
@@ -67,16 +67,20 @@ func (l *Listener) onMessage(ctx context.Context, m *discordgo.Message) {
 			}
 			return
 		}
-		if text == "" {
-			text = "Hello!"
-		}
-		l.submitText(ctx, b, author, roles, typedAnswer(text), m.ID)
+		l.submitText(ctx, b, author, roles, cmp.Or(text, "Hello!"), m.ID)
 	})
 }
 
 // errNotHere refuses what comes from a place the allow lists leave out.
-var errNotHere = &sessions.Refusal{Kind: sessions.ErrForbidden,
-	Reason: "I'm not set up to answer here; ask the server's admins to add this channel"}
+var errNotHere = places.NotAllowed("I'm not set up to answer here; ask the server's admins to add this channel")
+
+// gate is the listener's say on every input before the session's
+// (places.Config.Gate): the place must be one the allow lists let in.
+// The role the listener vouches for (Input.Grant) needs the person's
+// server roles, so the inbound paths set it (submit).
+func (l *Listener) gate(ctx context.Context, b switchboard.Binding, _ *switchboard.Input) error {
+	return l.permitted(ctx, b.Address)
+}
 
 // permitted is the one check of where the bot answers (allowed_guilds,
 // allowed_channels) that every inbound path passes, submit included: a
@@ -101,9 +105,9 @@ func (l *Listener) permitted(ctx context.Context, channelID string) error {
 // for a mention or a DM.
 func (l *Listener) placeOf(ctx context.Context, m *discordgo.Message, mentioned bool, text string, author switchboard.Author, roles []string) (switchboard.Binding, error) {
 	if m.GuildID == "" { // a DM: always a conversation
-		return l.sessionAt(ctx, m.ChannelID, author, true)
+		return l.places.SessionAt(ctx, m.ChannelID, author, true)
 	}
-	if b, err := l.sessions.Binding(ctx, Channel, m.ChannelID); err == nil {
+	if b, err := l.places.Binding(ctx, m.ChannelID); err == nil {
 		return b, l.permitted(ctx, m.ChannelID)
 	} else if !errors.Is(err, switchboard.ErrNotFound) {
 		return b, err
@@ -119,9 +123,9 @@ func (l *Listener) placeOf(ctx context.Context, m *discordgo.Message, mentioned 
 		return switchboard.Binding{}, errNotHere
 	}
 	if ch.IsThread() { // a mention in a thread someone else opened: it becomes one
-		return l.sessionAt(ctx, ch.ID, author, true)
+		return l.places.SessionAt(ctx, ch.ID, author, true)
 	}
-	if b, err := l.sessions.Binding(ctx, Channel, m.ID); err == nil {
+	if b, err := l.places.Binding(ctx, m.ID); err == nil {
 		return b, nil // replayed: the thread is open already
 	}
 	th, err := l.dg.MessageThreadStartComplex(m.ChannelID, m.ID, &discordgo.ThreadStart{
@@ -130,7 +134,7 @@ func (l *Listener) placeOf(ctx context.Context, m *discordgo.Message, mentioned 
 	if err != nil {
 		return switchboard.Binding{}, err
 	}
-	return l.sessionAt(ctx, th.ID, author, true)
+	return l.places.SessionAt(ctx, th.ID, author, true)
 }
 
 // threadName is a thread's title from the message that opened it.
@@ -145,104 +149,23 @@ func threadName(text string) string {
 	return name
 }
 
-// sessionAt returns a place's binding; with create, a place without one
-// gets a new session owned by author, bound to it.
-func (l *Listener) sessionAt(ctx context.Context, addr string, author switchboard.Author, create bool) (switchboard.Binding, error) {
-	b, err := l.sessions.Binding(ctx, Channel, addr)
-	if err == nil {
-		return b, nil
-	}
-	if !errors.Is(err, switchboard.ErrNotFound) || !create {
-		return b, err
-	}
-	// The key finds the session again if we stopped between creating and
-	// binding it.
-	sub, err := l.sessions.Attach(ctx, sessions.AttachOptions{Key: Channel + ":" + addr, Author: author, AfterSeq: -1})
-	if err != nil {
-		return b, err
-	}
-	sub.Close()
-	return l.sessions.Bind(ctx, Channel, addr, sub.Ready.Session)
-}
-
-// submitText gives a place's session a message or command; /reset binds
-// the place to the new conversation once it exists. /leave takes the
-// place out of the conversation: once the session has unbound it, the
-// place is shown the session's line about it and no more.
+// submitText gives a place's session a message or command; a refusal is
+// told to its writer.
 func (l *Listener) submitText(ctx context.Context, b switchboard.Binding, author switchboard.Author, roles []string, text, clientID string) {
-	r, err := l.submit(ctx, b, switchboard.Input{Kind: switchboard.InputText, Author: author, Text: text, ClientID: clientID}, roles)
-	if err != nil {
+	in := switchboard.Input{Author: author, Text: text, ClientID: clientID, Grant: string(l.role(author.ID, roles))}
+	if err := l.places.SubmitText(ctx, b, in); err != nil {
 		l.refused(ctx, b.Address, author.ID, err)
-		return
-	}
-	reset, leave := isCommand(text, "reset"), isCommand(text, "leave")
-	if !reset && !leave {
-		return
-	}
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	last, err := r.Wait(wctx)
-	if err != nil {
-		return
-	}
-	if leave {
-		if _, err := l.sessions.Binding(ctx, Channel, b.Address); errors.Is(err, switchboard.ErrNotFound) {
-			l.unfollowAfter(b.Address, last)
-		}
-		return
-	}
-	if r.NewSession == "" {
-		return // refused (not the owner), told by the session
-	}
-	if _, err := l.sessions.Bind(ctx, Channel, b.Address, r.NewSession); err != nil {
-		l.log.Error("discord: bind the new conversation", "place", b.Address, "err", err)
 	}
 }
 
-// isCommand reports whether text is the command /name.
-func isCommand(text, name string) bool {
-	first, _, _ := strings.Cut(strings.TrimSpace(text), " ")
-	return strings.EqualFold(first, "/"+name)
-}
-
-// submit gives b's session an input written in b's place, and notes the
-// place as where its author asks (askedIn). Every input from Discord —
-// message, command, click, form — passes here: the place is checked
-// against the allow lists once more (permitted), and a configured
-// approver's role (by user id or one of their server roles) goes with
-// the input (Input.Grant) for the session to weigh (sessions' access.go).
-func (l *Listener) submit(ctx context.Context, b switchboard.Binding, in switchboard.Input, roles []string) (*sessions.Receipt, error) {
-	if err := l.permitted(ctx, b.Address); err != nil {
-		return nil, err
-	}
-	in.Place = Channel + ":" + b.Address
+// submit gives b's session an input from a person with their server
+// roles: the role the listener vouches for goes with it (Input.Grant) for
+// the session to weigh (sessions' access.go); the layer checks the place
+// (gate) once more.
+func (l *Listener) submit(ctx context.Context, b switchboard.Binding, in switchboard.Input, roles []string) error {
 	in.Grant = string(l.role(in.Author.ID, roles))
-	l.askedMu.Lock()
-	if len(l.asked) > 10_000 {
-		clear(l.asked) // bounded; forgetting shows an answer in every place
-	}
-	l.asked[b.SessionID+"/"+in.Author.ID] = b.Address
-	l.askedMu.Unlock()
-	return l.sessions.Submit(ctx, b.SessionID, in)
-}
-
-// askedIn is the place a person last gave a session input in through this
-// listener. A notice for them alone (a command's answer, a refusal) goes
-// to every Discord place of the session; it is shown in that place only.
-func (l *Listener) askedIn(sessionID, user string) (string, bool) {
-	l.askedMu.Lock()
-	defer l.askedMu.Unlock()
-	a, ok := l.asked[sessionID+"/"+user]
-	return a, ok
-}
-
-// joinCode reads "/join CODE" (or "join CODE").
-func joinCode(text string) (string, bool) {
-	f := strings.Fields(text)
-	if len(f) == 2 && (strings.EqualFold(f[0], "/join") || strings.EqualFold(f[0], "join")) {
-		return f[1], true
-	}
-	return "", false
+	_, err := l.places.Submit(ctx, b, in)
+	return err
 }
 
 // joinCommand is /switchboard join code: in a DM or a thread, that place
@@ -262,7 +185,7 @@ func (l *Listener) joinCommand(ctx context.Context, i *discordgo.Interaction, pl
 			l.log.Warn("discord: answering /switchboard join", "err", err)
 		}
 	}
-	l.run(place, func() {
+	l.places.Run(place, func() {
 		if i.GuildID != "" {
 			ch, err := l.channel(ctx, place)
 			switch {
@@ -278,14 +201,11 @@ func (l *Listener) joinCommand(ctx context.Context, i *discordgo.Interaction, pl
 				return
 			}
 		}
-		if role, ok := l.join(ctx, sessions.Place{Channel: Channel, Address: place, Direct: i.GuildID == ""}, author, code, answer, true); ok {
-			answer(fmt.Sprintf("Joined as %s: this place now shows the shared conversation.", withArticle(role)))
+		if role, ok := l.join(ctx, place, i.GuildID == "", author, code, answer, false); ok {
+			answer(fmt.Sprintf("Joined as %s: this place now shows the shared conversation.", places.WithArticle(role)))
 		}
 	})
 }
-
-// joinRecap is how many of the last messages a joined place is shown.
-const joinRecap = 6
 
 // joinFrom joins the shared session a code names from a message: a DM
 // joins itself, a mention in a channel opens a thread from the message and
@@ -309,95 +229,45 @@ func (l *Listener) joinFrom(ctx context.Context, m *discordgo.Message, code stri
 			place = th.ID
 		}
 	}
-	p := sessions.Place{Channel: Channel, Address: place, Direct: m.GuildID == ""}
-	if _, ok := l.join(ctx, p, author, code, func(text string) { l.reply(ctx, m, text) }, false); ok {
+	if _, ok := l.join(ctx, place, m.GuildID == "", author, code, func(text string) { l.reply(ctx, m, text) }, true); ok {
 		l.log.Info("discord: joined a shared session", "place", place)
 	}
 }
 
-// join shows in a place the shared session an invite code names, the code
-// making the person a member with its role. Whether it may is the session
-// manager's decision (never a thread that shows another conversation);
-// then the place is proven, by posting the line that then says who
-// joined: one the bot cannot post in is refused with Discord's reason.
-// Either way the code is not spent. tell says what went wrong; with alone
-// it is the person's alone and the line is taken away, else the line
-// says it.
-func (l *Listener) join(ctx context.Context, p sessions.Place, author switchboard.Author, code string, tell func(string), alone bool) (collaboration.Role, bool) {
-	place := p.Address
-	var line *discordgo.Message
-	var postErr error
-	prove := func(ctx context.Context) error {
-		line, postErr = l.dg.ChannelMessageSendComplex(place, &discordgo.MessageSend{Content: "Opening a shared conversation here…", AllowedMentions: noMentions}, discordgo.WithContext(ctx))
-		return postErr
-	}
-	sessionID, role, err := l.sessions.JoinPlace(ctx, code, author, p, joinRecap, prove)
-	if postErr != nil {
-		l.log.Info("discord: join refused: the bot cannot post in the place", "place", place, "err", postErr)
-		tell("Not joined, and the code is not used: " + cannotPost(postErr))
-		return "", false
-	}
-	refuse := func(text string) {
-		switch {
-		case line == nil:
-			tell(text)
-		case !alone:
-			l.editLine(ctx, place, line.ID, text)
-		default:
-			if err := l.dg.ChannelMessageDelete(place, line.ID, discordgo.WithContext(ctx)); err != nil {
-				l.log.Warn("discord: delete a line", "place", place, "err", err)
-			}
-			tell(text)
-		}
-	}
-	switch {
-	case errors.Is(err, sessions.ErrPlaceTaken):
-		refuse("Not joined, and the code is not used: " + sessions.Reason(err, "this thread shows another conversation") +
-			". Mention me with /join CODE in a channel (a new thread opens from your message), or use it in a DM with me.")
-		return "", false
-	case errors.Is(err, sessions.ErrTooManyPlaces):
-		refuse("Not joined, and the code is not used: this conversation is already shown in as many places as it may be. " +
-			"Once it is taken out of one (/switchboard leave there), join here again.")
-		return "", false
-	case err != nil && sessionID != "":
-		l.log.Error("discord: bind a joined session", "place", place, "err", err)
-		refuse(fmt.Sprintf("%s joined as %s, but this place could not show the conversation; join here again.", mdEscape(author.DisplayName()), withArticle(role)))
-		return "", false
-	case err != nil:
-		refuse(joinRefusal(err))
-		return "", false
-	}
-	l.editLine(ctx, place, line.ID, fmt.Sprintf("**%s** joined a shared conversation as %s: this place shows it from now on, beginning with its last messages.",
-		mdEscape(author.DisplayName()), withArticle(role)))
-	return role, true
+// join shows in a place the shared session an invite code names
+// (places' Join). tell says what went wrong; public says it in the line
+// instead.
+func (l *Listener) join(ctx context.Context, place string, dm bool, author switchboard.Author, code string, tell func(string), public bool) (collaboration.Role, bool) {
+	where := places.Where{Address: place, Direct: dm, Noun: "place"}
+	return l.places.Join(ctx, where, author, code, joinLine{l, place}, tell, public)
 }
 
-// editLine replaces the text of a line the listener posted.
-func (l *Listener) editLine(ctx context.Context, place, id, text string) {
-	if _, err := l.dg.ChannelMessageEditComplex(&discordgo.MessageEdit{ID: id, Channel: place, Content: &text, AllowedMentions: noMentions}, discordgo.WithContext(ctx)); err != nil {
-		l.log.Warn("discord: edit a line", "place", place, "err", err)
+// joinLine is a join's line in a Discord place (places.Line).
+type joinLine struct {
+	l     *Listener
+	place string
+}
+
+func (j joinLine) CannotPost(err error) string { return cannotPost(err) }
+
+func (j joinLine) Post(ctx context.Context, text string) (string, error) {
+	m, err := j.l.dg.ChannelMessageSendComplex(j.place, &discordgo.MessageSend{Content: text, AllowedMentions: noMentions}, discordgo.WithContext(ctx))
+	if err != nil {
+		return "", err
+	}
+	return m.ID, nil
+}
+
+func (j joinLine) Edit(ctx context.Context, id, text string) {
+	if _, err := j.l.dg.ChannelMessageEditComplex(&discordgo.MessageEdit{ID: id, Channel: j.place, Content: &text, AllowedMentions: noMentions}, discordgo.WithContext(ctx)); err != nil {
+		j.l.log.Warn("discord: edit a line", "place", j.place, "err", err)
 	}
 }
 
-func joinRefusal(err error) string {
-	for _, known := range []error{switchboard.ErrInviteUnknown, switchboard.ErrInviteExpired, switchboard.ErrInviteUsedUp, switchboard.ErrInviteRevoked, sessions.ErrTooManyJoins} {
-		if errors.Is(err, known) {
-			return "Not joined: " + known.Error() + "."
-		}
+func (j joinLine) Delete(ctx context.Context, id string) {
+	if err := j.l.dg.ChannelMessageDelete(j.place, id, discordgo.WithContext(ctx)); err != nil {
+		j.l.log.Warn("discord: delete a line", "place", j.place, "err", err)
 	}
-	return "That invite code did not work. Ask for a new one."
-}
-
-func withArticle(r collaboration.Role) string {
-	switch r {
-	case collaboration.Owner:
-		return "its owner"
-	case collaboration.Approver:
-		return "an approver"
-	case "":
-		return "a member"
-	}
-	return "a " + string(r)
 }
 
 // cannotPost says in plain words why Discord refused a post of the bot's,
@@ -423,32 +293,11 @@ func cannotPost(err error) string {
 	return "I cannot post here " + reason + "."
 }
 
-// typedAnswer lets a person answer an approval by writing "approve",
-// "deny" or "approve always" where buttons are not at hand.
-func typedAnswer(text string) string {
-	switch strings.ToLower(strings.TrimRight(strings.TrimSpace(text), ".!")) {
-	case "approve", "approved":
-		return "/approve"
-	case "deny", "denied":
-		return "/deny"
-	case "approve always", "always allow", "always":
-		return "/approve always"
-	}
-	return text
-}
-
 // refused tells the writer why their input was not taken: privately when
 // an interaction of theirs allows it, else in the place.
 func (l *Listener) refused(ctx context.Context, place, user string, err error) {
-	msg := "Sorry, that did not go through. Please try again."
-	switch {
-	case errors.Is(err, sessions.ErrBusy):
-		msg = "I'm still working on the previous messages here; send this again in a moment."
-	case errors.Is(err, sessions.ErrForbidden):
-		msg = "Not sent: " + mdEscape(sessions.Reason(err, "you may not do that in this conversation")) + "."
-	}
 	l.log.Info("discord: input refused", "place", place, "user", user, "err", err)
-	l.tell(ctx, place, user, msg)
+	l.tell(ctx, place, user, mdEscape(places.Refused(err)))
 }
 
 // tell shows text to one person: an ephemeral follow-up of their latest
@@ -550,8 +399,8 @@ func (l *Listener) onInteraction(ctx context.Context, i *discordgo.Interaction, 
 			return
 		}
 		l.respond(ctx, i, deferredUpdate, httpOut)
-		l.run(place, func() {
-			b, err := l.sessionAt(ctx, place, author, false)
+		l.places.Run(place, func() {
+			b, err := l.places.SessionAt(ctx, place, author, false)
 			if err != nil {
 				l.tell(ctx, place, user.ID, "This conversation is no longer here; mention me to start a new one.")
 				return
@@ -560,7 +409,7 @@ func (l *Listener) onInteraction(ctx context.Context, i *discordgo.Interaction, 
 			if !ok {
 				return
 			}
-			if _, err := l.submit(ctx, b, in, roles); err != nil {
+			if err := l.submit(ctx, b, in, roles); err != nil {
 				l.refused(ctx, place, user.ID, err)
 			}
 		})
@@ -571,18 +420,18 @@ func (l *Listener) onInteraction(ctx context.Context, i *discordgo.Interaction, 
 		if !ok {
 			return
 		}
-		l.run(place, func() {
-			b, err := l.sessionAt(ctx, place, author, false)
+		l.places.Run(place, func() {
+			b, err := l.places.SessionAt(ctx, place, author, false)
 			if err != nil {
 				return
 			}
-			ui, err := l.card(ctx, b.SessionID, actionID)
+			ui, err := l.places.Card(ctx, b.SessionID, actionID)
 			if err != nil || ui.Form == nil {
 				l.tell(ctx, place, user.ID, "That form is no longer available.")
 				return
 			}
 			in := switchboard.Input{Kind: switchboard.InputAction, Author: author, ActionID: actionID, Value: formValues(*ui.Form, data)}
-			if _, err := l.submit(ctx, b, in, roles); err != nil {
+			if err := l.submit(ctx, b, in, roles); err != nil {
 				l.refused(ctx, place, user.ID, err)
 			}
 		})
@@ -596,46 +445,26 @@ func (l *Listener) componentInput(ctx context.Context, sessionID string, data di
 	id := data.CustomID
 	for prefix, approved := range map[string]bool{"sb:approve:": true, "sb:deny:": false, "sb:always:": true} {
 		if conf, ok := strings.CutPrefix(id, prefix); ok {
-			in := switchboard.Input{Kind: switchboard.InputConfirm, Author: author, ConfirmationID: conf, Approved: approved}
-			if prefix == "sb:always:" {
-				in.Scope = switchboard.ScopeSession
-			}
-			return in, true
+			return places.Decided(author, conf, approved, prefix == "sb:always:"), true
 		}
 	}
 	if actionID, ok := strings.CutPrefix(id, "sb:btn:"); ok {
 		return switchboard.Input{Kind: switchboard.InputAction, Author: author, ActionID: actionID}, true
 	}
 	if strings.HasPrefix(id, "sb:sel:") && len(data.Values) == 1 {
-		actionID, pos, _ := strings.Cut(data.Values[0], "|")
-		n, err := strconv.Atoi(pos)
-		ui, uerr := l.card(ctx, sessionID, actionID)
-		if err != nil || uerr != nil || ui.Select == nil || n < 0 || n >= len(ui.Select.Options) {
-			l.log.Warn("discord: a choice from a card that is gone", "session", sessionID, "value", data.Values[0])
-			return switchboard.Input{}, false
-		}
-		return switchboard.Input{Kind: switchboard.InputAction, Author: author, ActionID: actionID, Value: ui.Select.Options[n].Value}, true
+		return l.places.Choice(ctx, sessionID, data.Values[0], author)
 	}
 	return switchboard.Input{}, false
 }
 
-// card finds the stored card an action id belongs to.
-func (l *Listener) card(ctx context.Context, sessionID, actionID string) (switchboard.UI, error) {
-	uiID, _, _, err := tools.ParseActionID(actionID)
-	if err != nil {
-		return switchboard.UI{}, err
-	}
-	return l.sessions.FindUI(ctx, sessionID, uiID)
-}
-
 // openForm answers a form's button with its modal.
 func (l *Listener) openForm(ctx context.Context, i *discordgo.Interaction, place, actionID string, httpOut func(*discordgo.InteractionResponse)) {
-	b, err := l.sessions.Binding(ctx, Channel, place)
+	b, err := l.places.Binding(ctx, place)
 	if err != nil {
 		l.respond(ctx, i, ephemeral("This conversation is no longer here; mention me to start a new one."), httpOut)
 		return
 	}
-	ui, err := l.card(ctx, b.SessionID, actionID)
+	ui, err := l.places.Card(ctx, b.SessionID, actionID)
 	if err != nil || ui.Form == nil {
 		l.respond(ctx, i, ephemeral("That form is no longer available."), httpOut)
 		return
@@ -652,10 +481,6 @@ const commandHelp = "Mention me in a channel and I answer in a thread opened fro
 	"`who` lists the people and `approvals` the last decisions (to you alone), `role` changes someone's role (the owner), " +
 	"`leave` takes the conversation out of this thread or DM. `/switchboard join code` in a DM or a thread shows a shared conversation there; " +
 	"in a channel, mention me with `/join CODE`."
-
-// private are the commands whose answer is for the one who asked alone:
-// the session answers them with a notice for that person.
-var private = map[string]bool{"who": true, "approvals": true, "share": true, "unshare": true}
 
 // onCommand handles /switchboard <subcommand>: help for the caller alone,
 // the rest in the conversation of the thread or DM it was used in.
@@ -675,19 +500,19 @@ func (l *Listener) onCommand(ctx context.Context, i *discordgo.Interaction, plac
 		return
 	}
 	text := commandText(sub)
-	b, err := l.sessions.Binding(ctx, Channel, place)
+	b, err := l.places.Binding(ctx, place)
 	if err != nil && i.GuildID != "" {
 		l.respond(ctx, i, ephemeral("Use this in a thread I answer in, or mention me to start one."), httpOut)
 		return
 	}
-	if private[sub.Name] {
+	if places.Private(sub.Name) {
 		l.respond(ctx, i, ephemeral(text+": answered below, to you alone."), httpOut)
 	} else {
 		l.respond(ctx, i, ephemeral(text+": answered in this conversation, for everyone in it."), httpOut)
 	}
-	l.run(place, func() {
+	l.places.Run(place, func() {
 		if err != nil { // a DM without a conversation yet
-			if b, err = l.sessionAt(ctx, place, author, true); err != nil {
+			if b, err = l.places.SessionAt(ctx, place, author, true); err != nil {
 				return
 			}
 		}

@@ -1,12 +1,10 @@
 package discord
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,6 +14,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/places"
 )
 
 // Message builders: pure functions from the gateway's events to discordgo
@@ -100,23 +99,6 @@ func mentionsNone() *discordgo.MessageAllowedMentions {
 	return &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
 }
 
-// clipRunes cuts plain text to at most n characters, ending in "…".
-func clipRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	if n < 1 {
-		return ""
-	}
-	rs := []rune(s)
-	return strings.TrimRight(string(rs[:n-1]), " \t\n") + "…"
-}
-
-// squashSpace puts s on one line with single spaces.
-func squashSpace(s string) string {
-	return strings.Join(strings.Fields(s), " ")
-}
-
 // sbCustomID is prefix+id where that fits in a custom_id, else prefix, "#"
 // and 32 hex digits of id's SHA-256: the listener cannot read an id back
 // from that, but can recognise it by hashing the ids it knows.
@@ -143,17 +125,9 @@ func optionValue(actionID string, index int) string {
 	return idHash(actionID) + suffix
 }
 
-// toolName is a tool's name on one line, "tool" if it has none.
-func toolName(name string) string {
-	if name = squashSpace(name); name == "" {
-		return "tool"
-	}
-	return name
-}
-
 // codeName is a name to put between backticks.
 func codeName(name string, n int) string {
-	return clipRunes(strings.ReplaceAll(toolName(name), "`", "'"), n)
+	return places.Clip(strings.ReplaceAll(places.ToolName(name), "`", "'"), n)
 }
 
 // uiMessages renders a card: an embed with the title, the text (converted
@@ -178,7 +152,7 @@ func uiMessages(ui switchboard.UI) (msgs []*discordgo.MessageSend, uploads []*sw
 		return e
 	}
 	cur := newEmbed()
-	cur.Title = clipRunes(escapeMassMentions(squashSpace(ui.Title)), limEmbedTitle)
+	cur.Title = places.Clip(escapeMassMentions(places.OneLine(ui.Title)), limEmbedTitle)
 	for i, p := range cardText(ui.Text) {
 		if i > 0 {
 			cur = newEmbed()
@@ -235,7 +209,7 @@ func uiMessages(ui switchboard.UI) (msgs []*discordgo.MessageSend, uploads []*sw
 	}
 
 	if len(notes) > 0 {
-		footer := &discordgo.MessageEmbedFooter{Text: clipRunes(strings.Join(notes, "; "), limFooter)}
+		footer := &discordgo.MessageEmbedFooter{Text: places.Clip(strings.Join(notes, "; "), limFooter)}
 		if embedSize(cur)+utf8.RuneCountInString(footer.Text) > limEmbedTotal {
 			cur = newEmbed()
 		}
@@ -292,7 +266,7 @@ func cardText(md string) []string {
 // an empty name or value, so a zero-width space stands in for one; a field
 // with neither is left out.
 func embedField(f switchboard.UIField) *discordgo.MessageEmbedField {
-	name := clipRunes(escapeMassMentions(squashSpace(f.Label)), limFieldName)
+	name := places.Clip(escapeMassMentions(places.OneLine(f.Label)), limFieldName)
 	value := truncateDiscord(toDiscord(f.Value), limFieldValue)
 	if name == "" && value == "" {
 		return nil
@@ -338,27 +312,9 @@ const maxImageURL = 2048
 // (or as a data: URL) is returned for upload instead. note says why an
 // image could not be shown.
 func embedImage(img switchboard.UIImage) (image *discordgo.MessageEmbedImage, upload *switchboard.UIImage, note string) {
-	if img.Data != "" {
-		up := img
-		return nil, &up, ""
-	}
-	u := strings.TrimSpace(img.URL)
-	if rest, ok := strings.CutPrefix(u, "data:"); ok {
-		meta, data, ok := strings.Cut(rest, ",")
-		mime, isBase64 := strings.CutSuffix(meta, ";base64")
-		if ok && isBase64 && strings.HasPrefix(mime, "image/") {
-			return nil, &switchboard.UIImage{Data: data, MIMEType: mime, Alt: img.Alt}, ""
-		}
-		return nil, nil, "image not shown: unsupported data"
-	}
-	p, err := url.Parse(u)
-	switch {
-	case u == "":
-		return nil, nil, ""
-	case err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "":
-		return nil, nil, "image not shown: not an http(s) URL"
-	case len(u) > maxImageURL:
-		return nil, nil, "image not shown: its URL is too long"
+	u, upload, note := places.ImageOf(img, maxImageURL)
+	if u == "" {
+		return nil, upload, note
 	}
 	return &discordgo.MessageEmbedImage{URL: u}, nil, ""
 }
@@ -381,7 +337,7 @@ func cardButtons(ui switchboard.UI) (buttons []discordgo.MessageComponent, notes
 			continue
 		}
 		seen[id] = true
-		label := squashSpace(b.Label)
+		label := places.OneLine(b.Label)
 		if label == "" {
 			label = fmt.Sprintf("Button %d", i+1)
 		}
@@ -392,17 +348,17 @@ func cardButtons(ui switchboard.UI) (buttons []discordgo.MessageComponent, notes
 		case "danger":
 			style = discordgo.DangerButton
 		}
-		buttons = append(buttons, discordgo.Button{Label: clipRunes(label, limButtonLabel), Style: style, CustomID: id})
+		buttons = append(buttons, discordgo.Button{Label: places.Clip(label, limButtonLabel), Style: style, CustomID: id})
 	}
 	if dupes > 0 {
 		notes = append(notes, fmt.Sprintf("%d buttons with a repeated action id not shown", dupes))
 	}
 	if f := ui.Form; f != nil {
-		label := squashSpace(f.SubmitLabel)
+		label := places.OneLine(f.SubmitLabel)
 		if label == "" {
 			label = "Open form"
 		}
-		buttons = append(buttons, discordgo.Button{Label: clipRunes(label, limButtonLabel), Style: discordgo.PrimaryButton, CustomID: sbCustomID(idForm, f.ActionID)})
+		buttons = append(buttons, discordgo.Button{Label: places.Clip(label, limButtonLabel), Style: discordgo.PrimaryButton, CustomID: sbCustomID(idForm, f.ActionID)})
 	}
 	return buttons, notes
 }
@@ -415,28 +371,28 @@ func cardSelects(sel switchboard.UISelect) (selects []discordgo.MessageComponent
 		note = fmt.Sprintf("%d more options not shown", len(opts)-cardMaxOptions)
 		opts = opts[:cardMaxOptions]
 	}
-	base := squashSpace(sel.Placeholder)
+	base := places.OneLine(sel.Placeholder)
 	if base == "" {
 		base = "Choose…"
 	}
 	pages := (len(opts) + limSelectOptions - 1) / limSelectOptions
 	for page := range pages {
 		lo, hi := page*limSelectOptions, min((page+1)*limSelectOptions, len(opts))
-		placeholder := clipRunes(base, limPlaceholder)
+		placeholder := places.Clip(base, limPlaceholder)
 		if pages > 1 {
 			suffix := fmt.Sprintf(" (%d–%d)", lo+1, hi)
-			placeholder = clipRunes(base, limPlaceholder-utf8.RuneCountInString(suffix)) + suffix
+			placeholder = places.Clip(base, limPlaceholder-utf8.RuneCountInString(suffix)) + suffix
 		}
 		options := make([]discordgo.SelectMenuOption, 0, hi-lo)
 		for i, o := range opts[lo:hi] {
-			label := squashSpace(o.Label)
+			label := places.OneLine(o.Label)
 			if label == "" {
-				label = squashSpace(o.Value)
+				label = places.OneLine(o.Value)
 			}
 			if label == "" {
 				label = fmt.Sprintf("Option %d", lo+i+1)
 			}
-			options = append(options, discordgo.SelectMenuOption{Label: clipRunes(label, limOption), Value: optionValue(sel.ActionID, lo+i)})
+			options = append(options, discordgo.SelectMenuOption{Label: places.Clip(label, limOption), Value: optionValue(sel.ActionID, lo+i)})
 		}
 		selects = append(selects, discordgo.SelectMenu{
 			MenuType:    discordgo.StringSelectMenu,
@@ -489,7 +445,7 @@ func approvalEmbed(req switchboard.ConfirmationRequestData, reserve int, pending
 	}
 	room := limEmbedDescription - reserve - utf8.RuneCountInString(tail) - 2
 	var parts []string
-	if args := prettyArgs(req.Args); args != "" {
+	if args := places.PrettyArgs(req.Args); args != "" {
 		parts = append(parts, argsBlock(args, json.Valid([]byte(args)), room))
 	}
 	if tail != "" {
@@ -499,7 +455,7 @@ func approvalEmbed(req switchboard.ConfirmationRequestData, reserve int, pending
 	if w := strings.TrimSpace(req.SecurityWarning); w != "" && pending {
 		e.Fields = []*discordgo.MessageEmbedField{{
 			Name:  "⚠️ Security warning",
-			Value: clipRunes(mdEscape(w), limFieldValue),
+			Value: places.Clip(mdEscape(w), limFieldValue),
 		}}
 	}
 	return e
@@ -528,20 +484,6 @@ func argsBlock(args string, isJSON bool, room int) string {
 	cut = strings.TrimRight(cut, " \t\n")
 	shown := utf8.RuneCountInString(strings.ReplaceAll(cut, "\u200b", ""))
 	return open + cut + "\n…" + closing + fmt.Sprintf("\n-# Arguments cut: %d of %d characters shown.", shown, total)
-}
-
-// prettyArgs indents JSON arguments; anything else is shown as it is.
-// null and nothing give "".
-func prettyArgs(args json.RawMessage) string {
-	args = bytes.TrimSpace(args)
-	if len(args) == 0 || string(args) == "null" {
-		return ""
-	}
-	var b bytes.Buffer
-	if err := json.Indent(&b, args, "", "  "); err != nil {
-		return strings.TrimSpace(string(args))
-	}
-	return b.String()
 }
 
 // userMentionRe is a user mention, <@123> or <@!123>.
@@ -573,13 +515,13 @@ func resolvedEdit(req switchboard.ConfirmationRequestData, res switchboard.Confi
 
 // resolvedStatus is the line that ends an answered approval, and its colour.
 func resolvedStatus(res switchboard.ConfirmationResolvedData, byMention string, at time.Time) (string, int) {
-	name := squashSpace(res.By)
+	name := places.OneLine(res.By)
 	by := strings.TrimSpace(byMention)
 	switch {
 	case by == "":
-		by = mdEscape(clipRunes(name, 100))
+		by = mdEscape(places.Clip(name, 100))
 	case !userMentionRe.MatchString(by):
-		by = mdEscape(clipRunes(squashSpace(by), 100)) // a name, not a mention
+		by = mdEscape(places.Clip(places.OneLine(by), 100)) // a name, not a mention
 	}
 	var status string
 	color := colorDenied
@@ -654,25 +596,25 @@ func formModal(form switchboard.UIForm, title, actionID string) *discordgo.Inter
 		actionID = form.ActionID
 	}
 	shown := modalInputs(form)
-	title = squashSpace(title)
+	title = places.OneLine(title)
 	if title == "" {
 		title = "Form"
 	}
 	if len(shown) < len(form.Inputs) {
 		suffix := fmt.Sprintf(" (%d of %d fields)", len(shown), len(form.Inputs))
-		title = clipRunes(title, limModalTitle-utf8.RuneCountInString(suffix)) + suffix
+		title = places.Clip(title, limModalTitle-utf8.RuneCountInString(suffix)) + suffix
 	}
 	var rows []discordgo.MessageComponent
 	for _, i := range shown {
 		in := form.Inputs[i]
-		label := squashSpace(in.Label)
+		label := places.OneLine(in.Label)
 		if label == "" {
-			label = squashSpace(in.Name)
+			label = places.OneLine(in.Name)
 		}
 		if label == "" {
 			label = fmt.Sprintf("Field %d", i+1)
 		}
-		placeholder := squashSpace(in.Placeholder)
+		placeholder := places.OneLine(in.Placeholder)
 		style := discordgo.TextInputShort
 		switch in.Type {
 		case "textarea":
@@ -688,15 +630,15 @@ func formModal(form switchboard.UIForm, title, actionID string) *discordgo.Inter
 		}
 		rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{discordgo.TextInput{
 			CustomID:    idInput + strconv.Itoa(i),
-			Label:       clipRunes(label, limInputLabel),
+			Label:       places.Clip(label, limInputLabel),
 			Style:       style,
-			Placeholder: clipRunes(placeholder, limInputPlaceholder),
+			Placeholder: places.Clip(placeholder, limInputPlaceholder),
 			Required:    in.Required,
 		}}})
 	}
 	return &discordgo.InteractionResponseData{
 		CustomID:   sbCustomID(idModal, actionID),
-		Title:      clipRunes(title, limModalTitle),
+		Title:      places.Clip(title, limModalTitle),
 		Components: rows,
 	}
 }

@@ -1006,8 +1006,8 @@ func TestClipRunes(t *testing.T) {
 		{"x", 0, ""},
 	}
 	for _, tt := range tests {
-		if got := clipRunes(tt.in, tt.n); got != tt.want {
-			t.Errorf("clipRunes(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		if got := places.Clip(tt.in, tt.n); got != tt.want {
+			t.Errorf("places.Clip(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
 		}
 	}
 }

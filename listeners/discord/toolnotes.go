@@ -26,7 +26,7 @@ import (
 
 // toolLine is a call as one subtext line: "-# used current_time · 0.2 s".
 func toolLine(name string, failed bool, took time.Duration) string {
-	name = mdEscape(clipRunes(toolName(name), 64))
+	name = mdEscape(places.Clip(places.ToolName(name), 64))
 	if failed {
 		return "-# " + name + " failed · " + mdEscape(places.Duration(took))
 	}

@@ -12,10 +12,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"strconv"
 	"strings"
 	"time"
 
@@ -23,7 +21,6 @@ import (
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/places"
-	"github.com/switchboard-gw/switchboard/sessions"
 )
 
 // pieceLimit is the most characters one message of a reply holds: Slack
@@ -31,54 +28,15 @@ import (
 // the next message rather than cut.
 const pieceLimit = 3500
 
-// Follow is told by the session manager that a bound session is loaded (or
-// has events its place was not shown): it starts rendering that place,
-// unless it already does.
-func (l *Listener) Follow(b switchboard.Binding) {
-	l.followMu.Lock()
-	defer l.followMu.Unlock()
-	if l.ctx == nil {
-		l.early = append(l.early, b) // Run starts it
-		return
-	}
-	if f, ok := l.following[b.Address]; ok {
-		f.again, f.next = true, b // once this run ends, attach again
-		f.endAt = 0               // bound again after a /leave
-		if b.SessionID != f.b.SessionID && f.cancel != nil {
-			f.cancel() // the place shows another session now (/reset)
-		}
-		return
-	}
-	at, err := parseAddress(b.Address)
-	if err != nil {
-		l.log.Error("slack: binding", "err", err)
-		return
-	}
-	f := &follow{l: l, b: b, at: at}
-	l.following[b.Address] = f
-	l.wg.Go(f.run)
-}
-
-// follow renders one place.
+// follow is a place's Room (places.Room): it renders the session's
+// events there, on the place's follower goroutine.
 type follow struct {
 	l  *Listener
 	b  switchboard.Binding
 	at place
 
-	// again and next are set by Follow while this runs, cancel ends the
-	// run, endAt (unfollowAfter) is the last event to show before the
-	// place stops showing the session; guarded by l.followMu.
-	again  bool
-	next   switchboard.Binding
-	cancel context.CancelFunc
-	endAt  int64
-
-	rendered int64 // the last event handled
-	// settled is the last event after which a restart may resume (not in
-	// the middle of a reply), recorded the seq last stored.
-	settled, recorded int64
-	reply             *streamed
-	cards             map[string]card // open approval cards by confirmation id
+	reply *streamed
+	cards map[string]card // open approval cards by confirmation id
 	// tools are the tool calls whose lines are not shown yet, or shown
 	// by the reply under way (toolnotes.go).
 	tools places.ToolNotes
@@ -98,6 +56,15 @@ type follow struct {
 	// shown is what the thread already holds of them.
 	replayTo int64
 	shown    *shown
+}
+
+// newRoom is the Room of a place (places.Config.NewRoom).
+func (l *Listener) newRoom(b switchboard.Binding) (places.Room, error) {
+	at, err := parseAddress(b.Address)
+	if err != nil {
+		return nil, err
+	}
+	return &follow{l: l, b: b, at: at, cards: map[string]card{}}, nil
 }
 
 // metaType marks the messages the listener posts: each carries the event
@@ -149,92 +116,27 @@ type postedPiece struct {
 	tools    bool
 }
 
-func (f *follow) run() {
-	ctx := f.l.ctx
-	for {
-		runCtx, cancel := context.WithCancel(ctx)
-		f.l.followMu.Lock()
-		f.cancel = cancel
-		f.l.followMu.Unlock()
-		f.once(runCtx)
-		cancel()
-		f.l.followMu.Lock()
-		if !f.again || ctx.Err() != nil {
-			delete(f.l.following, f.b.Address)
-			f.l.followMu.Unlock()
-			return
-		}
-		f.again = false
-		if f.next.SessionID != f.b.SessionID {
-			f.b, f.rendered, f.reply, f.cards = f.next, f.next.RenderedSeq, nil, nil
-			f.settled, f.recorded, f.tools = 0, 0, nil
-		}
-		f.l.followMu.Unlock()
-	}
-}
-
-// once attaches and renders until the session unloads.
-func (f *follow) once(ctx context.Context) {
-	if f.rendered < f.b.RenderedSeq {
-		f.rendered = f.b.RenderedSeq
-	}
-	f.recorded = max(f.recorded, f.b.RenderedSeq)
-	sub, err := f.l.sessions.Attach(ctx, sessions.AttachOptions{SessionID: f.b.SessionID, Follow: Channel, AfterSeq: f.rendered})
-	if err != nil {
-		if ctx.Err() == nil {
-			f.l.log.Error("slack: follow a session", "session", f.b.SessionID, "place", f.b.Address, "err", err)
-		}
-		return
-	}
-	defer sub.Close()
-	if f.cards == nil {
-		f.cards = map[string]card{}
-	}
-	f.replayTo, f.shown = sub.Ready.LastSeq, nil
+// Attached finds, after a restart, what the thread holds of the events
+// it is to be shown again, and stops a native stream a restart left open.
+func (f *follow) Attached(ctx context.Context, b switchboard.Binding, rendered, last int64) {
+	f.b, f.replayTo, f.shown = b, last, nil
 	f.stopLeftStream(ctx)
-	if f.rendered < f.replayTo {
+	if rendered < last {
 		f.shown = f.loadShown(ctx)
 	}
-	tick := time.NewTicker(f.l.cfg.UpdateInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case ev, ok := <-sub.Events():
-			if !ok {
-				f.endReply(ctx)
-				f.record(ctx)
-				return
-			}
-			f.render(ctx, ev)
-			if f.ended() {
-				f.endReply(ctx)
-				return
-			}
-		case <-tick.C:
-			f.flush(ctx, false)
-			f.record(ctx)
-			if f.ended() {
-				f.endReply(ctx)
-				return
-			}
-		case <-ctx.Done():
-			f.record(ctx) // stopping: keep how far the place was shown
-			return
-		}
-	}
 }
 
-// render shows one event.
-func (f *follow) render(ctx context.Context, ev switchboard.Event) {
-	if ev.Seq > 0 && ev.Seq <= f.rendered {
-		return
-	}
-	p, err := ev.Payload()
-	if err != nil {
-		f.l.log.Error("slack: event", "session", ev.Session, "err", err)
-		return
-	}
-	done := true // a point a restart may resume after
+// Tick shows the reply under way as it is now.
+func (f *follow) Tick(ctx context.Context) { f.flush(ctx, false) }
+
+// Finish shows the reply under way for the last time.
+func (f *follow) Finish(ctx context.Context) { f.endReply(ctx) }
+
+// Show renders one event; it reports whether a restart may resume after
+// it: not in the middle of a reply, nor past a tool call whose line is
+// not shown yet (a restart replays it: toolnotes.go).
+func (f *follow) Show(ctx context.Context, ev switchboard.Event, p any) bool {
+	done := true
 	f.cur = ev.Seq
 	if ev.Seq > 0 {
 		f.tools.Note(p, ev.Time, toolLine) // shown or replayed: the same lines
@@ -260,18 +162,7 @@ func (f *follow) render(ctx context.Context, ev switchboard.Event) {
 	if !adopted {
 		done = f.show(ctx, ev, p)
 	}
-	if ev.Seq > 0 {
-		f.rendered = ev.Seq
-		// Not past a tool call whose line is not shown yet: a restart
-		// replays it (toolnotes.go).
-		if done && f.reply == nil && len(f.tools) == 0 {
-			f.settled = ev.Seq
-		}
-		// A turn's end, or a wait for a person: a point to record now.
-		if st, ok := p.(*switchboard.StateData); ok && st.State != switchboard.StateThinking && st.State != switchboard.StateExecutingTool {
-			f.record(ctx)
-		}
-	}
+	return done && f.reply == nil && len(f.tools) == 0
 }
 
 // show renders an event the place does not hold yet. It reports whether a
@@ -335,41 +226,6 @@ func (f *follow) endTools(ctx context.Context) {
 	f.tools.Forget()
 }
 
-// unfollowAfter stops showing a place's session once its events through
-// seq are shown: the place left the conversation (/leave) and the
-// session, which stays loaded for its other places, goes on without it.
-func (l *Listener) unfollowAfter(address string, seq int64) {
-	l.followMu.Lock()
-	defer l.followMu.Unlock()
-	if f, ok := l.following[address]; ok {
-		f.again, f.endAt = false, max(seq, 1)
-	}
-}
-
-// ended reports whether the place has been shown all it is to show.
-func (f *follow) ended() bool {
-	f.l.followMu.Lock()
-	defer f.l.followMu.Unlock()
-	return f.endAt > 0 && f.rendered >= f.endAt
-}
-
-// record keeps how far the place was rendered: at a turn's end, on the
-// ticker and when the session unloads, not after every event (each is a
-// write; a restart that replays a few events finds them shown).
-func (f *follow) record(ctx context.Context) {
-	if f.settled <= f.recorded {
-		return
-	}
-	// Also while stopping: the store outlives the listeners.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := f.l.sessions.Rendered(ctx, f.b, f.settled); err != nil {
-		f.l.log.Warn("slack: recording progress", "place", f.b.Address, "err", err)
-		return
-	}
-	f.recorded = f.settled
-}
-
 // message shows a whole message: the assistant's answer replaces its
 // stream; a person's message from another channel is shown with who wrote
 // it and where (Slack's own are already in the thread).
@@ -389,17 +245,14 @@ func (f *follow) message(ctx context.Context, d *switchboard.MessageData) {
 		// its lines kept.
 		f.post(ctx, mrkdwnEscape(d.Content), nil)
 	case switchboard.RoleUser:
-		if d.Place == Channel+":"+f.b.Address || d.Place == "" && d.Channel == Channel {
+		if f.l.places.WrittenHere(f.b, d) {
 			f.asked(d) // a stream names its reader, and answers the message
 			return     // written here: it is in the thread already
 		}
 		// Written elsewhere: shown with who and where; its answer is
 		// edited into place here (a stream would need a reader here).
 		f.asker, f.stream.answering = "", ""
-		who := d.Author
-		if d.Channel != "" {
-			who += " · " + switchboard.ChannelName(d.Channel)
-		}
+		who := places.Byline(d)
 		f.post(ctx, mrkdwnEscape(who+": "+d.Content), []slackapi.Block{
 			slackapi.NewContextBlock("", slackapi.NewTextBlockObject(slackapi.MarkdownType, "*"+mrkdwnEscape(who)+"*", false, false)),
 			slackapi.NewSectionBlock(slackapi.NewTextBlockObject(slackapi.MarkdownType, truncateMrkdwn(toMrkdwn(d.Content), 3000), false, false), nil, nil),
@@ -495,24 +348,14 @@ func (r *streamed) pieceOptions(text string, withTools, had bool) []slackapi.Msg
 	return opts
 }
 
-// maxUpload is the largest inline image uploaded into a thread.
-const maxUpload = 8 << 20
-
 // upload puts an inline image of a card into the place, as Slack shows
 // images it holds (files.uploadV2); an image that cannot be is said so.
 func (f *follow) upload(ctx context.Context, img *switchboard.UIImage, title string) {
-	data := img.Data
-	if rest, ok := strings.CutPrefix(data, "data:"); ok { // a data: URL
-		if _, b64, ok := strings.Cut(rest, ","); ok {
-			data = b64
-		}
-	}
-	raw, err := base64.StdEncoding.DecodeString(data)
-	if err != nil || len(raw) == 0 || len(raw) > maxUpload {
-		f.post(ctx, "(An image could not be shown: it is not valid base64 image data, or larger than 8 MiB.)", nil)
+	name, raw, err := places.Upload(img)
+	if err != nil {
+		f.post(ctx, "(An image could not be shown: it is "+err.Error()+".)", nil)
 		return
 	}
-	name := "image" + imageExt(img.MIMEType)
 	if err := f.l.retry(ctx, func() error {
 		_, err := f.l.api.UploadFileContext(ctx, slackapi.UploadFileParameters{
 			Reader: bytes.NewReader(raw), FileSize: len(raw), Filename: name, Title: cmp.Or(title, img.Alt, "Image"),
@@ -523,20 +366,6 @@ func (f *follow) upload(ctx context.Context, img *switchboard.UIImage, title str
 		f.l.log.Warn("slack: upload an image", "place", f.b.Address, "bytes", len(raw), "err", err)
 		f.post(ctx, "(An image could not be uploaded here.)", nil)
 	}
-}
-
-func imageExt(mime string) string {
-	switch mime {
-	case "image/jpeg":
-		return ".jpg"
-	case "image/gif":
-		return ".gif"
-	case "image/webp":
-		return ".webp"
-	case "image/svg+xml":
-		return ".svg"
-	}
-	return ".png"
 }
 
 // status shows what the session is doing as the thread's status, where
@@ -613,18 +442,13 @@ func resolvedLine(d switchboard.ConfirmationResolvedData, at time.Time) string {
 // their mistake) to them alone; a redelivery's "already received" to no
 // one, since Slack redelivering is not the person's doing.
 func (f *follow) notice(ctx context.Context, ev switchboard.Event, d *switchboard.ErrorData) {
-	if d.Code == switchboard.ErrCodeDuplicate {
+	user, show := f.l.places.Audience(f.b, ev, d)
+	switch {
+	case !show:
 		return
-	}
-	if user, ok := strings.CutPrefix(d.For, Channel+":"); ok && ev.Seq == 0 {
-		if where, known := f.l.askedIn(f.b.SessionID, user); known && where != f.b.Address {
-			return // an answer to what they asked in another place of this session
-		}
+	case user != "":
 		f.l.ephemeral(ctx, f.at, user, mrkdwnEscape(d.Message))
 		return
-	}
-	if d.For != "" && ev.Seq == 0 {
-		return // someone else's, in another channel
 	}
 	var blocks []slackapi.Block
 	if ev.Seq > 0 {
@@ -761,7 +585,7 @@ func uiRef(ui switchboard.UI) func(kind, actionID, value string) string {
 		}
 		for i, o := range ui.Select.Options {
 			if o.Value == value {
-				return actionID + "|" + strconv.Itoa(i)
+				return places.OptionValue(actionID, i)
 			}
 		}
 		return actionID

@@ -121,10 +121,8 @@ func (l *Listener) verify(h http.Header, body []byte) string {
 // ready returns Run's context once Run has connected (who the bot is, the
 // workers), false before that and after Run ends.
 func (l *Listener) ready() (context.Context, bool) {
-	l.followMu.Lock()
-	ctx := l.ctx
-	l.followMu.Unlock()
-	// Run sets botUserID, teamID and work before ctx, under followMu.
+	// Run sets botUserID and teamID before it starts the place layer.
+	ctx := l.places.Context()
 	if ctx == nil || ctx.Err() != nil || l.teamID == "" {
 		return nil, false
 	}

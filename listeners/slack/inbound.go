@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,9 +16,7 @@ import (
 	"github.com/slack-go/slack/slackevents"
 
 	"github.com/switchboard-gw/switchboard"
-	"github.com/switchboard-gw/switchboard/collaboration"
-	"github.com/switchboard-gw/switchboard/sessions"
-	"github.com/switchboard-gw/switchboard/tools"
+	"github.com/switchboard-gw/switchboard/places"
 )
 
 // place is where a session is shown: a thread in a channel, a DM, or a
@@ -108,10 +105,10 @@ func (l *Listener) onAssistantThread(ctx context.Context, th slackevents.Assista
 		return
 	}
 	params := slackapi.AssistantThreadsSetSuggestedPromptsParameters{
-		ChannelID: th.ChannelID, ThreadTS: th.ThreadTimeStamp, Title: truncateText(l.cfg.Greeting, 150),
+		ChannelID: th.ChannelID, ThreadTS: th.ThreadTimeStamp, Title: places.Clip(l.cfg.Greeting, 150),
 	}
 	for _, p := range l.cfg.Suggestions {
-		params.Prompts = append(params.Prompts, slackapi.AssistantThreadsPrompt{Title: truncateText(p, 75), Message: p})
+		params.Prompts = append(params.Prompts, slackapi.AssistantThreadsPrompt{Title: places.Clip(p, 75), Message: p})
 	}
 	if err := l.retry(ctx, func() error { return l.api.SetAssistantThreadsSuggestedPromptsContext(ctx, params) }); err != nil {
 		l.log.Warn("slack: suggested prompts", "channel", th.ChannelID, "err", err)
@@ -137,7 +134,7 @@ func (l *Listener) onMessage(ctx context.Context, in incoming) {
 		return // ourselves, or another bot: bots talking to bots never end
 	}
 	addr := l.address(in.at)
-	l.run(addr, func() {
+	l.places.Run(addr, func() {
 		if !l.allowed(in.at.channel, in.user) {
 			if in.start {
 				l.ephemeral(ctx, in.at, in.user, notAllowed)
@@ -149,11 +146,11 @@ func (l *Listener) onMessage(ctx context.Context, in incoming) {
 			return
 		}
 		text := strings.TrimSpace(strings.ReplaceAll(in.text, "<@"+l.botUserID+">", ""))
-		if code, ok := joinCode(text); ok && (in.start || isDM(in.at.channel)) {
+		if code, ok := places.JoinCode(text); ok && (in.start || isDM(in.at.channel)) {
 			l.join(ctx, in.at, author, code, l.ephemeralTo(in.at, in.user))
 			return
 		}
-		b, err := l.sessionAt(ctx, addr, author, in.start)
+		b, err := l.places.SessionAt(ctx, addr, author, in.start)
 		if err != nil {
 			if !errors.Is(err, switchboard.ErrNotFound) {
 				l.log.Error("slack: session for a message", "place", addr, "err", err)
@@ -161,10 +158,7 @@ func (l *Listener) onMessage(ctx context.Context, in incoming) {
 			}
 			return
 		}
-		if text == "" {
-			text = "Hello!"
-		}
-		text = typedAnswer(text)
+		text = places.TypedAnswer(cmp.Or(text, "Hello!"))
 		l.remember(in.at, in.user)
 		// The message's ts is its id: an event Slack redelivers, or the
 		// app_mention and message events of one message, answer it once.
@@ -173,180 +167,63 @@ func (l *Listener) onMessage(ctx context.Context, in incoming) {
 	})
 }
 
-// submitText gives a place's session a message or command. /reset starts
-// a new conversation there: the place is bound to it once it exists.
-// /leave takes the place out of the conversation: once the session has
-// unbound it, the place is shown the session's line about it and no more.
+// submitText gives a place's session a message or command; a refusal is
+// told to its writer alone.
 func (l *Listener) submitText(ctx context.Context, b switchboard.Binding, at place, author switchboard.Author, text, clientID string) {
-	r, err := l.submit(ctx, b, switchboard.Input{Kind: switchboard.InputText, Author: author, Text: text, ClientID: clientID})
-	if err != nil {
+	if err := l.places.SubmitText(ctx, b, switchboard.Input{Author: author, Text: text, ClientID: clientID}); err != nil {
 		l.refused(ctx, at, author.ID, err)
-		return
-	}
-	reset, leave := isCommand(text, "reset"), isCommand(text, "leave")
-	if !reset && !leave {
-		return
-	}
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	last, err := r.Wait(wctx)
-	if err != nil {
-		return
-	}
-	if leave {
-		if _, err := l.sessions.Binding(ctx, Channel, b.Address); errors.Is(err, switchboard.ErrNotFound) {
-			l.unfollowAfter(b.Address, last)
-		}
-		return
-	}
-	if r.NewSession == "" {
-		return // refused (not the owner), told by the session
-	}
-	if _, err := l.sessions.Bind(ctx, Channel, b.Address, r.NewSession); err != nil {
-		l.log.Error("slack: bind the new conversation", "place", b.Address, "err", err)
 	}
 }
 
-// submit gives b's session an input written in b's place, and notes the
-// place as where its author asks (askedIn). Every input from Slack —
-// message, command, click, form — passes here: the allow lists are
-// checked once more (a click on a card in a thread its clicker may not
-// write in is refused like their message would be), and a configured
-// approver's role goes with the input (Input.Grant) for the session to
-// weigh (sessions' access.go).
-func (l *Listener) submit(ctx context.Context, b switchboard.Binding, in switchboard.Input) (*sessions.Receipt, error) {
+// gate is the listener's say on every input from Slack — message,
+// command, click, form — before the session's (places.Config.Gate): the
+// allow lists are checked once more (a click on a card in a thread its
+// clicker may not write in is refused like their message would be), and
+// a configured approver's role goes with the input (Input.Grant) for the
+// session to weigh (sessions' access.go).
+func (l *Listener) gate(_ context.Context, b switchboard.Binding, in *switchboard.Input) error {
 	at, err := parseAddress(b.Address)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if !l.allowed(at.channel, in.Author.ID) {
-		return nil, errNotAllowed
+		return errNotAllowed
 	}
-	in.Place = Channel + ":" + b.Address
 	in.Grant = string(l.role(in.Author.ID))
-	l.askedMu.Lock()
-	if len(l.asked) > 10_000 {
-		clear(l.asked) // bounded; forgetting shows an answer in every place
-	}
-	l.asked[b.SessionID+"/"+in.Author.ID] = b.Address
-	l.askedMu.Unlock()
-	return l.sessions.Submit(ctx, b.SessionID, in)
+	return nil
 }
 
-// askedIn is the place a person last gave a session input in through this
-// listener. A notice for them alone (a command's answer, a refusal) goes
-// to every Slack place of the session; it is shown in that place only.
-func (l *Listener) askedIn(sessionID, user string) (string, bool) {
-	l.askedMu.Lock()
-	defer l.askedMu.Unlock()
-	a, ok := l.asked[sessionID+"/"+user]
-	return a, ok
-}
-
-// typedAnswer lets a person answer an approval by writing, where buttons
-// are blocked (some clients, some workspaces' policies): "approve",
-// "deny" or "approve always" alone is the command. Slack itself takes a
-// message starting with "/" as a slash command, so the words go bare.
-func typedAnswer(text string) string {
-	switch strings.ToLower(strings.TrimRight(strings.TrimSpace(text), ".!")) {
-	case "approve", "approved":
-		return "/approve"
-	case "deny", "denied":
-		return "/deny"
-	case "approve always", "always allow", "always":
-		return "/approve always"
-	}
-	return text
-}
-
-// joinCode reads "/join CODE" (or "join CODE").
-func joinCode(text string) (string, bool) {
-	f := strings.Fields(text)
-	if len(f) == 2 && (strings.EqualFold(f[0], "/join") || strings.EqualFold(f[0], "join")) {
-		return f[1], true
-	}
-	return "", false
-}
-
-// join puts this place into the shared session an invite code names: the
-// code makes the person a member with its role, and the place (a new
-// thread, a DM) then shows that session, beginning with a short recap.
-// Whether it may is the session manager's decision (never a thread that
-// shows another conversation); then the place is proven, by posting the
-// line that then says who joined: one the bot cannot post in is refused
-// with Slack's reason. Either way the code is not spent. tell answers the
-// person privately.
+// join puts this place into the shared session an invite code names
+// (places' Join): the place (a new thread, a DM) then shows that session,
+// beginning with a short recap. tell answers the person privately.
 func (l *Listener) join(ctx context.Context, at place, author switchboard.Author, code string, tell func(context.Context, string)) {
-	addr := l.address(at)
 	if !l.allowed(at.channel, author.ID) {
 		tell(ctx, notAllowed)
 		return
 	}
-	var ts string
-	var postErr error
-	prove := func(ctx context.Context) error {
-		ts, postErr = l.postLine(ctx, at, "Opening a shared conversation here…")
-		return postErr
-	}
-	p := sessions.Place{Channel: Channel, Address: addr, Direct: isDM(at.channel)}
-	sessionID, role, err := l.sessions.JoinPlace(ctx, code, author, p, joinRecap, prove)
-	if postErr != nil {
-		l.log.Info("slack: join refused: the bot cannot post in the place", "place", addr, "err", postErr)
-		tell(ctx, "Not joined, and the code is not used: "+l.cannotPost(postErr))
-		return
-	}
-	if err != nil {
-		if ts != "" {
-			l.deleteLine(ctx, at, ts)
-		}
-		switch {
-		case errors.Is(err, sessions.ErrPlaceTaken):
-			tell(ctx, "Not joined, and the code is not used: "+sessions.Reason(err, "this thread shows another conversation")+
-				". Mention me with join CODE at the top level of a channel (a new thread opens under your message), or write join CODE to me in a DM.")
-		case errors.Is(err, sessions.ErrTooManyPlaces):
-			tell(ctx, fmt.Sprintf("Not joined, and the code is not used: this conversation is already shown in as many places as it may be. "+
-				"Once it is taken out of one (/switchboard leave there), join in this %s again.", placeKind(at)))
-		case sessionID != "":
-			l.log.Error("slack: bind a joined session", "place", addr, "err", err)
-			tell(ctx, fmt.Sprintf("You joined as %s, but this %s could not show the conversation; join here again.", withArticle(role), placeKind(at)))
-		default:
-			tell(ctx, joinRefusal(err))
-		}
-		return
-	}
-	line := fmt.Sprintf("%s joined a shared conversation as %s: this %s shows it from now on, beginning with its last messages.",
-		mrkdwnEscape(author.DisplayName()), withArticle(role), placeKind(at))
-	if err := l.retry(ctx, func() error {
-		_, _, _, err := l.api.UpdateMessageContext(ctx, at.channel, ts, slackapi.MsgOptionText(line, false))
+	where := places.Where{Address: l.address(at), Direct: isDM(at.channel), Noun: placeKind(at)}
+	l.places.Join(ctx, where, author, code, joinLine{l, at}, func(text string) { tell(ctx, text) }, false)
+}
+
+// joinLine is a join's line in a Slack place (places.Line).
+type joinLine struct {
+	l  *Listener
+	at place
+}
+
+func (j joinLine) Post(ctx context.Context, text string) (string, error) {
+	return j.l.postLine(ctx, j.at, text)
+}
+func (j joinLine) Delete(ctx context.Context, ts string) { j.l.deleteLine(ctx, j.at, ts) }
+func (j joinLine) CannotPost(err error) string           { return j.l.cannotPost(err) }
+
+func (j joinLine) Edit(ctx context.Context, ts, text string) {
+	if err := j.l.retry(ctx, func() error {
+		_, _, _, err := j.l.api.UpdateMessageContext(ctx, j.at.channel, ts, slackapi.MsgOptionText(text, false))
 		return err
 	}); err != nil {
-		l.log.Warn("slack: the joined line", "place", addr, "err", err)
+		j.l.log.Warn("slack: the joined line", "channel", j.at.channel, "err", err)
 	}
-}
-
-// joinRecap is how many of the last messages a joined place is shown.
-const joinRecap = 6
-
-// joinRefusal is why an invite code was refused, in one sentence.
-func joinRefusal(err error) string {
-	for _, known := range []error{switchboard.ErrInviteUnknown, switchboard.ErrInviteExpired, switchboard.ErrInviteUsedUp, switchboard.ErrInviteRevoked, sessions.ErrTooManyJoins} {
-		if errors.Is(err, known) {
-			return "Not joined: " + known.Error() + "."
-		}
-	}
-	return "That invite code did not work. Ask for a new one."
-}
-
-func withArticle(r collaboration.Role) string {
-	switch r {
-	case collaboration.Owner:
-		return "its owner"
-	case collaboration.Approver:
-		return "an approver"
-	case "":
-		return "a member"
-	}
-	return "a " + string(r)
 }
 
 // postLine posts a line of the listener's own (no event's metadata) in a
@@ -439,12 +316,6 @@ func placeKind(at place) string {
 	return "thread"
 }
 
-// isCommand reports whether text is the command /name.
-func isCommand(text, name string) bool {
-	first, _, _ := strings.Cut(strings.TrimSpace(text), " ")
-	return strings.EqualFold(first, "/"+name)
-}
-
 // remember notes the thread a person last wrote in, per channel: a slash
 // command (which Slack sends without its thread) goes there.
 func (l *Listener) remember(at place, user string) {
@@ -463,37 +334,10 @@ func (l *Listener) lastPlace(channel, user string) (place, bool) {
 	return p, ok
 }
 
-// sessionAt returns the binding of a place; with create, a place without
-// one gets a new session owned by author, bound to it.
-func (l *Listener) sessionAt(ctx context.Context, addr string, author switchboard.Author, create bool) (switchboard.Binding, error) {
-	b, err := l.sessions.Binding(ctx, Channel, addr)
-	if err == nil {
-		return b, nil
-	}
-	if !errors.Is(err, switchboard.ErrNotFound) || !create {
-		return b, err
-	}
-	// The key finds the session again if we stopped between creating and
-	// binding it.
-	sub, err := l.sessions.Attach(ctx, sessions.AttachOptions{Key: Channel + ":" + addr, Author: author, AfterSeq: -1})
-	if err != nil {
-		return b, err
-	}
-	sub.Close()
-	return l.sessions.Bind(ctx, Channel, addr, sub.Ready.Session)
-}
-
 // refused tells the writer, and only them, why their input was not taken.
 func (l *Listener) refused(ctx context.Context, at place, user string, err error) {
-	msg := "Sorry, that did not go through. Please try again."
-	switch {
-	case errors.Is(err, sessions.ErrBusy):
-		msg = "I'm still working on the previous messages here; send this again in a moment."
-	case errors.Is(err, sessions.ErrForbidden):
-		msg = "Not sent: " + sessions.Reason(err, "you may not do that in this conversation") + "."
-	}
 	l.log.Info("slack: input refused", "channel", at.channel, "user", user, "err", err)
-	l.ephemeral(ctx, at, user, mrkdwnEscape(msg))
+	l.ephemeral(ctx, at, user, mrkdwnEscape(places.Refused(err)))
 }
 
 // notAllowed is what a person the allow lists leave out is told
@@ -502,8 +346,7 @@ const notAllowed = "Sorry, I'm not set up to answer you here. Ask the person who
 
 // errNotAllowed refuses an input from a person or channel the allow lists
 // leave out, with that sentence.
-var errNotAllowed = &sessions.Refusal{Kind: sessions.ErrForbidden,
-	Reason: "I'm not set up to answer you here; ask the person who runs me to add you or this channel"}
+var errNotAllowed = places.NotAllowed("I'm not set up to answer you here; ask the person who runs me to add you or this channel")
 
 // onInteraction handles a click or a modal's submission; what it returns
 // is the acknowledgement's payload (a modal's validation errors).
@@ -538,9 +381,9 @@ func (l *Listener) onInteraction(ctx context.Context, cb slackapi.InteractionCal
 			l.openForm(ctx, cb, at, a)
 			continue
 		}
-		l.run(addr, func() {
+		l.places.Run(addr, func() {
 			author, _ := l.users.author(ctx, user)
-			b, err := l.sessionAt(ctx, addr, author, false)
+			b, err := l.places.SessionAt(ctx, addr, author, false)
 			if err != nil {
 				l.ephemeral(ctx, at, user, "This conversation is no longer here; start a new one by mentioning me.")
 				return
@@ -549,7 +392,7 @@ func (l *Listener) onInteraction(ctx context.Context, cb slackapi.InteractionCal
 			if !ok {
 				return
 			}
-			if _, err := l.submit(ctx, b, in); err != nil {
+			if _, err := l.places.Submit(ctx, b, in); err != nil {
 				l.refused(ctx, at, user, err)
 			}
 		})
@@ -562,33 +405,13 @@ func (l *Listener) onInteraction(ctx context.Context, cb slackapi.InteractionCal
 func (l *Listener) actionInput(ctx context.Context, sessionID string, a *slackapi.BlockAction, author switchboard.Author) (switchboard.Input, bool) {
 	switch {
 	case a.ActionID == approveActionID, a.ActionID == denyActionID, a.ActionID == alwaysActionID:
-		in := switchboard.Input{Kind: switchboard.InputConfirm, Author: author, ConfirmationID: a.Value, Approved: a.ActionID != denyActionID}
-		if a.ActionID == alwaysActionID {
-			in.Scope = switchboard.ScopeSession
-		}
-		return in, true
+		return places.Decided(author, a.Value, a.ActionID != denyActionID, a.ActionID == alwaysActionID), true
 	case strings.HasPrefix(a.ActionID, "sb_btn_"):
 		return switchboard.Input{Kind: switchboard.InputAction, Author: author, ActionID: a.Value}, true
 	case strings.HasPrefix(a.ActionID, "sb_sel_"):
-		actionID, pos, _ := strings.Cut(a.SelectedOption.Value, "|")
-		i, err := strconv.Atoi(pos)
-		ui, uerr := l.card(ctx, sessionID, actionID)
-		if err != nil || uerr != nil || ui.Select == nil || i < 0 || i >= len(ui.Select.Options) {
-			l.log.Warn("slack: a choice from a card that is gone", "session", sessionID, "value", a.SelectedOption.Value)
-			return switchboard.Input{}, false
-		}
-		return switchboard.Input{Kind: switchboard.InputAction, Author: author, ActionID: actionID, Value: ui.Select.Options[i].Value}, true
+		return l.places.Choice(ctx, sessionID, a.SelectedOption.Value, author)
 	}
 	return switchboard.Input{}, false
-}
-
-// card finds the stored card an action id belongs to.
-func (l *Listener) card(ctx context.Context, sessionID, actionID string) (switchboard.UI, error) {
-	uiID, _, _, err := tools.ParseActionID(actionID)
-	if err != nil {
-		return switchboard.UI{}, err
-	}
-	return l.sessions.FindUI(ctx, sessionID, uiID)
 }
 
 // formMeta is what a form's modal carries (private_metadata) to its
@@ -601,12 +424,12 @@ type formMeta struct {
 // openForm opens a card's form as a modal.
 func (l *Listener) openForm(ctx context.Context, cb slackapi.InteractionCallback, at place, a *slackapi.BlockAction) {
 	addr := l.address(at)
-	b, err := l.sessions.Binding(ctx, Channel, addr)
+	b, err := l.places.Binding(ctx, addr)
 	if err != nil {
 		l.ephemeral(ctx, at, cb.User.ID, "This conversation is no longer here; start a new one by mentioning me.")
 		return
 	}
-	ui, err := l.card(ctx, b.SessionID, a.Value)
+	ui, err := l.places.Card(ctx, b.SessionID, a.Value)
 	if err != nil || ui.Form == nil {
 		l.ephemeral(ctx, at, cb.User.ID, "That form is no longer available.")
 		return
@@ -640,19 +463,19 @@ func (l *Listener) onFormSubmitted(ctx context.Context, cb slackapi.InteractionC
 		l.ephemeral(ctx, at, user, notAllowed)
 		return
 	}
-	l.run(meta.Address, func() {
+	l.places.Run(meta.Address, func() {
 		author, _ := l.users.author(ctx, user)
-		b, err := l.sessionAt(ctx, meta.Address, author, false)
+		b, err := l.places.SessionAt(ctx, meta.Address, author, false)
 		if err != nil {
 			return
 		}
-		ui, err := l.card(ctx, b.SessionID, meta.ActionID)
+		ui, err := l.places.Card(ctx, b.SessionID, meta.ActionID)
 		if err != nil || ui.Form == nil {
 			return
 		}
 		in := switchboard.Input{Kind: switchboard.InputAction, Author: author, ActionID: meta.ActionID,
 			Value: formSubmission(*ui.Form, cb.View.State.Values)}
-		if _, err := l.submit(ctx, b, in); err != nil {
+		if _, err := l.places.Submit(ctx, b, in); err != nil {
 			l.refused(ctx, at, user, err)
 		}
 	})
@@ -673,7 +496,7 @@ func (l *Listener) onCommand(ctx context.Context, cmd slackapi.SlashCommand) any
 		return reply(notAllowed)
 	}
 	at, ok := place{channel: cmd.ChannelID}, true
-	if code, isJoin := joinCode(text); isJoin {
+	if code, isJoin := places.JoinCode(text); isJoin {
 		if !isDM(cmd.ChannelID) {
 			return reply("To join here, mention me with the code: @" + l.botName + " /join " + code + " (a thread opens under your message).")
 		}
@@ -681,7 +504,7 @@ func (l *Listener) onCommand(ctx context.Context, cmd slackapi.SlashCommand) any
 		if cmd.ResponseURL != "" {
 			tell = l.toResponseURL(cmd.ResponseURL)
 		}
-		l.run(l.address(at), func() {
+		l.places.Run(l.address(at), func() {
 			author, _ := l.users.author(ctx, user)
 			l.join(ctx, at, author, code, tell)
 		})
@@ -694,9 +517,9 @@ func (l *Listener) onCommand(ctx context.Context, cmd slackapi.SlashCommand) any
 	}
 	addr := l.address(at)
 	user := cmd.UserID
-	l.run(addr, func() {
+	l.places.Run(addr, func() {
 		author, _ := l.users.author(ctx, user)
-		b, err := l.sessionAt(ctx, addr, author, isDM(at.channel))
+		b, err := l.places.SessionAt(ctx, addr, author, isDM(at.channel))
 		if err != nil {
 			l.ephemeral(ctx, at, user, "That conversation is no longer here; start a new one by mentioning me.")
 			return
@@ -704,17 +527,13 @@ func (l *Listener) onCommand(ctx context.Context, cmd slackapi.SlashCommand) any
 		l.submitText(ctx, b, at, author, "/"+text, "cmd:"+cmd.TriggerID)
 	})
 	if at.threadTS != "" {
-		if name, _, _ := strings.Cut(text, " "); private[strings.ToLower(name)] {
+		if name, _, _ := strings.Cut(text, " "); places.Private(name) {
 			return reply("/" + text + ": answered in your last thread here, to you alone.")
 		}
 		return reply("/" + text + ": answered in your last thread here.")
 	}
 	return nil
 }
-
-// private are the commands whose answer is for the one who asked alone:
-// the session answers them with a notice for that person.
-var private = map[string]bool{"who": true, "approvals": true, "share": true, "unshare": true, "files": true}
 
 const commandHelp = "Mention me in a channel to start a conversation in a thread, or write to me directly; " +
 	"in a thread I answer every message. Tool calls that need consent show Approve and Deny buttons.\n" +

@@ -1,10 +1,8 @@
 package slack
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -12,6 +10,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/places"
 )
 
 // Block Kit builders: pure functions from the gateway's events to Slack
@@ -74,27 +73,10 @@ const (
 	formCallbackID  = "sb_form"
 )
 
-// truncateText cuts plain text to at most n characters (runes), ending in "…".
-func truncateText(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	if n < 1 {
-		return ""
-	}
-	rs := []rune(s)
-	return strings.TrimRight(string(rs[:n-1]), " \t\n") + "…"
-}
-
-// squash puts s on one line with single spaces.
-func squash(s string) string {
-	return strings.Join(strings.Fields(s), " ")
-}
-
 // plainText is a plain_text object of s cut to n characters. plain_text is
 // not parsed, so it is not escaped.
 func plainText(s string, n int) *slackapi.TextBlockObject {
-	return slackapi.NewTextBlockObject(slackapi.PlainTextType, truncateText(s, n), true, false)
+	return slackapi.NewTextBlockObject(slackapi.PlainTextType, places.Clip(s, n), true, false)
 }
 
 // mrkdwnText is a mrkdwn object of s, which is escaped and short enough.
@@ -140,7 +122,7 @@ func codeSafe(s string) string {
 func uiBlocks(ui switchboard.UI, ref func(kind, actionID, value string) string) (text string, blocks []slackapi.Block, upload *switchboard.UIImage) {
 	var head, tail []slackapi.Block
 	var notes []string
-	title := squash(ui.Title)
+	title := places.OneLine(ui.Title)
 	if title != "" {
 		head = append(head, slackapi.NewHeaderBlock(plainText(title, maxHeaderText)))
 	}
@@ -183,7 +165,7 @@ func uiBlocks(ui switchboard.UI, ref func(kind, actionID, value string) string) 
 		buttons = buttons[:maxCardButtons]
 	}
 	for i, b := range buttons {
-		label := squash(b.Label)
+		label := places.OneLine(b.Label)
 		if label == "" {
 			label = fmt.Sprintf("Button %d", i+1)
 		}
@@ -197,7 +179,7 @@ func uiBlocks(ui switchboard.UI, ref func(kind, actionID, value string) string) 
 		elements = append(elements, btn)
 	}
 	if f := ui.Form; f != nil {
-		label := squash(f.SubmitLabel)
+		label := places.OneLine(f.SubmitLabel)
 		if label == "" {
 			label = "Open form"
 		}
@@ -237,7 +219,7 @@ func uiBlocks(ui switchboard.UI, ref func(kind, actionID, value string) string) 
 		fb = append(fb, t)
 	}
 	for _, f := range fields {
-		if l, v := squash(f.Label), strings.TrimSpace(f.Value); l != "" && v != "" {
+		if l, v := places.OneLine(f.Label), strings.TrimSpace(f.Value); l != "" && v != "" {
 			fb = append(fb, mrkdwnEscape(l+": "+v))
 		} else if l+v != "" {
 			fb = append(fb, mrkdwnEscape(l+v))
@@ -268,7 +250,7 @@ func textSections(md string, room int) []slackapi.Block {
 // fieldText is a field as "*Label*" and its value on the next line.
 // Labels and values are plain text.
 func fieldText(f switchboard.UIField) string {
-	label, value := mrkdwnEscape(squash(f.Label)), mrkdwnEscape(strings.TrimSpace(f.Value))
+	label, value := mrkdwnEscape(places.OneLine(f.Label)), mrkdwnEscape(strings.TrimSpace(f.Value))
 	var s string
 	switch {
 	case label != "" && value != "":
@@ -285,35 +267,17 @@ func fieldText(f switchboard.UIField) string {
 // data (or as a data: URL) is returned for upload instead. note says why
 // an image could not be shown.
 func imageBlock(img switchboard.UIImage, title string) (block slackapi.Block, upload *switchboard.UIImage, note string) {
-	alt := squash(img.Alt)
+	alt := places.OneLine(img.Alt)
 	if alt == "" {
 		alt = title
 	}
 	if alt == "" {
 		alt = "Image"
 	}
-	alt = truncateText(alt, maxAltText)
-	if img.Data != "" {
-		up := img
-		return nil, &up, ""
-	}
-	u := strings.TrimSpace(img.URL)
-	if rest, ok := strings.CutPrefix(u, "data:"); ok {
-		meta, data, ok := strings.Cut(rest, ",")
-		mime, isBase64 := strings.CutSuffix(meta, ";base64")
-		if ok && isBase64 && strings.HasPrefix(mime, "image/") {
-			return nil, &switchboard.UIImage{Data: data, MIMEType: mime, Alt: img.Alt}, ""
-		}
-		return nil, nil, "image not shown: unsupported data"
-	}
-	p, err := url.Parse(u)
-	switch {
-	case u == "":
-		return nil, nil, ""
-	case err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "":
-		return nil, nil, "image not shown: not an http(s) URL"
-	case len(u) > maxImageURL:
-		return nil, nil, "image not shown: its URL is too long"
+	alt = places.Clip(alt, maxAltText)
+	u, upload, note := places.ImageOf(img, maxImageURL)
+	if u == "" {
+		return nil, upload, note
 	}
 	return slackapi.NewImageBlock(u, alt, "", nil), nil, ""
 }
@@ -326,23 +290,23 @@ func selectElements(sel switchboard.UISelect, ref func(kind, actionID, value str
 		note = fmt.Sprintf("%d more options not shown", len(opts)-limit)
 		opts = opts[:limit]
 	}
-	base := squash(sel.Placeholder)
+	base := places.OneLine(sel.Placeholder)
 	if base == "" {
 		base = "Choose…"
 	}
 	pages := (len(opts) + maxSelectOptions - 1) / maxSelectOptions
 	for page := range pages {
 		lo, hi := page*maxSelectOptions, min((page+1)*maxSelectOptions, len(opts))
-		placeholder := truncateText(base, maxPlaceholder)
+		placeholder := places.Clip(base, maxPlaceholder)
 		if pages > 1 {
 			suffix := fmt.Sprintf(" (%d–%d)", lo+1, hi)
-			placeholder = truncateText(base, maxPlaceholder-utf8.RuneCountInString(suffix)) + suffix
+			placeholder = places.Clip(base, maxPlaceholder-utf8.RuneCountInString(suffix)) + suffix
 		}
 		var options []*slackapi.OptionBlockObject
 		for i, o := range opts[lo:hi] {
-			label := squash(o.Label)
+			label := places.OneLine(o.Label)
 			if label == "" {
-				label = squash(o.Value)
+				label = places.OneLine(o.Value)
 			}
 			if label == "" {
 				label = fmt.Sprintf("Option %d", lo+i+1)
@@ -366,8 +330,8 @@ func approvalBlocks(req switchboard.ConfirmationRequestData, toolSummary string)
 		slackapi.NewButtonBlockElement(denyActionID, id, plainText("Deny", maxButtonText)).WithStyle(slackapi.StyleDanger),
 		slackapi.NewButtonBlockElement(alwaysActionID, id, plainText("Always allow", maxButtonText)),
 	))
-	text = "Approval needed: " + mrkdwnEscape(toolName(req.ToolName))
-	if w := squash(req.SecurityWarning); w != "" {
+	text = "Approval needed: " + mrkdwnEscape(places.ToolName(req.ToolName))
+	if w := places.OneLine(req.SecurityWarning); w != "" {
 		text += "\nSecurity warning: " + mrkdwnEscape(w)
 	}
 	return fallback(text, "Approval needed"), blocks
@@ -382,18 +346,11 @@ func confirmationBlockID(id string) string {
 	return ""
 }
 
-func toolName(name string) string {
-	if name = squash(name); name == "" {
-		return "tool"
-	}
-	return name
-}
-
 // approvalCard is an approval without its buttons. An open one asks
 // ("Approve `tool`?") and warns; a decided one only names the call, its
 // decision said after it (resolvedBlocks).
 func approvalCard(req switchboard.ConfirmationRequestData, toolSummary string, open bool) []slackapi.Block {
-	name := strings.ReplaceAll(mrkdwnEscape(toolName(req.ToolName)), "`", "'")
+	name := strings.ReplaceAll(mrkdwnEscape(places.ToolName(req.ToolName)), "`", "'")
 	head := "*Approve `" + name + "`?*"
 	if !open {
 		head = "*Tool call `" + name + "`*"
@@ -402,7 +359,7 @@ func approvalCard(req switchboard.ConfirmationRequestData, toolSummary string, o
 		head += "\n" + mrkdwnEscape(s)
 	}
 	blocks := []slackapi.Block{slackapi.NewSectionBlock(mrkdwnText(truncateMrkdwn(head, maxSectionText)), nil, nil)}
-	if args := prettyArgs(req.Args); args != "" {
+	if args := places.PrettyArgs(req.Args); args != "" {
 		code := "```\n" + codeSafe(mrkdwnEscape(args)) + "\n```"
 		pieces := splitMrkdwn(code, maxSectionText)
 		if len(pieces) > maxArgsSections {
@@ -424,20 +381,6 @@ func approvalCard(req switchboard.ConfirmationRequestData, toolSummary string, o
 	return blocks
 }
 
-// prettyArgs indents JSON arguments; anything else is shown as it is.
-// null and nothing give "".
-func prettyArgs(args json.RawMessage) string {
-	args = bytes.TrimSpace(args)
-	if len(args) == 0 || string(args) == "null" {
-		return ""
-	}
-	var b bytes.Buffer
-	if err := json.Indent(&b, args, "", "  "); err != nil {
-		return strings.TrimSpace(string(args))
-	}
-	return b.String()
-}
-
 // resolvedBlocks is an answered approval: the card without its buttons,
 // its question and its warning, ending in who answered, from which channel
 // when res says, and when ("Approved by <@U123> · Slack · <!date^…>"), or
@@ -448,12 +391,12 @@ func prettyArgs(args json.RawMessage) string {
 func resolvedBlocks(req switchboard.ConfirmationRequestData, res switchboard.ConfirmationResolvedData, byMention string, at time.Time) (text string, blocks []slackapi.Block) {
 	blocks = approvalCard(req, "", false)
 	by := strings.TrimSpace(byMention)
-	name := squash(res.By)
+	name := places.OneLine(res.By)
 	switch {
 	case by == "":
 		by = mrkdwnEscape(name)
 	case !isUserMention(by):
-		by = mrkdwnEscape(squash(by)) // a name, not a mention
+		by = mrkdwnEscape(places.OneLine(by)) // a name, not a mention
 	}
 	var status, plain string
 	switch res.Why() { // never by the name: a person may be called "Expired"
@@ -489,7 +432,7 @@ func resolvedBlocks(req switchboard.ConfirmationRequestData, res switchboard.Con
 		status += " · " + slackDate(at)
 	}
 	blocks = append(blocks, contextLine(status))
-	return fallback(plain+": "+mrkdwnEscape(toolName(req.ToolName)), plain), blocks
+	return fallback(plain+": "+mrkdwnEscape(places.ToolName(req.ToolName)), plain), blocks
 }
 
 // isUserMention reports whether s is a user mention, <@U123> or <@W123>.
@@ -533,10 +476,10 @@ func errorBlocks(e switchboard.ErrorData) (text string, blocks []slackapi.Block)
 // privateMetadata is passed through: keep it a short token, Slack takes
 // at most 3000 characters.
 func formModal(form switchboard.UIForm, title string, privateMetadata string) slackapi.ModalViewRequest {
-	if title = squash(title); title == "" {
+	if title = places.OneLine(title); title == "" {
 		title = "Form"
 	}
-	submit := squash(form.SubmitLabel)
+	submit := places.OneLine(form.SubmitLabel)
 	if submit == "" {
 		submit = "Submit"
 	}
@@ -544,7 +487,7 @@ func formModal(form switchboard.UIForm, title string, privateMetadata string) sl
 	for i, in := range form.Inputs[:min(len(form.Inputs), maxModalBlocks)] {
 		id := formInputID(i)
 		var placeholder *slackapi.TextBlockObject
-		if p := squash(in.Placeholder); p != "" {
+		if p := places.OneLine(in.Placeholder); p != "" {
 			placeholder = plainText(p, maxPlaceholder)
 		}
 		var el slackapi.BlockElement
@@ -558,9 +501,9 @@ func formModal(form switchboard.UIForm, title string, privateMetadata string) sl
 		default:
 			el = slackapi.NewPlainTextInputBlockElement(placeholder, id)
 		}
-		label := squash(in.Label)
+		label := places.OneLine(in.Label)
 		if label == "" {
-			label = squash(in.Name)
+			label = places.OneLine(in.Name)
 		}
 		if label == "" {
 			label = fmt.Sprintf("Field %d", i+1)

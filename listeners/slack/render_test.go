@@ -826,8 +826,8 @@ func TestTruncateText(t *testing.T) {
 		{"x", 0, ""},
 	}
 	for _, tt := range tests {
-		if got := truncateText(tt.in, tt.n); got != tt.want {
-			t.Errorf("truncateText(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		if got := places.Clip(tt.in, tt.n); got != tt.want {
+			t.Errorf("places.Clip(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
 		}
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -30,7 +29,7 @@ import (
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/collaboration"
 	"github.com/switchboard-gw/switchboard/health"
-	"github.com/switchboard-gw/switchboard/sessions"
+	"github.com/switchboard-gw/switchboard/places"
 )
 
 // Channel is the name of this listener in bindings and author keys.
@@ -97,27 +96,13 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Sessions is what the listener needs of the session manager.
-type Sessions interface {
-	Attach(ctx context.Context, opts sessions.AttachOptions) (*sessions.Subscription, error)
-	Submit(ctx context.Context, sessionID string, in switchboard.Input) (*sessions.Receipt, error)
-	Bind(ctx context.Context, channel, address, sessionID string) (switchboard.Binding, error)
-	Binding(ctx context.Context, channel, address string) (switchboard.Binding, error)
-	Rendered(ctx context.Context, b switchboard.Binding, seq int64) error
-	SetState(ctx context.Context, b switchboard.Binding, state string) error
-	SetFollower(channel string, f sessions.Follower)
-	CatchUp(ctx context.Context, channel string) error
-	FindUI(ctx context.Context, sessionID, uiID string) (switchboard.UI, error)
-	JoinPlace(ctx context.Context, code string, author switchboard.Author, p sessions.Place, recap int, prove func(context.Context) error) (string, collaboration.Role, error)
-}
-
 // Listener is the Slack listener. Create it with New, start it with Run.
 type Listener struct {
-	cfg      Config
-	sessions Sessions
-	log      *slog.Logger
-	api      *slackapi.Client
-	http     *http.Client // the API client's, also for response_url answers
+	cfg    Config
+	places *places.Layer
+	log    *slog.Logger
+	api    *slackapi.Client
+	http   *http.Client // the API client's, also for response_url answers
 
 	// Who the bot is, from auth.test at start.
 	botUserID string
@@ -128,11 +113,6 @@ type Listener struct {
 	// ("C1/U1"), for slash commands.
 	lastMu sync.Mutex
 	last   map[string]place
-
-	// asked is where each person last gave each session input
-	// ("session/user" → address); see askedIn.
-	askedMu sync.Mutex
-	asked   map[string]string
 
 	users *userCache
 	// clicks are the clicks and form submissions taken: a replayed one is
@@ -145,25 +125,15 @@ type Listener struct {
 	// asks are people's messages at DMs' top level, for the streams that
 	// answer them (stream.go).
 	asks asks
-
-	// work runs inbound events in order per place, places in parallel.
-	work []chan func()
-
-	// followers are the places being rendered now, by address; early are
-	// those the manager named before Run started (turns resumed at
-	// start-up). Guarded by followMu.
-	followMu  sync.Mutex
-	following map[string]*follow
-	early     []switchboard.Binding
-	ctx       context.Context // Run's: followers live as long
-	wg        sync.WaitGroup
+	// readers are the Socket Mode connections' event readers.
+	readers sync.WaitGroup
 }
 
 // New checks the configuration and returns a listener, registered with s
 // as the follower of Slack places at once, so turns the manager resumes
 // at start-up (Recover) reach their threads; nothing is contacted until
 // Run.
-func New(cfg Config, s Sessions, log *slog.Logger) (*Listener, error) {
+func New(cfg Config, s places.Sessions, log *slog.Logger) (*Listener, error) {
 	cfg = cfg.withDefaults()
 	switch {
 	case cfg.BotToken == "":
@@ -189,17 +159,19 @@ func New(cfg Config, s Sessions, log *slog.Logger) (*Listener, error) {
 		opts = append(opts, slackapi.OptionAppLevelToken(cfg.AppToken))
 	}
 	l := &Listener{
-		cfg: cfg, sessions: s, log: log.With("listener", Channel),
-		api:       slackapi.New(cfg.BotToken, opts...),
-		http:      client,
-		following: map[string]*follow{},
-		last:      map[string]place{},
-		asked:     map[string]string{},
+		cfg: cfg, log: log.With("listener", Channel),
+		api:  slackapi.New(cfg.BotToken, opts...),
+		http: client,
+		last: map[string]place{},
 	}
 	l.users = newUserCache(l.api)
 	l.clicks = newOnceSet()
 	l.nativeOK.Store(!cfg.NoNativeStreaming)
-	s.SetFollower(Channel, l)
+	l.places = places.New(places.Config{
+		Channel: Channel, Sessions: s, Log: l.log, NewRoom: l.newRoom, Interval: cfg.UpdateInterval, Gate: l.gate,
+		Words: places.Words{Escape: mrkdwnEscape, JoinHint: "Mention me with join CODE at the top level of a channel " +
+			"(a new thread opens under your message), or write join CODE to me in a DM."},
+	})
 	return l, nil
 }
 
@@ -220,42 +192,16 @@ func (l *Listener) Run(ctx context.Context) error {
 		l.cfg.Health.Up()
 	}
 
-	l.work = make([]chan func(), 16)
-	for i := range l.work {
-		ch := make(chan func(), 64)
-		l.work[i] = ch
-		l.wg.Go(func() {
-			for {
-				select {
-				case f := <-ch:
-					f()
-				case <-ctx.Done():
-					return
-				}
-			}
-		})
-	}
-	defer l.sessions.SetFollower(Channel, nil)
-	l.followMu.Lock()
-	l.ctx = ctx
-	early := l.early
-	l.early = nil
-	l.followMu.Unlock()
-	for _, b := range early {
-		l.Follow(b)
-	}
-	// What happened while we were away: replies cut by a restart, events
-	// caused in other channels.
-	if err := l.sessions.CatchUp(ctx, Channel); err != nil {
-		l.log.Error("catching up", "err", err)
-	}
+	l.places.Start(ctx)
+	l.places.Resume()
+	defer l.places.Wait()
 
 	if l.cfg.Mode == "socket" {
 		err = l.runSocket(ctx)
+		l.readers.Wait()
 	} else {
 		<-ctx.Done()
 	}
-	l.wg.Wait()
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -310,7 +256,7 @@ func (l *Listener) runSocket(ctx context.Context) error {
 		sm := socketmode.New(l.api)
 		var connected atomic.Bool
 		sctx, stop := context.WithCancel(ctx) // this connection's event reader
-		l.wg.Go(func() {
+		l.readers.Go(func() {
 			for {
 				select {
 				case <-sctx.Done():
@@ -376,17 +322,6 @@ func (l *Listener) onSocketEvent(ctx context.Context, sm *socketmode.Client, evt
 		l.cfg.Health.Degraded(fmt.Sprintf("the Socket Mode connection failed (%v); reconnecting", evt.Data), "")
 	}
 	return false
-}
-
-// run queues f on the worker of a place: events of one thread are handled
-// in order, threads in parallel, with no lock shared between them.
-func (l *Listener) run(place string, f func()) {
-	h := fnv.New32a()
-	h.Write([]byte(place))
-	select {
-	case l.work[h.Sum32()%uint32(len(l.work))] <- f:
-	case <-l.ctx.Done():
-	}
 }
 
 // role is what the listener vouches for of a Slack user (Input.Grant):

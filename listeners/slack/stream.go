@@ -364,7 +364,7 @@ func (f *follow) saveStream(ctx context.Context, ts, reply string, piece int) {
 	// Noted even if the listener is stopping now: the store outlives it.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := f.l.sessions.SetState(ctx, f.b, state); err != nil {
+	if err := f.l.places.SetState(ctx, f.b, state); err != nil {
 		f.l.log.Warn("slack: keeping the open stream", "place", f.b.Address, "err", err)
 	}
 }
@@ -373,7 +373,7 @@ func (f *follow) saveStream(ctx context.Context, ts, reply string, piece int) {
 // (killed mid-reply), marking it with the reply and piece it holds: the
 // replay then finds it (shown) and edits it to the whole reply.
 func (f *follow) stopLeftStream(ctx context.Context) {
-	b, err := f.l.sessions.Binding(ctx, Channel, f.b.Address)
+	b, err := f.l.places.Binding(ctx, f.b.Address)
 	if err != nil || b.SessionID != f.b.SessionID || b.State == "" {
 		return
 	}

@@ -28,7 +28,7 @@ import (
 
 // toolLine is a call as one line of mrkdwn: "used current_time · 0.2 s".
 func toolLine(name string, failed bool, took time.Duration) string {
-	name = mrkdwnEscape(truncateText(toolName(name), 64))
+	name = mrkdwnEscape(places.Clip(places.ToolName(name), 64))
 	if failed {
 		return name + " failed · " + mrkdwnEscape(places.Duration(took))
 	}
