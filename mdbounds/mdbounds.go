@@ -4,7 +4,11 @@
 // delimiters), and the text it is given is a model's, or a person's. Every
 // listener that converts Markdown (the widget's HTML, Slack's mrkdwn,
 // Discord's Markdown) parses long text in Chunks and only what is
-// Parseable.
+// Parseable (Convert does both).
+//
+// The package also holds what the chat listeners share beyond the parse:
+// cutting their text into messages of a bounded length (Split, Truncate,
+// in split.go) and a few helpers for writing text (text.go).
 package mdbounds
 
 import (
@@ -62,6 +66,28 @@ func Chunks(src string) []string {
 		chunks = append(chunks, cur.String())
 	}
 	return chunks
+}
+
+// Convert converts Markdown a Chunk at a time, its line endings made
+// "\n" first: a chunk that is Parseable within maxBytes with convert, any
+// other with fallback (which shows it as text), each result then tidied
+// with tidy; the results that are not empty are joined by a blank line.
+func Convert(src string, maxBytes int, convert, fallback, tidy func(string) string) string {
+	src = strings.ReplaceAll(src, "\r\n", "\n")
+	src = strings.ReplaceAll(src, "\r", "\n")
+	var parts []string
+	for _, chunk := range Chunks(src) {
+		var out string
+		if Parseable(chunk, maxBytes) {
+			out = convert(chunk)
+		} else {
+			out = fallback(chunk)
+		}
+		if out = tidy(out); out != "" {
+			parts = append(parts, out)
+		}
+	}
+	return strings.Join(parts, "\n\n")
 }
 
 // Parseable reports whether src is within the bounds goldmark is given:

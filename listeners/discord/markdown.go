@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -107,21 +106,7 @@ const mdMaxChunk = 64 << 10
 // the top of this file). The result has no blank lines at its start and
 // no whitespace at its end.
 func toDiscord(markdown string) string {
-	src := strings.ReplaceAll(markdown, "\r\n", "\n")
-	src = strings.ReplaceAll(src, "\r", "\n")
-	var parts []string
-	for _, chunk := range mdbounds.Chunks(src) {
-		var out string
-		if mdbounds.Parseable(chunk, mdMaxChunk) {
-			out = mdConvertChunk([]byte(chunk))
-		} else {
-			out = escapeMassMentions(chunk)
-		}
-		if out = trimBlankLines(out); out != "" {
-			parts = append(parts, out)
-		}
-	}
-	return strings.Join(parts, "\n\n")
+	return mdbounds.Convert(markdown, mdMaxChunk, mdConvertChunk, escapeMassMentions, trimBlankLines)
 }
 
 // trimBlankLines removes trailing whitespace and the blank lines at the
@@ -137,7 +122,8 @@ func trimBlankLines(s string) string {
 	}
 }
 
-func mdConvertChunk(src []byte) string {
+func mdConvertChunk(chunk string) string {
+	src := []byte(chunk)
 	spans := map[ast.Node]mdSpan{}
 	pc := parser.NewContext()
 	pc.Set(mdSpansKey, spans)
@@ -520,14 +506,12 @@ func (c *mdConv) table(t *east.Table) []mdEdit {
 		return nil
 	}
 	var rows [][]string
-	cols := 0
 	lastRow := -1
 	for row := t.FirstChild(); row != nil; row = row.NextSibling() {
 		var cells []string
 		for cell := row.FirstChild(); cell != nil; cell = cell.NextSibling() {
-			cells = append(cells, mdOneLine(c.plain(cell, true)))
+			cells = append(cells, mdbounds.OneLine(c.plain(cell, true)))
 		}
-		cols = max(cols, len(cells))
 		rows = append(rows, cells)
 		if row != head && row.Pos() >= 0 {
 			lastRow = row.Pos()
@@ -543,50 +527,7 @@ func (c *mdConv) table(t *east.Table) []mdEdit {
 			end = c.lineEnd(end + 1)
 		}
 	}
-	widths := make([]int, cols)
-	for i := range widths {
-		widths[i] = 1
-	}
-	for _, r := range rows {
-		for i, cell := range r {
-			widths[i] = max(widths[i], mdWidth(cell))
-		}
-	}
-	var b strings.Builder
-	line := func(cells []string, pad func(i int, s string) string, sep string) {
-		parts := make([]string, cols)
-		for i := range cols {
-			s := ""
-			if i < len(cells) {
-				s = cells[i]
-			}
-			parts[i] = pad(i, s)
-		}
-		b.WriteString(strings.TrimRightFunc(strings.Join(parts, sep), unicode.IsSpace))
-		b.WriteString("\n")
-	}
-	align := func(i int, s string) string {
-		gap := widths[i] - mdWidth(s)
-		a := east.AlignNone
-		if i < len(t.Alignments) {
-			a = t.Alignments[i]
-		}
-		switch a {
-		case east.AlignRight:
-			return strings.Repeat(" ", gap) + s
-		case east.AlignCenter:
-			return strings.Repeat(" ", gap/2) + s + strings.Repeat(" ", gap-gap/2)
-		default:
-			return s + strings.Repeat(" ", gap)
-		}
-	}
-	for i, r := range rows {
-		line(r, align, " | ")
-		if i == 0 {
-			line(nil, func(i int, _ string) string { return strings.Repeat("-", widths[i]) }, "-+-")
-		}
-	}
-	return []mdEdit{{start, end, mdCodeBlock("", b.String(), c.contPrefix(start))}}
+	return []mdEdit{{start, end, mdCodeBlock("", mdbounds.Table(rows, t.Alignments, mdWidth), c.contPrefix(start))}}
 }
 
 // mdWidth is how many columns s takes in a monospace font: East
@@ -883,7 +824,7 @@ func (c *mdConv) image(n *ast.Image, inLink bool) []mdEdit {
 	if !ok || pos < 0 || sp.end <= pos {
 		return nil
 	}
-	alt := mdOneLine(c.plain(n, false))
+	alt := mdbounds.OneLine(c.plain(n, false))
 	u, isURL := discordURL(string(n.Destination))
 	var out string
 	switch {
@@ -943,7 +884,7 @@ func (c *mdConv) plain(parent ast.Node, cell bool) string {
 				}
 			}
 		case *ast.Link:
-			label := mdOneLine(c.plain(n, false))
+			label := mdbounds.OneLine(c.plain(n, false))
 			u, ok := discordURL(string(n.Destination))
 			switch {
 			case !cell || !ok || label == u:
@@ -961,21 +902,12 @@ func (c *mdConv) plain(parent ast.Node, cell bool) string {
 				b.Write(seg.Value(c.src))
 			}
 		case *east.TaskCheckBox:
-			if n.IsChecked {
-				b.WriteString("☑ ")
-			} else {
-				b.WriteString("☐ ")
-			}
+			b.WriteString(mdbounds.CheckBox(n.IsChecked))
 		default:
 			b.WriteString(c.plain(n, cell))
 		}
 	}
 	return b.String()
-}
-
-// mdOneLine joins the lines of s with spaces and trims it.
-func mdOneLine(s string) string {
-	return strings.TrimSpace(strings.ReplaceAll(s, "\n", " "))
 }
 
 // ---- Splitting ----
@@ -991,81 +923,37 @@ func mdOneLine(s string) string {
 // with the same language. The whitespace at a cut is dropped; nothing
 // else is, and no piece is empty: text that is only whitespace gives none.
 // Below 16 characters code blocks are cut without the extra fences.
-func splitDiscord(s string, limit int) []string {
-	if strings.TrimSpace(s) == "" {
-		return nil
-	}
-	limit = max(limit, 1)
-	if utf8.RuneCountInString(s) <= limit {
-		return []string{s}
-	}
-	sp := newDSplitter([]rune(s), limit)
-	var out []string
-	for start := 0; start < len(sp.rs); {
-		prefix := sp.reopen(start)
-		room := limit - utf8.RuneCountInString(prefix)
-		if len(sp.rs)-start <= room {
-			if strings.TrimSpace(string(sp.rs[start:])) != "" {
-				out = append(out, sp.piece(start, len(sp.rs), prefix, ""))
-			}
-			break
-		}
-		end, next := sp.cut(start, room, room/2)
-		if strings.TrimSpace(string(sp.rs[start:end])) != "" {
-			out = append(out, sp.piece(start, end, prefix, ""))
-		}
-		start = next
-	}
-	return out
-}
+// (mdbounds.Split, with scanDiscord.)
+func splitDiscord(s string, limit int) []string { return mdbounds.Split(s, limit, scanDiscord) }
 
 // truncateDiscord shortens Discord Markdown to at most limit characters,
 // ending in "…", cutting where splitDiscord would, but late rather than
 // early; a code block it cuts is closed.
-func truncateDiscord(s string, limit int) string {
-	if utf8.RuneCountInString(s) <= limit {
-		return s
-	}
-	if limit < 2 {
-		return "…"
-	}
-	sp := newDSplitter([]rune(s), limit)
-	room := limit - 1
-	end, _ := sp.cut(0, room, room*3/4)
-	return sp.piece(0, end, "", "…")
-}
+func truncateDiscord(s string, limit int) string { return mdbounds.Truncate(s, limit, scanDiscord) }
 
-const dFenceClose = "\n```"
-
-type dSplitter struct {
-	rs []rune
-	// block[i] is 1 + the index of the code block open before rs[i], or 0.
-	block []int
-	// atomic[i] is whether a cut before rs[i] would break a link, a tag,
-	// a code span or a fence.
-	atomic []bool
-	langs  []string // each code block's language
-	openAt []int    // where each code block's opening fence starts
-	bodyAt []int    // where each code block's text starts (after "```lang\n")
-	fences bool     // whether code blocks are closed and reopened
-	limit  int
-}
-
-func newDSplitter(rs []rune, limit int) *dSplitter {
-	sp := &dSplitter{rs: rs, block: make([]int, len(rs)+1), atomic: make([]bool, len(rs)+1), fences: limit >= 16, limit: limit}
-	cur := 0
-	mark := func(from, to int) { // no cut before rs[from+1 … to-1]
+// scanDiscord marks where splitDiscord may not cut: inside a masked link,
+// a <…> tag, an inline code span or a fence's opening "```lang", or inside
+// a character (dNoCutBefore); and the code blocks (from
+// mdbounds.MinFenced), each reopened with its opening fence: "```lang\n",
+// or "```\n" where the language would take more than a quarter of the
+// piece.
+func scanDiscord(rs []rune, limit int) *mdbounds.Marks {
+	m := mdbounds.NewMarks(len(rs))
+	fences := limit >= mdbounds.MinFenced
+	cur := "" // the Reopen of the code block open here
+	// mark marks a stretch: no cut before rs[from+1 … to-1].
+	mark := func(from, to int) {
 		for k := from + 1; k < to && k <= len(rs); k++ {
-			sp.atomic[k] = true
-			sp.block[k] = cur
+			m.Atomic[k] = true
+			m.Reopen[k] = cur
 		}
 	}
 	for i := 0; i < len(rs); {
-		sp.block[i] = cur
+		m.Reopen[i] = cur
 		switch r := rs[i]; {
 		case r == '`' && i+2 < len(rs) && rs[i+1] == '`' && rs[i+2] == '`':
 			j := i + 3
-			if cur == 0 {
+			if cur == "" {
 				k := j
 				for k < len(rs) && k-j < 32 && isLangChar(rs[k]) {
 					k++
@@ -1075,23 +963,28 @@ func newDSplitter(rs []rune, limit int) *dSplitter {
 					lang, j = string(rs[j:k]), k
 				}
 				mark(i, j)
-				if sp.fences {
-					sp.langs = append(sp.langs, lang)
-					sp.openAt = append(sp.openAt, i)
+				if fences {
+					cur = "```\n"
+					if 4+len(lang) <= limit/4 { // lang is ASCII (isLangChar)
+						cur = "```" + lang + "\n"
+					}
+					// Up to where the block's text starts, after
+					// "```lang\n", a piece would end with the fence.
 					body := j
 					if body < len(rs) && rs[body] == '\n' {
 						body++
 					}
-					sp.bodyAt = append(sp.bodyAt, body)
-					cur = len(sp.langs)
+					for e := j; e <= body; e++ {
+						m.Opener[e] = i
+					}
 				}
 			} else {
 				mark(i, j)
-				cur = 0
+				cur = ""
 			}
 			i = j
 			continue
-		case cur != 0:
+		case cur != "":
 		case r == '`':
 			// An inline code span: the same run of backticks closes it,
 			// on the same line.
@@ -1144,8 +1037,13 @@ func newDSplitter(rs []rune, limit int) *dSplitter {
 		i++
 	next:
 	}
-	sp.block[len(rs)] = cur
-	return sp
+	m.Reopen[len(rs)] = cur
+	for i, r := range rs {
+		if dNoCutBefore(r) {
+			m.Atomic[i] = true
+		}
+	}
+	return m
 }
 
 // isLangChar reports whether r can be part of a code block's language.
@@ -1153,164 +1051,9 @@ func isLangChar(r rune) bool {
 	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_+-.#", r)
 }
 
-// reopen is the fence that starts a piece at start: the opening fence of
-// the code block open there, if any, without its language where that
-// would take more than a quarter of the piece.
-func (sp *dSplitter) reopen(start int) string {
-	b := sp.block[start]
-	if b == 0 || !sp.fences {
-		return ""
-	}
-	if lang := sp.langs[b-1]; 4+utf8.RuneCountInString(lang) <= sp.limit/4 {
-		return "```" + lang + "\n"
-	}
-	return "```\n"
-}
-
-// piece is rs[start:end] with the fences it needs and tail before the
-// closing one.
-func (sp *dSplitter) piece(start, end int, prefix, tail string) string {
-	var b strings.Builder
-	b.WriteString(prefix)
-	b.WriteString(string(sp.rs[start:end]))
-	b.WriteString(tail)
-	if end < len(sp.rs) && sp.block[end] != 0 && sp.fences {
-		b.WriteString(dFenceClose)
-	}
-	return b.String()
-}
-
-func dIsHSpace(r rune) bool { return r == ' ' || r == '\t' }
-
-func dIsSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' }
-
 // dNoCutBefore reports whether a cut before r would split a character:
 // a combining mark, a variation selector, a zero-width joiner or an
 // emoji skin tone.
 func dNoCutBefore(r rune) bool {
 	return unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Me, r) || r == '\u200d' || r == '\u200b' || (r >= 0x1F3FB && r <= 0x1F3FF)
-}
-
-// cut chooses where the piece starting at start ends: end is where its
-// text ends (whitespace dropped) and next where the following piece
-// starts. The piece's text and the closing fence it may need fit in
-// room. A cut at a break or a space is taken only if it leaves at least
-// minLen characters, unless there is no other; a cut anywhere else only
-// if no break or space will do.
-func (sp *dSplitter) cut(start, room, minLen int) (end, next int) {
-	rs := sp.rs
-	hi := min(start+room, len(rs)-1)
-	// fits reports whether rs[start:e] and its closing fence fit; unless
-	// relaxed, a piece may not end with the fence that opens a block.
-	fits := func(e, minLen int, relaxed bool) bool {
-		if e-start < max(minLen, 1) {
-			return false
-		}
-		n := e - start
-		if b := sp.block[e]; b != 0 && sp.fences {
-			n += utf8.RuneCountInString(dFenceClose)
-			if !relaxed && sp.openAt[b-1] >= start && e <= sp.bodyAt[b-1] {
-				return false
-			}
-		}
-		return n <= room
-	}
-	trimBack := func(p int) int {
-		for p > start && dIsSpace(rs[p-1]) {
-			p--
-		}
-		return p
-	}
-	// skipBlank skips the whitespace cut at p: the spaces there, then
-	// whole blank lines, but not the indentation of the next line.
-	skipBlank := func(p int) int {
-		for p < len(rs) && dIsHSpace(rs[p]) {
-			p++
-		}
-		for p < len(rs) && (rs[p] == '\n' || rs[p] == '\r') {
-			p++
-			j := p
-			for j < len(rs) && dIsHSpace(rs[j]) {
-				j++
-			}
-			if j == len(rs) {
-				return j
-			}
-			if rs[j] == '\n' || rs[j] == '\r' {
-				p = j
-			}
-		}
-		return p
-	}
-	paragraph := func(p int) bool { return rs[p] == '\n' && p+1 < len(rs) && rs[p+1] == '\n' }
-	line := func(p int) bool { return rs[p] == '\n' }
-	space := func(p int) bool { return dIsHSpace(rs[p]) }
-	classes := []func(int) bool{paragraph, line, space}
-	// try looks for a break, then a space; early, a space inside code is
-	// passed over for a line break, however short the piece.
-	try := func(minLen int, early bool) (int, int, bool) {
-		for _, class := range classes {
-			for p := hi; p > start; p-- {
-				if !class(p) || sp.atomic[p] || early && sp.block[p] != 0 && dIsHSpace(rs[p]) {
-					continue
-				}
-				if e := trimBack(p); fits(e, minLen, false) {
-					return e, sp.after(e, skipBlank(p)), true
-				}
-			}
-		}
-		return 0, 0, false
-	}
-	if e, n, ok := try(minLen, true); ok {
-		return e, n
-	}
-	if e, n, ok := try(1, false); ok {
-		return e, n
-	}
-	// No break or space: cut between two characters, outside a link, a
-	// tag, a code span or a fence, and not inside a character; then let
-	// the piece end by opening a code block; then cut anywhere at all.
-	for _, relaxed := range []bool{false, true} {
-		for p := hi; p > start; p-- {
-			if sp.atomic[p] || dNoCutBefore(rs[p]) {
-				continue
-			}
-			if e := trimBack(p); fits(e, 1, relaxed) {
-				return e, sp.after(e, skipBlank(p))
-			}
-		}
-	}
-	// Whitespace that leaves no room is dropped: an empty piece, which
-	// splitDiscord leaves out.
-	if dIsSpace(rs[start]) {
-		p := start
-		for p < len(rs) && dIsSpace(rs[p]) {
-			p++
-		}
-		return start, p
-	}
-	for p := hi; p > start; p-- {
-		if e := trimBack(p); fits(e, 1, true) {
-			return e, sp.after(e, p)
-		}
-	}
-	return start + 1, start + 1
-}
-
-// after adjusts where the next piece starts: when the piece ends inside a
-// code block and the next text is the fence that closes it, the fence the
-// piece gets closes it instead.
-func (sp *dSplitter) after(end, next int) int {
-	rs := sp.rs
-	if !sp.fences || sp.block[end] == 0 || next+3 > len(rs) || string(rs[next:next+3]) != "```" || sp.block[next] == 0 {
-		return next
-	}
-	next += 3
-	for next < len(rs) && dIsHSpace(rs[next]) {
-		next++
-	}
-	for next < len(rs) && (rs[next] == '\n' || rs[next] == '\r') {
-		next++
-	}
-	return next
 }

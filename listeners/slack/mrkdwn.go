@@ -44,24 +44,13 @@ func toMrkdwn(markdown string) string { return mdConvert(markdown, false) }
 func toPlainText(markdown string) string { return mdConvert(markdown, true) }
 
 func mdConvert(src string, plain bool) string {
-	src = strings.ReplaceAll(src, "\r\n", "\n")
-	src = strings.ReplaceAll(src, "\r", "\n")
-	var parts []string
-	for _, chunk := range mdbounds.Chunks(src) {
-		var out string
-		if mdbounds.Parseable(chunk, mdMaxChunk) {
-			b := []byte(chunk)
-			doc := mdParser.Parser().Parse(text.NewReader(b))
-			c := mdConverter{src: b, plain: plain}
-			out = c.blocks(doc, "\n\n", 0)
-		} else {
-			out = mrkdwnEscape(chunk)
-		}
-		if out = mdTrimLines(out); out != "" {
-			parts = append(parts, out)
-		}
+	parse := func(chunk string) string {
+		b := []byte(chunk)
+		doc := mdParser.Parser().Parse(text.NewReader(b))
+		c := mdConverter{src: b, plain: plain}
+		return c.blocks(doc, "\n\n", 0)
 	}
-	return strings.Join(parts, "\n\n")
+	return mdbounds.Convert(src, mdMaxChunk, parse, mrkdwnEscape, mdTrimLines)
 }
 
 // mdTrimLines removes trailing whitespace from every line and blank lines
@@ -126,7 +115,7 @@ func (c *mdConverter) block(node ast.Node, level int) string {
 	case *ast.Paragraph, *ast.TextBlock:
 		return strings.TrimSpace(c.inlines(n, mdNormal))
 	case *ast.Heading:
-		t := mdOneLine(c.inlines(n, mdHeading))
+		t := mdbounds.OneLine(c.inlines(n, mdHeading))
 		if t == "" || c.plain {
 			return t
 		}
@@ -222,62 +211,17 @@ func (c *mdConverter) list(l *ast.List, level int) string {
 // has no tables, and a monospace font is the only way to line them up.
 func (c *mdConverter) table(t *east.Table) string {
 	var rows [][]string
-	cols := 0
 	for row := t.FirstChild(); row != nil; row = row.NextSibling() {
 		var cells []string
 		for cell := row.FirstChild(); cell != nil; cell = cell.NextSibling() {
-			cells = append(cells, mrkdwnUnescape(mdOneLine(c.inlines(cell, mdCell))))
+			cells = append(cells, mrkdwnUnescape(mdbounds.OneLine(c.inlines(cell, mdCell))))
 		}
-		cols = max(cols, len(cells))
 		rows = append(rows, cells)
 	}
 	if len(rows) == 0 {
 		return ""
 	}
-	width := make([]int, cols)
-	for i := range width {
-		width[i] = 1
-	}
-	for _, r := range rows {
-		for i, cell := range r {
-			width[i] = max(width[i], utf8.RuneCountInString(cell))
-		}
-	}
-	var b strings.Builder
-	line := func(cells []string, pad func(i int, s string) string, sep string) {
-		var parts []string
-		for i := range cols {
-			s := ""
-			if i < len(cells) {
-				s = cells[i]
-			}
-			parts = append(parts, pad(i, s))
-		}
-		b.WriteString(strings.TrimRightFunc(strings.Join(parts, sep), unicode.IsSpace))
-		b.WriteString("\n")
-	}
-	align := func(i int, s string) string {
-		gap := width[i] - utf8.RuneCountInString(s)
-		a := east.AlignNone
-		if i < len(t.Alignments) {
-			a = t.Alignments[i]
-		}
-		switch a {
-		case east.AlignRight:
-			return strings.Repeat(" ", gap) + s
-		case east.AlignCenter:
-			return strings.Repeat(" ", gap/2) + s + strings.Repeat(" ", gap-gap/2)
-		default:
-			return s + strings.Repeat(" ", gap)
-		}
-	}
-	for i, r := range rows {
-		line(r, align, " | ")
-		if i == 0 {
-			line(nil, func(i int, _ string) string { return strings.Repeat("-", width[i]) }, "-+-")
-		}
-	}
-	return c.code(strings.TrimRight(b.String(), "\n"))
+	return c.code(strings.TrimRight(mdbounds.Table(rows, t.Alignments, utf8.RuneCountInString), "\n"))
 }
 
 // inlines renders the inline children of parent, escaped.
@@ -291,12 +235,7 @@ func (c *mdConverter) inlines(parent ast.Node, mode mdInlineMode) string {
 
 // label renders the children of n as plain text on one line.
 func (c *mdConverter) label(n ast.Node) string {
-	return mdOneLine(c.inlines(n, mdLabel))
-}
-
-// mdOneLine joins the lines of s with spaces and trims it.
-func mdOneLine(s string) string {
-	return strings.TrimSpace(strings.ReplaceAll(s, "\n", " "))
+	return mdbounds.OneLine(c.inlines(n, mdLabel))
 }
 
 func (c *mdConverter) inline(b *strings.Builder, node ast.Node, mode mdInlineMode) {
@@ -359,11 +298,7 @@ func (c *mdConverter) inline(b *strings.Builder, node ast.Node, mode mdInlineMod
 			b.WriteString(mrkdwnEscape(string(seg.Value(c.src))))
 		}
 	case *east.TaskCheckBox:
-		if n.IsChecked {
-			b.WriteString("☑ ")
-		} else {
-			b.WriteString("☐ ")
-		}
+		b.WriteString(mdbounds.CheckBox(n.IsChecked))
 	default:
 		b.WriteString(c.inlines(n, mode))
 	}
@@ -466,72 +401,33 @@ func mdLinkURL(dest string) (string, bool) {
 // next piece reopens it, so each renders on its own. The whitespace at a
 // cut is dropped; nothing else is, and no piece is empty: text that is
 // only whitespace gives none. Below 16 characters code blocks are cut
-// without the extra fences.
-func splitMrkdwn(s string, limit int) []string {
-	if strings.TrimSpace(s) == "" {
-		return nil
-	}
-	limit = max(limit, 1)
-	if utf8.RuneCountInString(s) <= limit {
-		return []string{s}
-	}
-	sp := newMdSplitter([]rune(s), limit >= 16)
-	var out []string
-	for start := 0; start < len(sp.rs); {
-		prefix := sp.open[start]
-		room := limit
-		if prefix {
-			room -= len(mdFenceOpen)
-		}
-		if len(sp.rs)-start <= room {
-			if strings.TrimSpace(string(sp.rs[start:])) != "" {
-				out = append(out, sp.piece(start, len(sp.rs), prefix, ""))
-			}
-			break
-		}
-		end, next := sp.cut(start, room, room/2)
-		if strings.TrimSpace(string(sp.rs[start:end])) != "" {
-			out = append(out, sp.piece(start, end, prefix, ""))
-		}
-		start = next
-	}
-	return out
-}
+// without the extra fences. (mdbounds.Split, with scanMrkdwn.)
+func splitMrkdwn(s string, limit int) []string { return mdbounds.Split(s, limit, scanMrkdwn) }
 
 // truncateMrkdwn shortens mrkdwn to at most limit characters, ending in
 // "…", cutting where splitMrkdwn would, but late rather than early.
-func truncateMrkdwn(s string, limit int) string {
-	if utf8.RuneCountInString(s) <= limit {
-		return s
+func truncateMrkdwn(s string, limit int) string { return mdbounds.Truncate(s, limit, scanMrkdwn) }
+
+// mdFenceOpen reopens a code block in the next piece: Slack's code blocks
+// have no language.
+const mdFenceOpen = "```\n"
+
+// scanMrkdwn marks where splitMrkdwn may not cut: inside a <url|text>
+// link, an &entity; or a ``` fence, or before a combining mark; and the
+// code blocks, which every ``` opens or closes (from mdbounds.MinFenced).
+func scanMrkdwn(rs []rune, limit int) *mdbounds.Marks {
+	m := mdbounds.NewMarks(len(rs))
+	fences := limit >= mdbounds.MinFenced
+	cur := "" // the Reopen of the code block open here
+	// span marks a stretch: no cut before rs[from+1 … to].
+	span := func(from, to int) {
+		for k := from + 1; k <= to; k++ {
+			m.Atomic[k] = true
+			m.Reopen[k] = cur
+		}
 	}
-	if limit < 2 {
-		return "…"
-	}
-	sp := newMdSplitter([]rune(s), limit >= 16)
-	room := limit - 1
-	end, _ := sp.cut(0, room, room*3/4)
-	return sp.piece(0, end, false, "…")
-}
-
-const (
-	mdFenceOpen  = "```\n"
-	mdFenceClose = "\n```"
-)
-
-type mdSplitter struct {
-	rs []rune
-	// open[i] is whether a code block is open before rs[i].
-	open []bool
-	// atomic[i] is whether a cut before rs[i] would break a link, an
-	// entity or a fence.
-	atomic []bool
-}
-
-func newMdSplitter(rs []rune, fences bool) *mdSplitter {
-	sp := &mdSplitter{rs: rs, open: make([]bool, len(rs)+1), atomic: make([]bool, len(rs)+1)}
-	open := false
 	for i := 0; i < len(rs); {
-		sp.open[i] = open
+		m.Reopen[i] = cur
 		switch {
 		case rs[i] == '<':
 			j := i + 1
@@ -539,10 +435,7 @@ func newMdSplitter(rs []rune, fences bool) *mdSplitter {
 				j++
 			}
 			if j < len(rs) && rs[j] == '>' {
-				for k := i + 1; k <= j; k++ {
-					sp.atomic[k] = true
-					sp.open[k] = open
-				}
+				span(i, j)
 				i = j + 1
 				continue
 			}
@@ -552,167 +445,32 @@ func newMdSplitter(rs []rune, fences bool) *mdSplitter {
 				j++
 			}
 			if j < len(rs) && j > i+1 && rs[j] == ';' {
-				for k := i + 1; k <= j; k++ {
-					sp.atomic[k] = true
-					sp.open[k] = open
-				}
+				span(i, j)
 				i = j + 1
 				continue
 			}
 		case rs[i] == '`' && i+2 < len(rs) && rs[i+1] == '`' && rs[i+2] == '`':
-			sp.atomic[i+1], sp.atomic[i+2] = true, true
-			sp.open[i+1], sp.open[i+2] = open, open
-			if fences {
-				open = !open
+			span(i, i+2)
+			if fences && cur == "" {
+				cur = mdFenceOpen
+			} else {
+				cur = ""
 			}
 			i += 3
 			continue
 		}
 		i++
 	}
-	sp.open[len(rs)] = open
-	return sp
-}
-
-// piece is rs[start:end] with the fences it needs and tail before the
-// closing one.
-func (sp *mdSplitter) piece(start, end int, reopen bool, tail string) string {
-	var b strings.Builder
-	if reopen {
-		b.WriteString(mdFenceOpen)
-	}
-	b.WriteString(string(sp.rs[start:end]))
-	b.WriteString(tail)
-	if end < len(sp.rs) && sp.open[end] {
-		b.WriteString(mdFenceClose)
-	}
-	return b.String()
-}
-
-func mdIsHSpace(r rune) bool { return r == ' ' || r == '\t' }
-
-func mdIsSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' }
-
-// cut chooses where the piece starting at start ends: end is where its
-// text ends (whitespace dropped; end == start for a piece that is only
-// dropped whitespace) and next where the following piece starts. The piece's text and the closing fence it may need fit in room.
-// A cut at a break or a space is taken only if it leaves at least minLen
-// characters, unless there is no other; a cut anywhere else only if no
-// break or space will do.
-func (sp *mdSplitter) cut(start, room, minLen int) (end, next int) {
-	rs := sp.rs
-	hi := min(start+room, len(rs)-1)
-	// fits reports whether rs[start:e] and its closing fence fit; unless
-	// relaxed, a piece may not end with the fence that opens a code block.
-	fits := func(e, minLen int, relaxed bool) bool {
-		if e-start < max(minLen, 1) {
-			return false
+	m.Reopen[len(rs)] = cur
+	for i, r := range rs {
+		if unicode.Is(unicode.Mn, r) {
+			m.Atomic[i] = true
 		}
-		n := e - start
-		if sp.open[e] {
-			n += len(mdFenceClose)
-			if !relaxed && e-start >= 3 && string(rs[e-3:e]) == "```" {
-				return false
-			}
-		}
-		return n <= room
-	}
-	trimBack := func(p int) int {
-		for p > start && mdIsSpace(rs[p-1]) {
-			p--
-		}
-		return p
-	}
-	// skipBlank skips the whitespace cut at p: the spaces there, then
-	// whole blank lines, but not the indentation of the next line.
-	skipBlank := func(p int) int {
-		for p < len(rs) && mdIsHSpace(rs[p]) {
-			p++
-		}
-		for p < len(rs) && (rs[p] == '\n' || rs[p] == '\r') {
-			p++
-			j := p
-			for j < len(rs) && mdIsHSpace(rs[j]) {
-				j++
-			}
-			if j == len(rs) {
-				return j
-			}
-			if rs[j] == '\n' || rs[j] == '\r' {
-				p = j
-			}
-		}
-		return p
-	}
-	paragraph := func(p int) bool { return rs[p] == '\n' && p+1 < len(rs) && rs[p+1] == '\n' }
-	line := func(p int) bool { return rs[p] == '\n' }
-	space := func(p int) bool { return mdIsHSpace(rs[p]) }
-	classes := []func(int) bool{paragraph, line, space}
-	// try looks for a break, then a space; early, a space inside code is
-	// passed over for a line break, however short the piece.
-	try := func(minLen int, early bool) (int, int, bool) {
-		for _, class := range classes {
-			for p := hi; p > start; p-- {
-				if !class(p) || sp.atomic[p] || early && sp.open[p] && mdIsHSpace(rs[p]) {
-					continue
-				}
-				if e := trimBack(p); fits(e, minLen, false) {
-					return e, sp.after(e, skipBlank(p)), true
-				}
-			}
-		}
-		return 0, 0, false
-	}
-	if e, n, ok := try(minLen, true); ok {
-		return e, n
-	}
-	if e, n, ok := try(1, false); ok {
-		return e, n
-	}
-	// No break or space: cut between two characters, outside a link, an
-	// entity or a fence, and not before a combining mark; then let the
-	// piece end by opening a code block; then cut anywhere at all.
-	for _, relaxed := range []bool{false, true} {
-		for p := hi; p > start; p-- {
-			if sp.atomic[p] || unicode.Is(unicode.Mn, rs[p]) {
-				continue
-			}
-			if e := trimBack(p); fits(e, 1, relaxed) {
-				return e, sp.after(e, skipBlank(p))
-			}
+		// A piece that ends with "```" inside a code block ends with the
+		// fence that opened it.
+		if e := i + 1; e >= 3 && m.Reopen[e] != "" && string(rs[e-3:e]) == "```" {
+			m.Opener[e] = e - 3
 		}
 	}
-	// Whitespace that leaves no room (deep indentation before a fence) is
-	// dropped: an empty piece, which splitMrkdwn leaves out.
-	if mdIsSpace(rs[start]) {
-		p := start
-		for p < len(rs) && mdIsSpace(rs[p]) {
-			p++
-		}
-		return start, p
-	}
-	for p := hi; p > start; p-- {
-		if e := trimBack(p); fits(e, 1, true) {
-			return e, sp.after(e, p)
-		}
-	}
-	return start + 1, start + 1
-}
-
-// after adjusts where the next piece starts: when the piece ends inside a
-// code block and the next text is the fence that closes it, the fence the
-// piece gets closes it instead.
-func (sp *mdSplitter) after(end, next int) int {
-	rs := sp.rs
-	if !sp.open[end] || next+3 > len(rs) || string(rs[next:next+3]) != "```" || !sp.open[next] {
-		return next
-	}
-	next += 3
-	for next < len(rs) && mdIsHSpace(rs[next]) {
-		next++
-	}
-	for next < len(rs) && (rs[next] == '\n' || rs[next] == '\r') {
-		next++
-	}
-	return next
+	return m
 }
