@@ -6,9 +6,11 @@ package places
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"unicode/utf8"
@@ -116,4 +118,51 @@ func Upload(img *switchboard.UIImage) (name string, data []byte, err error) {
 		ext = ".svg"
 	}
 	return "image" + ext, raw, nil
+}
+
+// A Choice is one option of a card's select as a place shows it: its
+// label on one line (never empty) and its position among the card's
+// options (what OptionValue carries back).
+type Choice struct {
+	Label string
+	Index int
+	switchboard.UIOption
+}
+
+// A SelectPage is one of the selects a card's choice is shown in, where a
+// platform takes fewer options to a select than the card has: its
+// placeholder says which options it holds ("Choose… (26–50)").
+type SelectPage struct {
+	Placeholder string
+	Choices     []Choice
+}
+
+// SelectPages lays a card's select out in selects of at most perSelect
+// options, at most most options in all (note says how many more there
+// were), each placeholder at most placeholderLimit characters.
+func SelectPages(sel switchboard.UISelect, perSelect, most, placeholderLimit int) (pages []SelectPage, note string) {
+	opts := sel.Options
+	if len(opts) > most {
+		note = fmt.Sprintf("%d more options not shown", len(opts)-most)
+		opts = opts[:most]
+	}
+	base := OneLine(sel.Placeholder)
+	if base == "" {
+		base = "Choose…"
+	}
+	n := (len(opts) + perSelect - 1) / perSelect
+	for page := range n {
+		lo, hi := page*perSelect, min((page+1)*perSelect, len(opts))
+		p := SelectPage{Placeholder: Clip(base, placeholderLimit)}
+		if n > 1 {
+			suffix := fmt.Sprintf(" (%d–%d)", lo+1, hi)
+			p.Placeholder = Clip(base, placeholderLimit-utf8.RuneCountInString(suffix)) + suffix
+		}
+		for i, o := range opts[lo:hi] {
+			label := cmp.Or(OneLine(o.Label), OneLine(o.Value), fmt.Sprintf("Option %d", lo+i+1))
+			p.Choices = append(p.Choices, Choice{Label: label, Index: lo + i, UIOption: o})
+		}
+		pages = append(pages, p)
+	}
+	return pages, note
 }

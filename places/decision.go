@@ -1,6 +1,10 @@
 package places
 
-import "github.com/switchboard-gw/switchboard"
+import (
+	"time"
+
+	"github.com/switchboard-gw/switchboard"
+)
 
 // Decision is how a closed approval request reads in a place, without the
 // time and the platform's markup: "Approved by Carol · Slack", "Denied by
@@ -24,4 +28,16 @@ func Decision(d switchboard.ConfirmationResolvedData, esc func(string) string) s
 		return "Approved by " + by
 	}
 	return "Denied by " + by
+}
+
+// DecisionAt is Decision with when it was made, as a line where there is
+// no card to edit: "Approved by Carol · Slack · <date>." date writes the
+// time in the platform's markup (each reader's time zone where it can); a
+// zero at is left out.
+func DecisionAt(d switchboard.ConfirmationResolvedData, at time.Time, esc func(string) string, date func(time.Time) string) string {
+	line := Decision(d, esc)
+	if !at.IsZero() {
+		line += " · " + date(at)
+	}
+	return line + "."
 }

@@ -54,6 +54,10 @@ type Room interface {
 	// Finish shows the reply under way for the last time: the session
 	// unloaded, or the place left it.
 	Finish(ctx context.Context)
+	// Tell shows a notice meant for one person of the chat app alone (a
+	// command's answer, their mistake) to them, privately where the
+	// platform can; the layer decides whom (Audience).
+	Tell(ctx context.Context, user string, d *switchboard.ErrorData)
 }
 
 // Config is a chat app's layer.
@@ -335,7 +339,14 @@ func (f *follower) once(ctx context.Context) {
 		select {
 		case ev, ok := <-sub.Events():
 			if !ok {
-				f.room.Finish(ctx)
+				// The session unloaded: show the reply under way for the
+				// last time. Not when the layer is stopping (the
+				// subscription ends with it): a reply cut off there is
+				// left for the next start to find and finish, not
+				// half-finished now with calls that fail.
+				if ctx.Err() == nil {
+					f.room.Finish(ctx)
+				}
 				f.record(ctx)
 				return
 			}
@@ -363,6 +374,15 @@ func (f *follower) render(ctx context.Context, ev switchboard.Event) {
 	if err != nil {
 		f.l.log.Error(f.l.cfg.Channel+": event", "session", ev.Session, "err", err)
 		return
+	}
+	if d, ok := p.(*switchboard.ErrorData); ok {
+		switch user, show := f.l.Audience(f.b, ev, d); {
+		case !show:
+			return // someone else's, or an answer shown where they asked
+		case user != "":
+			f.room.Tell(ctx, user, d)
+			return
+		}
 	}
 	settled := f.room.Show(ctx, ev, p)
 	if ev.Seq <= 0 {

@@ -37,6 +37,7 @@ type room struct {
 	c        *chat
 	b        switchboard.Binding
 	shown    []switchboard.Event // what Show was given, in order
+	told     []string            // what Tell was given: "user: message"
 	attached int
 	finished int
 }
@@ -56,6 +57,12 @@ func (r *room) Show(_ context.Context, ev switchboard.Event, _ any) bool {
 }
 
 func (r *room) Tick(context.Context) {}
+
+func (r *room) Tell(_ context.Context, user string, d *switchboard.ErrorData) {
+	r.c.mu.Lock()
+	defer r.c.mu.Unlock()
+	r.told = append(r.told, user+": "+d.Message)
+}
 
 func (r *room) Finish(context.Context) {
 	r.c.mu.Lock()
@@ -397,18 +404,14 @@ func share(t *testing.T, c *chat, address string, role string) string {
 	}
 	re := regexp.MustCompile(`/join (\S+)`)
 	var code string
-	eventually(t, "the invite code", func() bool {
+	eventually(t, "the invite code, told to its owner alone", func() bool {
 		for _, r := range c.roomsOf(address) {
 			c.mu.Lock()
-			evs := slices.Clone(r.shown)
+			told := slices.Clone(r.told)
 			c.mu.Unlock()
-			for _, ev := range evs {
-				if p, _ := ev.Payload(); p != nil {
-					if d, ok := p.(*switchboard.ErrorData); ok {
-						if m := re.FindStringSubmatch(d.Message); m != nil {
-							code = strings.TrimSuffix(m[1], ".")
-						}
-					}
+			for _, line := range told {
+				if m := re.FindStringSubmatch(line); m != nil && strings.HasPrefix(line, alice.ID+": ") {
+					code = strings.TrimSuffix(m[1], ".")
 				}
 			}
 		}

@@ -317,24 +317,18 @@ func (f *follow) resolvedCard(ctx context.Context, msgID string, d switchboard.C
 // resolvedText says what was decided, by whom and when (in the reader's
 // time zone; a zero at is left out), where there is no card to edit.
 func resolvedText(d switchboard.ConfirmationResolvedData, at time.Time) string {
-	line := "-# " + places.Decision(d, mdEscape)
-	if !at.IsZero() {
-		line += fmt.Sprintf(" · <t:%d:f>", at.Unix())
-	}
-	return line + "."
+	return "-# " + places.DecisionAt(d, at, mdEscape, func(at time.Time) string { return fmt.Sprintf("<t:%d:f>", at.Unix()) })
 }
 
-// notice shows an error: one meant for one person to them alone; a
-// redelivery's "already received" to no one.
+// Tell shows a notice to one person alone: an ephemeral follow-up of
+// their interaction, else a message that names them (tell).
+func (f *follow) Tell(ctx context.Context, user string, d *switchboard.ErrorData) {
+	f.l.tell(ctx, f.b.Address, user, noticeText(*d))
+}
+
+// notice shows an error for everyone in the place, with the turn's tool
+// lines it ends.
 func (f *follow) notice(ctx context.Context, ev switchboard.Event, d *switchboard.ErrorData) {
-	user, show := f.l.places.Audience(f.b, ev, d)
-	switch {
-	case !show:
-		return
-	case user != "":
-		f.l.tell(ctx, f.b.Address, user, noticeText(*d))
-		return
-	}
 	var lines []string
 	if ev.Seq > 0 {
 		lines = f.state.Tools.Take() // it ends the turn's tools

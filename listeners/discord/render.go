@@ -366,38 +366,16 @@ func cardButtons(ui switchboard.UI) (buttons []discordgo.MessageComponent, notes
 // cardSelects makes string selects of at most 25 options each, their
 // placeholders saying which options each holds when there are several.
 func cardSelects(sel switchboard.UISelect) (selects []discordgo.MessageComponent, note string) {
-	opts := sel.Options
-	if len(opts) > cardMaxOptions {
-		note = fmt.Sprintf("%d more options not shown", len(opts)-cardMaxOptions)
-		opts = opts[:cardMaxOptions]
-	}
-	base := places.OneLine(sel.Placeholder)
-	if base == "" {
-		base = "Choose…"
-	}
-	pages := (len(opts) + limSelectOptions - 1) / limSelectOptions
-	for page := range pages {
-		lo, hi := page*limSelectOptions, min((page+1)*limSelectOptions, len(opts))
-		placeholder := places.Clip(base, limPlaceholder)
-		if pages > 1 {
-			suffix := fmt.Sprintf(" (%d–%d)", lo+1, hi)
-			placeholder = places.Clip(base, limPlaceholder-utf8.RuneCountInString(suffix)) + suffix
-		}
-		options := make([]discordgo.SelectMenuOption, 0, hi-lo)
-		for i, o := range opts[lo:hi] {
-			label := places.OneLine(o.Label)
-			if label == "" {
-				label = places.OneLine(o.Value)
-			}
-			if label == "" {
-				label = fmt.Sprintf("Option %d", lo+i+1)
-			}
-			options = append(options, discordgo.SelectMenuOption{Label: places.Clip(label, limOption), Value: optionValue(sel.ActionID, lo+i)})
+	pages, note := places.SelectPages(sel, limSelectOptions, cardMaxOptions, limPlaceholder)
+	for page, p := range pages {
+		options := make([]discordgo.SelectMenuOption, 0, len(p.Choices))
+		for _, c := range p.Choices {
+			options = append(options, discordgo.SelectMenuOption{Label: places.Clip(c.Label, limOption), Value: optionValue(sel.ActionID, c.Index)})
 		}
 		selects = append(selects, discordgo.SelectMenu{
 			MenuType:    discordgo.StringSelectMenu,
 			CustomID:    idSelect + strconv.Itoa(page),
-			Placeholder: placeholder,
+			Placeholder: p.Placeholder,
 			Options:     options,
 		})
 	}

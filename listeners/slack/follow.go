@@ -431,25 +431,17 @@ func (f *follow) resolved(ctx context.Context, d *switchboard.ConfirmationResolv
 // resolvedLine says what was decided, by whom and when (in the reader's
 // time zone; a zero at is left out), where the card is gone.
 func resolvedLine(d switchboard.ConfirmationResolvedData, at time.Time) string {
-	line := places.Decision(d, mrkdwnEscape)
-	if !at.IsZero() {
-		line += " · " + slackDate(at)
-	}
-	return line + "."
+	return places.DecisionAt(d, at, mrkdwnEscape, slackDate)
 }
 
-// notice shows an error: one meant for one person (a command's answer,
-// their mistake) to them alone; a redelivery's "already received" to no
-// one, since Slack redelivering is not the person's doing.
+// Tell shows a notice to one person alone, in the place (ephemeral).
+func (f *follow) Tell(ctx context.Context, user string, d *switchboard.ErrorData) {
+	f.l.ephemeral(ctx, f.at, user, mrkdwnEscape(d.Message))
+}
+
+// notice shows an error for everyone in the place, with the turn's tool
+// lines it ends.
 func (f *follow) notice(ctx context.Context, ev switchboard.Event, d *switchboard.ErrorData) {
-	user, show := f.l.places.Audience(f.b, ev, d)
-	switch {
-	case !show:
-		return
-	case user != "":
-		f.l.ephemeral(ctx, f.at, user, mrkdwnEscape(d.Message))
-		return
-	}
 	var blocks []slackapi.Block
 	if ev.Seq > 0 {
 		if lines := f.tools.Take(); len(lines) > 0 { // it ends the turn's tools

@@ -285,35 +285,13 @@ func imageBlock(img switchboard.UIImage, title string) (block slackapi.Block, up
 // selectElements makes static_selects of at most 100 options each, their
 // placeholders saying which options each holds when there are several.
 func selectElements(sel switchboard.UISelect, ref func(kind, actionID, value string) string) (elements []slackapi.BlockElement, note string) {
-	opts := sel.Options
-	if limit := maxCardSelects * maxSelectOptions; len(opts) > limit {
-		note = fmt.Sprintf("%d more options not shown", len(opts)-limit)
-		opts = opts[:limit]
-	}
-	base := places.OneLine(sel.Placeholder)
-	if base == "" {
-		base = "Choose…"
-	}
-	pages := (len(opts) + maxSelectOptions - 1) / maxSelectOptions
-	for page := range pages {
-		lo, hi := page*maxSelectOptions, min((page+1)*maxSelectOptions, len(opts))
-		placeholder := places.Clip(base, maxPlaceholder)
-		if pages > 1 {
-			suffix := fmt.Sprintf(" (%d–%d)", lo+1, hi)
-			placeholder = places.Clip(base, maxPlaceholder-utf8.RuneCountInString(suffix)) + suffix
-		}
+	pages, note := places.SelectPages(sel, maxSelectOptions, maxCardSelects*maxSelectOptions, maxPlaceholder)
+	for page, p := range pages {
 		var options []*slackapi.OptionBlockObject
-		for i, o := range opts[lo:hi] {
-			label := places.OneLine(o.Label)
-			if label == "" {
-				label = places.OneLine(o.Value)
-			}
-			if label == "" {
-				label = fmt.Sprintf("Option %d", lo+i+1)
-			}
-			options = append(options, slackapi.NewOptionBlockObject(ref(refSelect, sel.ActionID, o.Value), plainText(label, maxOptionText), nil))
+		for _, c := range p.Choices {
+			options = append(options, slackapi.NewOptionBlockObject(ref(refSelect, sel.ActionID, c.Value), plainText(c.Label, maxOptionText), nil))
 		}
-		elements = append(elements, slackapi.NewOptionsSelectBlockElement(slackapi.OptTypeStatic, plainText(placeholder, maxPlaceholder), fmt.Sprintf("sb_sel_%d", page), options...))
+		elements = append(elements, slackapi.NewOptionsSelectBlockElement(slackapi.OptTypeStatic, plainText(p.Placeholder, maxPlaceholder), fmt.Sprintf("sb_sel_%d", page), options...))
 	}
 	return elements, note
 }
