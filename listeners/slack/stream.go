@@ -143,9 +143,15 @@ func (f *follow) startStream(ctx context.Context, thread, text string) (string, 
 	if !isDM(f.at.channel) {
 		opts = append(opts, slackapi.MsgOptionRecipientUserID(f.asker), slackapi.MsgOptionRecipientTeamID(f.l.teamID))
 	}
+	// A start under way finishes even if the listener is stopping: cut
+	// off, Slack may have opened the stream while we lose its ts, and a
+	// stream (which carries no metadata) is found again only by the ts
+	// saveStream keeps.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	var ts string
-	err := f.l.retry(ctx, func() (err error) {
-		_, ts, err = f.l.api.StartStreamContext(ctx, f.at.channel, opts...)
+	err := f.l.retry(sctx, func() (err error) {
+		_, ts, err = f.l.api.StartStreamContext(sctx, f.at.channel, opts...)
 		return err
 	})
 	return ts, err
@@ -341,7 +347,9 @@ func (f *follow) stopStream(ctx context.Context, n *nativeStream, tail string, l
 		err = stop(opts)
 	}
 	if err != nil {
+		// Left noted: the next start stops it (stopLeftStream).
 		f.l.log.Warn("slack: stop a stream", "place", f.b.Address, "err", err)
+		return
 	}
 	f.saveStream(ctx, "", "", 0)
 }
