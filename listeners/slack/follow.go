@@ -584,9 +584,19 @@ func uiRef(ui switchboard.UI) func(kind, actionID, value string) string {
 	}
 }
 
+// isRefusedPayload reports whether Slack refused a message for what it
+// holds (its blocks, its length), not for where or who: sent again as
+// plain text, it goes through.
 func isRefusedPayload(err error) bool {
-	s := err.Error()
-	return strings.Contains(s, "invalid_blocks") || strings.Contains(s, "msg_too_long") || strings.Contains(s, "invalid_attachments")
+	var se slackapi.SlackErrorResponse
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Err {
+	case "invalid_blocks", "msg_too_long", "invalid_attachments":
+		return true
+	}
+	return false
 }
 
 // retry runs call, waiting as long as Slack asks when it is rate limited

@@ -33,6 +33,7 @@ import (
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/collaboration"
+	"github.com/switchboard-gw/switchboard/places"
 	"github.com/switchboard-gw/switchboard/sessions"
 	"github.com/switchboard-gw/switchboard/tools"
 )
@@ -267,7 +268,7 @@ func (l *Listener) initial(ctx context.Context) (attachment, error) {
 	at := l.joined(b.SessionID, l.Interactive)
 	if l.Interactive {
 		at.note = func(r switchboard.ReadyData) string {
-			return fmt.Sprintf("This terminal shows %s; you are %s there. /leave returns to your own.", sharedName(r, l.Author), article(r.Role))
+			return fmt.Sprintf("This terminal shows %s; you are %s there. /leave returns to your own.", sharedName(r, l.Author), places.WithArticle(collaboration.Role(r.Role)))
 		}
 	}
 	return at, nil
@@ -282,16 +283,6 @@ func sharedName(r switchboard.ReadyData, self switchboard.Author) string {
 		}
 	}
 	return "the shared conversation"
-}
-
-func article(role string) string {
-	switch role {
-	case "":
-		return "a member"
-	case string(collaboration.Approver), string(collaboration.Owner):
-		return "an " + role
-	}
-	return "a " + role
 }
 
 func (l *Listener) logger() *slog.Logger {
@@ -450,7 +441,7 @@ func (l *Listener) join(ctx context.Context, v *view, cur attachment, current, a
 		v.printf("! You joined as %s, but the terminal could not show the conversation; try /join again.\n", role)
 		return nil
 	case err != nil:
-		msg, known := joinRefusal(err)
+		msg, known := places.JoinRefusal(err)
 		if !known {
 			l.logger().Error("stdin: join by invite", "err", err)
 		}
@@ -465,7 +456,7 @@ func (l *Listener) join(ctx context.Context, v *view, cur attachment, current, a
 				l.logger().Warn("stdin: unbind the terminal's own session", "err", err)
 			}
 		}
-		v.printf("This terminal already shows that conversation; you are %s in it.\n", article(string(role)))
+		v.printf("This terminal already shows that conversation; you are %s in it.\n", places.WithArticle(role))
 		return nil
 	}
 	at := l.joined(sessionID, true)
@@ -486,19 +477,6 @@ func inviteCode(args string) string {
 		code = code[i+len("/s/"):]
 	}
 	return strings.Trim(code, "/")
-}
-
-// joinRefusal is why a code did not work, as a sentence's end; known is
-// false for a failure of the gateway's own (logged, not shown: its text
-// is an error chain, not a sentence).
-func joinRefusal(err error) (msg string, known bool) {
-	for _, e := range []error{switchboard.ErrInviteUnknown, switchboard.ErrInviteExpired, switchboard.ErrInviteUsedUp, switchboard.ErrInviteRevoked,
-		sessions.ErrTooManyJoins, sessions.ErrFull, sessions.ErrClosed} {
-		if errors.Is(err, e) {
-			return e.Error(), true
-		}
-	}
-	return "the gateway could not redeem the code; try again", false
 }
 
 // afterReset follows /reset to the new conversation; a terminal showing a

@@ -448,12 +448,12 @@ func (c *conn) handle(data []byte) {
 	receipt, err := c.h.sessions.Submit(c.h.ctx, sessionID, in)
 	switch {
 	case errors.Is(err, sessions.ErrBusy):
-		c.errorEvent(switchboard.ErrCodeBusy, err.Error())
+		c.errorEvent(switchboard.ErrCodeBusy, sessions.ErrBusy.Error())
 	case errors.Is(err, sessions.ErrForbidden):
-		c.errorEvent(switchboard.ErrCodeForbidden, err.Error())
+		c.errorEvent(switchboard.ErrCodeForbidden, sessions.Reason(err, "you may not do that in this session"))
 	case errors.Is(err, sessions.ErrDraining):
 		// The connection stays: the turn under way still streams to it.
-		c.errorEvent(switchboard.ErrCodeRestarting, err.Error())
+		c.errorEvent(switchboard.ErrCodeRestarting, sessions.ErrDraining.Error())
 	case errors.Is(err, sessions.ErrClosed):
 		c.close(gws.CloseGoingAway, "gateway shutting down", reasonShutdown, true)
 	case errors.Is(err, sessions.ErrNotStored):
@@ -554,7 +554,11 @@ func (c *conn) hello(f clientFrame) {
 		c.refuse("you may not open session " + opts.SessionID)
 		return
 	case errors.Is(err, switchboard.ErrNotFound):
-		c.errorEvent(switchboard.ErrCodeNotFound, strings.TrimPrefix(err.Error(), "sessions: "))
+		msg := "there is no session " + opts.SessionID + " here: it may have expired, or the link is mistyped"
+		if opts.SessionID == "" {
+			msg = fmt.Sprintf("there is no guide %q here; leave guide out for the default", opts.Guide)
+		}
+		c.errorEvent(switchboard.ErrCodeNotFound, msg)
 		return
 	case errors.Is(err, sessions.ErrClosed):
 		c.close(gws.CloseGoingAway, "gateway shutting down", reasonShutdown, true)

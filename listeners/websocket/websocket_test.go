@@ -243,7 +243,8 @@ func TestBadFramesGetErrorsAndConnectionStaysUsable(t *testing.T) {
 	expectError(`{"type":"hello","resume_after":"yesterday"}`, "bad_frame", "resume_after")
 	expectError(`{"type":"dance"}`, "bad_frame", `unknown type "dance"`)
 	expectError(`[1,2]`, "bad_frame", "")
-	expectError(`{"type":"hello","session":"s_nope"}`, "not_found", "s_nope")
+	expectError(`{"type":"hello","session":"s_nope"}`, "not_found", "there is no session s_nope here")
+	expectError(`{"type":"hello","guide":"nope"}`, "not_found", `there is no guide "nope" here`)
 
 	c.send(map[string]any{"type": "hello"})
 	if ev := c.next(); ev.Type != switchboard.EventReady {
