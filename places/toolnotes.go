@@ -1,8 +1,3 @@
-// Package places is what every chat app does the same way with a place —
-// a thread or a DM that shows a conversation — whatever the platform. It
-// imports no platform's SDK; a listener keeps only lifecycle, inbound
-// decoding and rendering. For now it holds which tool calls a place shows
-// and when (ToolNotes).
 package places
 
 import (

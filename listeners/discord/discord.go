@@ -7,7 +7,10 @@
 // The package reads as lifecycle (this file: configuration, the Gateway,
 // application commands), inbound (inbound.go, http.go: messages,
 // interactions and commands into session inputs) and render (follow.go,
-// render.go, markdown.go: session events into Discord messages).
+// render.go, markdown.go: session events into Discord messages). What
+// every chat app does the same way with a place — its queue, following its
+// session, /reset and /leave, joins, who may act — is the place layer's
+// (places); follow.go is this app's places.Room.
 package discord
 
 import (

@@ -6,8 +6,11 @@
 //
 // The package reads as lifecycle (this file: configuration, start, the
 // transports), inbound (inbound.go: events, clicks, commands into session
-// inputs) and render (follow.go, render.go, mrkdwn.go: session events into
-// Slack messages).
+// inputs) and render (follow.go, stream.go, render.go, mrkdwn.go: session
+// events into Slack messages). What every chat app does the same way with
+// a place — its queue, following its session, /reset and /leave, joins,
+// who may act — is the place layer's (places); follow.go is this app's
+// places.Room.
 package slack
 
 import (
