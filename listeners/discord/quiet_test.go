@@ -206,3 +206,24 @@ func TestRestartShowsAToolLineOnce(t *testing.T) {
 	}
 	t.Logf("thread after the restart:\n%s", showsAll(msgs))
 }
+
+// A restart mid-reply: the reply's message is edited on after the restart,
+// never posted a second time, however the stop and the session's end
+// interleave.
+func TestRestartMidReplyPostsItOnce(t *testing.T) {
+	r := newRig(t, nil)
+	gate := make(chan struct{})
+	r.gw.LLM.Push(
+		openaitest.Reply{Text: []string{"First part. ", "never sent"}, Gate: gate},
+		openaitest.Reply{Text: []string{"Whole answer."}},
+	)
+	_, thread := r.mention(alice, "tell me")
+	r.eventually("the answer started", func() bool { return strings.Contains(allContent(r.botMessages(thread)), "First part.") })
+	r.restart()
+	close(gate)
+	r.eventually("the turn answered again", func() bool { return strings.Contains(allContent(r.botMessages(thread)), "Whole answer.") })
+	msgs := r.botMessages(thread)
+	if n := strings.Count(allContent(msgs), "First part."); n != 1 {
+		t.Fatalf("the cut reply shown %d times:\n%s", n, showsAll(msgs))
+	}
+}
