@@ -232,6 +232,9 @@ func (l *Layer) Follow(b switchboard.Binding) {
 		l.early = append(l.early, b) // Resume starts it
 		return
 	}
+	if l.ctx.Err() != nil {
+		return // stopping: the next start catches up
+	}
 	if f, ok := l.following[b.Address]; ok {
 		f.again, f.next = true, b // once this run ends, attach again
 		f.endAt = 0               // bound again after a /leave

@@ -10,7 +10,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -20,58 +19,13 @@ import (
 	"github.com/switchboard-gw/switchboard/listeners/discord/discordtest"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
 	"github.com/switchboard-gw/switchboard/sessions"
+	"github.com/switchboard-gw/switchboard/sessions/sessionstest"
 )
 
-// web is the owner of a conversation started in the browser.
-type web struct {
-	r      *rig
-	author switchboard.Author
-	sub    *sessions.Subscription
-	id     string
-}
-
-func (r *rig) webConversation() *web {
+// webConversation starts a conversation on the web, owned by Alice there.
+func (r *rig) webConversation() *sessionstest.Person {
 	r.t.Helper()
-	w := &web{r: r, author: switchboard.Author{Channel: "web", ID: "alice-web", Name: "Alice"}}
-	sub, err := r.gw.Manager.Attach(context.Background(), sessions.AttachOptions{Author: w.author, AfterSeq: -1})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.t.Cleanup(sub.Close)
-	w.sub, w.id = sub, sub.Ready.Session
-	return w
-}
-
-// say sends text from the web and waits until the session is done with it
-// (or waits for an approval).
-func (w *web) say(text string) {
-	w.r.t.Helper()
-	rec, err := w.r.gw.Manager.Submit(context.Background(), w.id, switchboard.Input{Kind: switchboard.InputText, Author: w.author, Text: text})
-	if err != nil {
-		w.r.t.Fatal(err)
-	}
-	if _, err := rec.Wait(context.Background()); err != nil {
-		w.r.t.Fatal(err)
-	}
-}
-
-var inviteCode = regexp.MustCompile(`Invite code ([a-z2-7]{26})`)
-
-// share runs /share args on the web and returns the code.
-func (w *web) share(args string) string {
-	w.r.t.Helper()
-	w.say("/share " + args)
-	deadline := time.After(15 * time.Second)
-	for {
-		select {
-		case ev := <-w.sub.Events():
-			if m := inviteCode.FindStringSubmatch(string(ev.Data)); m != nil {
-				return m[1]
-			}
-		case <-deadline:
-			w.r.t.Fatal("no invite code")
-		}
-	}
+	return r.gw.Open(switchboard.Author{Channel: "web", ID: "alice-web", Name: "Alice"}, sessions.AttachOptions{})
 }
 
 // thread adds a thread of the default channel the bot has not seen yet.
@@ -124,8 +78,8 @@ func TestJoinWhereTheBotCannotPost(t *testing.T) {
 	r := newRig(t, nil)
 	w := r.webConversation()
 	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Before you came."}})
-	w.say("an early question")
-	code := w.share("member uses 1")
+	w.Say("an early question")
+	code := w.Share("member uses 1")
 
 	hidden := r.thread("1200000000000000201", discordtest.PermissionViewChannel)
 	r.command(hidden, alice, discordtest.Subcommand("join", discordtest.StringOption("code", code)))
@@ -169,7 +123,7 @@ func TestJoinWhereTheBotCannotPost(t *testing.T) {
 func TestJoinWhenShownInTooManyPlaces(t *testing.T) {
 	r := newTunedRig(t, func(c *sessions.Config) { c.MaxBindings = 1 })
 	w := r.webConversation()
-	code := w.share("member")
+	code := w.Share("member")
 	r.joinDM(code)
 
 	th := r.thread("1200000000000000301", 0)
@@ -196,7 +150,7 @@ func TestJoinWhenShownInTooManyPlaces(t *testing.T) {
 func TestSharedConversationAcrossDiscordPlaces(t *testing.T) {
 	r := newRig(t, nil)
 	w := r.webConversation()
-	code := w.share("approver")
+	code := w.Share("approver")
 	dm := r.joinDM(code)
 	th := r.thread("1200000000000000401", 0)
 	r.command(th, alice, discordtest.Subcommand("join", discordtest.StringOption("code", code)))
@@ -254,14 +208,14 @@ func TestSharedConversationAcrossDiscordPlaces(t *testing.T) {
 func TestViewerIsRefusedWithTheReason(t *testing.T) {
 	r := newRig(t, nil)
 	w := r.webConversation()
-	code := w.share("viewer")
+	code := w.Share("viewer")
 	dm := r.joinDM(code)
 	r.gw.LLM.Push(
 		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "current_time", Args: `{}`}}},
 		openaitest.Reply{Text: []string{"It is now."}},
 	)
 	asked := len(r.gw.LLM.Requests())
-	w.say("what time is it?")
+	w.Say("what time is it?")
 	var card discordtest.Message
 	r.eventually("the card in the viewer's DM", func() (ok bool) { card, ok = r.approvalMessage(dm); return ok })
 
@@ -349,7 +303,7 @@ func TestSharingSubcommands(t *testing.T) {
 func TestLeaveStopsShowingThePlace(t *testing.T) {
 	r := newRig(t, nil)
 	w := r.webConversation()
-	code := w.share("member")
+	code := w.Share("member")
 	dm := r.joinDM(code)
 	th := r.thread("1200000000000000501", 0)
 	r.command(th, alice, discordtest.Subcommand("join", discordtest.StringOption("code", code)))
@@ -363,7 +317,7 @@ func TestLeaveStopsShowingThePlace(t *testing.T) {
 		t.Fatalf("the DM is still bound: %v", err)
 	}
 	r.gw.LLM.Push(openaitest.Reply{Text: []string{"After Bob left."}})
-	w.say("are you there?")
+	w.Say("are you there?")
 	r.eventually("the thread goes on", func() bool { return strings.Contains(allContent(r.botMessages(th)), "After Bob left.") })
 	if text := allContent(r.botMessages(dm)); strings.Contains(text, "are you there?") || strings.Contains(text, "After Bob left.") {
 		t.Fatalf("the DM still shows the conversation:\n%s", text)

@@ -56,7 +56,7 @@ func TestJoinNeverRebindsSomeoneElsesThread(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := r.webConversation()
-	code := w.share("member")
+	code := w.Share("member")
 
 	r.command(th, bob, discordtest.Subcommand("join", discordtest.StringOption("code", code)))
 	r.eventually("Bob told why, privately", func() bool { return r.ephemeral(th, "already shows another conversation") })
@@ -86,7 +86,7 @@ func TestThreadJoinedByInviteIsForItsPeopleOnly(t *testing.T) {
 	r.fake.AddUser(discordtest.User{ID: dave, Username: "dave", GlobalName: "Dave"})
 	r.fake.AddMember(discordtest.Member{GuildID: discordtest.DefaultGuildID, UserID: dave})
 	w := r.webConversation()
-	code := w.share("viewer uses 1")
+	code := w.Share("viewer uses 1")
 	th := r.thread("1200000000000000501", 0)
 	r.command(th, alice, discordtest.Subcommand("join", discordtest.StringOption("code", code)))
 	r.eventually("Alice joined", func() bool { return r.ephemeral(th, "Joined as a viewer") })
@@ -95,7 +95,7 @@ func TestThreadJoinedByInviteIsForItsPeopleOnly(t *testing.T) {
 		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "current_time", Args: `{}`}}},
 		openaitest.Reply{Text: []string{"It is now."}},
 	)
-	w.say("what time is it?")
+	w.Say("what time is it?")
 	var card discordtest.Message
 	r.eventually("the card in the thread", func() (ok bool) { card, ok = r.approvalMessage(th); return ok })
 	asked := len(r.gw.LLM.Requests())
@@ -122,7 +122,7 @@ func TestThreadJoinedByInviteIsForItsPeopleOnly(t *testing.T) {
 	if n := len(r.gw.LLM.Requests()); n != asked {
 		t.Fatalf("the model was asked %d more times", n-asked)
 	}
-	members, err := r.gw.DB.Members(context.Background(), w.id)
+	members, err := r.gw.DB.Members(context.Background(), w.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/switchboard-gw/switchboard/listeners/slack/slacktest"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
 	"github.com/switchboard-gw/switchboard/sessions"
+	"github.com/switchboard-gw/switchboard/sessions/sessionstest"
 )
 
 var carol = slacktest.User{ID: "U0CAROL", Name: "carol", DisplayName: "Carol"}
@@ -27,66 +27,13 @@ var carol = slacktest.User{ID: "U0CAROL", Name: "carol", DisplayName: "Carol"}
 // bobDM is Bob's direct message with the bot.
 const bobDM = "D0BOBDM1"
 
-// web is the owner of a conversation started in the browser.
-type web struct {
-	r      *rig
-	author switchboard.Author
-	sub    *sessions.Subscription
-	id     string
-}
-
 // webConversation starts a conversation on the web, owned by Alice there;
 // the fake Slack knows Carol and Bob's DM.
-func (r *rig) webConversation() *web {
+func (r *rig) webConversation() *sessionstest.Person {
 	r.t.Helper()
 	r.fake.AddUser(carol)
 	r.fake.AddChannel(slacktest.Channel{ID: bobDM, User: bob.ID})
-	w := &web{r: r, author: switchboard.Author{Channel: "web", ID: "alice-web", Name: "Alice"}}
-	sub, err := r.gw.Manager.Attach(context.Background(), sessions.AttachOptions{Author: w.author, AfterSeq: -1})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.t.Cleanup(sub.Close)
-	w.sub, w.id = sub, sub.Ready.Session
-	return w
-}
-
-// say sends text from the web and waits until the session is done with it.
-func (w *web) say(text string) {
-	w.r.t.Helper()
-	rec, err := w.r.gw.Manager.Submit(context.Background(), w.id, switchboard.Input{Kind: switchboard.InputText, Author: w.author, Text: text})
-	if err != nil {
-		w.r.t.Fatal(err)
-	}
-	if _, err := rec.Wait(context.Background()); err != nil {
-		w.r.t.Fatal(err)
-	}
-}
-
-// await reads the web's events until one satisfies cond.
-func (w *web) await(what string, cond func(switchboard.Event) bool) switchboard.Event {
-	w.r.t.Helper()
-	deadline := time.After(15 * time.Second)
-	for {
-		select {
-		case ev := <-w.sub.Events():
-			if cond(ev) {
-				return ev
-			}
-		case <-deadline:
-			w.r.t.Fatalf("the web never saw %s", what)
-		}
-	}
-}
-
-var inviteCode = regexp.MustCompile(`Invite code ([a-z2-7]{26})`)
-
-// share runs /share args on the web and returns the code.
-func (w *web) share(args string) string {
-	w.r.t.Helper()
-	w.say("/share " + args)
-	ev := w.await("an invite code", func(ev switchboard.Event) bool { return inviteCode.Match(ev.Data) })
-	return inviteCode.FindStringSubmatch(string(ev.Data))[1]
+	return r.gw.Open(switchboard.Author{Channel: "web", ID: "alice-web", Name: "Alice"}, sessions.AttachOptions{})
 }
 
 // command runs /switchboard text as user in channel and returns its ack.
@@ -133,8 +80,8 @@ func TestJoinWhereTheBotCannotPost(t *testing.T) {
 	r := newRig(t, nil)
 	w := r.webConversation()
 	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Before you came."}})
-	w.say("an early question")
-	code := w.share("member uses 1")
+	w.Say("an early question")
+	code := w.Share("member uses 1")
 
 	const between = "D0ALICEBOB1" // Alice and Bob's DM, which the bot is not in
 	r.fake.AddChannel(slacktest.Channel{ID: between, NotMember: true})
@@ -172,7 +119,7 @@ func TestJoinWhereTheBotCannotPost(t *testing.T) {
 func TestJoinWhenShownInTooManyPlaces(t *testing.T) {
 	r := newTunedRig(t, func(c *sessions.Config) { c.MaxBindings = 1 }, nil)
 	w := r.webConversation()
-	code := w.share("member")
+	code := w.Share("member")
 	r.joinDM(code)
 
 	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: carol.ID, Text: "/join " + code})
@@ -203,7 +150,7 @@ func TestJoinWhenShownInTooManyPlaces(t *testing.T) {
 func TestSharedConversationAcrossSlackPlaces(t *testing.T) {
 	r := newRig(t, nil)
 	w := r.webConversation()
-	code := w.share("approver")
+	code := w.Share("approver")
 	r.joinDM(code)
 	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: carol.ID, Text: "/join " + code})
 	r.send(ev)
@@ -240,7 +187,7 @@ func TestSharedConversationAcrossSlackPlaces(t *testing.T) {
 	if strings.Contains(allText(r.botReplies(bobDM, "")), "time in Tokyo?") {
 		t.Fatal("Bob's message was echoed into his DM")
 	}
-	w.await("the decision with its channel", func(ev switchboard.Event) bool {
+	w.Await("the decision with its channel", func(ev switchboard.Event) bool {
 		return ev.Type == switchboard.EventConfirmationResolved && strings.Contains(string(ev.Data), `"channel":"slack"`)
 	})
 
@@ -268,14 +215,14 @@ func TestSharedConversationAcrossSlackPlaces(t *testing.T) {
 func TestViewerIsRefusedWithTheReason(t *testing.T) {
 	r := newRig(t, nil)
 	w := r.webConversation()
-	code := w.share("viewer")
+	code := w.Share("viewer")
 	r.joinDM(code)
 	r.gw.LLM.Push(
 		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "current_time", Args: `{}`}}},
 		openaitest.Reply{Text: []string{"It is now."}},
 	)
 	asked := len(r.gw.LLM.Requests())
-	w.say("what time is it?") // done with it once the turn waits for approval
+	w.Say("what time is it?") // done with it once the turn waits for approval
 	var card slacktest.Message
 	r.eventually("the card in the viewer's DM", func() (ok bool) { card, ok = r.approvalCard(bobDM, ""); return ok })
 
@@ -348,7 +295,7 @@ func TestSharingCommands(t *testing.T) {
 func TestLeaveStopsShowingThePlace(t *testing.T) {
 	r := newRig(t, nil)
 	w := r.webConversation()
-	code := w.share("member")
+	code := w.Share("member")
 	r.joinDM(code)
 	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: carol.ID, Text: "/join " + code})
 	r.send(ev)
@@ -363,13 +310,13 @@ func TestLeaveStopsShowingThePlace(t *testing.T) {
 		t.Fatalf("the DM is still bound: %v", err)
 	}
 	r.gw.LLM.Push(openaitest.Reply{Text: []string{"After Bob left."}})
-	w.say("are you there?")
+	w.Say("are you there?")
 	r.eventually("the thread goes on", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "After Bob left.") })
 	if text := allText(r.botReplies(bobDM, "")); strings.Contains(text, "are you there?") || strings.Contains(text, "After Bob left.") {
 		t.Fatalf("the DM still shows the conversation:\n%s", text)
 	}
 	// Bob is still a member: the conversation lists him.
-	sub, err := r.gw.Manager.Attach(context.Background(), sessions.AttachOptions{SessionID: w.id, Author: w.author, AfterSeq: -1})
+	sub, err := r.gw.Manager.Attach(context.Background(), sessions.AttachOptions{SessionID: w.ID, Author: w.Author, AfterSeq: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

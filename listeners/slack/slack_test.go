@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -925,38 +924,11 @@ func TestRefusedBlocksAreSentAsText(t *testing.T) {
 // is refused privately and binds nothing.
 func TestJoinASharedConversation(t *testing.T) {
 	r := newRig(t, nil)
-	ctx := context.Background()
 	web := switchboard.Author{Channel: "web", ID: "alice-web", Name: "Alice"}
-	sub, err := r.gw.Manager.Attach(ctx, sessions.AttachOptions{Author: web, AfterSeq: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	id := sub.Ready.Session
-	say := func(text string) {
-		t.Helper()
-		rec, err := r.gw.Manager.Submit(ctx, id, switchboard.Input{Kind: switchboard.InputText, Author: web, Text: text})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := rec.Wait(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	w := r.gw.Open(web, sessions.AttachOptions{})
 	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Before you came."}})
-	say("an early question")
-	say("/share member")
-	var code string
-	for code == "" {
-		select {
-		case ev := <-sub.Events():
-			if m := regexp.MustCompile(`Invite code ([a-z2-7]{26})`).FindStringSubmatch(string(ev.Data)); m != nil {
-				code = m[1]
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("no invite code")
-		}
-	}
+	w.Say("an early question")
+	code := w.Share("member")
 
 	r.send(r.fake.MessageEvent(slacktest.UserMessage{Channel: "D0BOBDM1", User: bob.ID, Text: "/join notacode"}))
 	r.eventually("a bad code refused privately", func() bool {
@@ -974,7 +946,7 @@ func TestJoinASharedConversation(t *testing.T) {
 	})
 
 	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Answer to the web."}})
-	say("a live question")
+	w.Say("a live question")
 	r.eventually("the live exchange in the DM", func() bool {
 		text := allText(r.botReplies("D0BOBDM1", ""))
 		return strings.Contains(text, "a live question") && strings.Contains(text, "Answer to the web.")
@@ -986,7 +958,7 @@ func TestJoinASharedConversation(t *testing.T) {
 	deadline := time.After(15 * time.Second)
 	for done := false; !done; {
 		select {
-		case ev := <-sub.Events():
+		case ev := <-w.Sub.Events():
 			if ev.Type == switchboard.EventMessage && strings.Contains(string(ev.Data), "hello from slack") {
 				seen++
 			}

@@ -59,7 +59,7 @@ func TestJoinNeverRebindsSomeoneElsesThread(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := r.webConversation() // Mallory's, on the web
-	code := w.share("member")
+	code := w.Share("member")
 
 	r.send(r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: bob.ID, ThreadTS: root, Text: "join " + code}))
 	r.eventually("Bob told why", func() bool { return r.ephemeralFor("C1", bob.ID, "already shows another conversation") })
@@ -79,7 +79,7 @@ func TestJoinNeverRebindsSomeoneElsesThread(t *testing.T) {
 	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Still yours."}})
 	r.send(r.fake.MessageEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, ThreadTS: root, Text: "the secret is 42"}))
 	r.eventually("Alice's answer", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "Still yours.") })
-	rec, err := r.gw.DB.EventsAfter(context.Background(), w.id, 0, 1000)
+	rec, err := r.gw.DB.EventsAfter(context.Background(), w.ID, 0, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestThreadJoinedByInviteIsForItsPeopleOnly(t *testing.T) {
 	r := newRig(t, func(c *slack.Config) { c.Approvers = []string{bob.ID} })
 	r.fake.AddUser(dave)
 	w := r.webConversation()
-	code := w.share("viewer uses 1")
+	code := w.Share("viewer uses 1")
 	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: carol.ID, Text: "join " + code})
 	r.send(ev)
 	root := ev["ts"].(string)
@@ -115,7 +115,7 @@ func TestThreadJoinedByInviteIsForItsPeopleOnly(t *testing.T) {
 		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "current_time", Args: `{}`}}},
 		openaitest.Reply{Text: []string{"It is now."}},
 	)
-	w.say("what time is it?")
+	w.Say("what time is it?")
 	var card slacktest.Message
 	r.eventually("the card in Carol's thread", func() (ok bool) { card, ok = r.approvalCard("C1", root); return ok })
 	asked := len(r.gw.LLM.Requests())
@@ -140,7 +140,7 @@ func TestThreadJoinedByInviteIsForItsPeopleOnly(t *testing.T) {
 	if n := len(r.gw.LLM.Requests()); n != asked {
 		t.Fatalf("the model was asked %d more times", n-asked)
 	}
-	members, err := r.gw.DB.Members(context.Background(), w.id)
+	members, err := r.gw.DB.Members(context.Background(), w.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
