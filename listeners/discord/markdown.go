@@ -931,6 +931,12 @@ func splitDiscord(s string, limit int) []string { return mdbounds.Split(s, limit
 // early; a code block it cuts is closed.
 func truncateDiscord(s string, limit int) string { return mdbounds.Truncate(s, limit, scanDiscord) }
 
+// fenceAt reports whether a ``` starts at rs[i]: a fence, never part of a
+// tag, a link or a code span, so what it opens or closes is counted.
+func fenceAt(rs []rune, i int) bool {
+	return i+2 < len(rs) && rs[i] == '`' && rs[i+1] == '`' && rs[i+2] == '`'
+}
+
 // scanDiscord marks where splitDiscord may not cut: inside a masked link,
 // a <…> tag, an inline code span or a fence's opening "```lang", or inside
 // a character (dNoCutBefore); and the code blocks (from
@@ -951,7 +957,7 @@ func scanDiscord(rs []rune, limit int) *mdbounds.Marks {
 	for i := 0; i < len(rs); {
 		m.Reopen[i] = cur
 		switch r := rs[i]; {
-		case r == '`' && i+2 < len(rs) && rs[i+1] == '`' && rs[i+2] == '`':
+		case fenceAt(rs, i):
 			j := i + 3
 			if cur == "" {
 				k := j
@@ -1001,6 +1007,9 @@ func scanDiscord(rs []rune, limit int) *mdbounds.Marks {
 				for e < len(rs) && rs[e] == '`' {
 					e++
 				}
+				if e-j >= 3 {
+					break // a fence: never inside a code span
+				}
 				if e-j == run {
 					mark(i, e)
 					i = e
@@ -1011,7 +1020,7 @@ func scanDiscord(rs []rune, limit int) *mdbounds.Marks {
 			i = k
 			continue
 		case r == '<':
-			for j := i + 1; j < len(rs) && j-i < 300 && rs[j] != '\n' && rs[j] != '<'; j++ {
+			for j := i + 1; j < len(rs) && j-i < 300 && rs[j] != '\n' && rs[j] != '<' && !fenceAt(rs, j); j++ {
 				if rs[j] == '>' {
 					mark(i, j+1)
 					i = j + 1
@@ -1021,11 +1030,11 @@ func scanDiscord(rs []rune, limit int) *mdbounds.Marks {
 		case r == '[':
 			// A masked link: [label](url) on one line.
 			j := i + 1
-			for j < len(rs) && j-i < 300 && rs[j] != '\n' && rs[j] != ']' && rs[j] != '[' {
+			for j < len(rs) && j-i < 300 && rs[j] != '\n' && rs[j] != ']' && rs[j] != '[' && !fenceAt(rs, j) {
 				j++
 			}
 			if j+1 < len(rs) && rs[j] == ']' && rs[j+1] == '(' {
-				for k := j + 2; k < len(rs) && k-i < 2500 && rs[k] != '\n' && rs[k] != ' '; k++ {
+				for k := j + 2; k < len(rs) && k-i < 2500 && rs[k] != '\n' && rs[k] != ' ' && !fenceAt(rs, k); k++ {
 					if rs[k] == ')' {
 						mark(i, k+1)
 						i = k + 1

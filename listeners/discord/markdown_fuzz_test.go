@@ -11,6 +11,9 @@ func FuzzSplitDiscord(f *testing.F) {
 	for _, s := range []string{"", "word", "a\n\nb", "```go\nx := 1\n```", "[x y](https://e.com) <@123> `c d`", "👍🏽 e\u0301 ü"} {
 		f.Add(s, 10)
 	}
+	f.Add("<```>\n```\naaaa bbbb cccc dddd eeee ffff", 20)       // a fence is never taken for a tag's text
+	f.Add("[a```](https://e.com)\n```\naaaa bbbb cccc dddd", 20) // nor for a masked link's
+	f.Add("`a```b` c\n```\naaaa bbbb cccc dddd", 20)             // nor for a code span's
 	f.Fuzz(func(t *testing.T, in string, limit int) {
 		if !utf8.ValidString(in) {
 			return

@@ -408,6 +408,13 @@ func splitMrkdwn(s string, limit int) []string { return mdbounds.Split(s, limit,
 // "…", cutting where splitMrkdwn would, but late rather than early.
 func truncateMrkdwn(s string, limit int) string { return mdbounds.Truncate(s, limit, scanMrkdwn) }
 
+// isFenceAt reports whether a ``` starts at rs[i]: it is a fence, never
+// part of a link (toMrkdwn writes none there), so what it opens or closes
+// is counted.
+func isFenceAt(rs []rune, i int) bool {
+	return i+2 < len(rs) && rs[i] == '`' && rs[i+1] == '`' && rs[i+2] == '`'
+}
+
 // mdFenceOpen reopens a code block in the next piece: Slack's code blocks
 // have no language.
 const mdFenceOpen = "```\n"
@@ -431,7 +438,7 @@ func scanMrkdwn(rs []rune, limit int) *mdbounds.Marks {
 		switch {
 		case rs[i] == '<':
 			j := i + 1
-			for j < len(rs) && rs[j] != '>' && rs[j] != '\n' && rs[j] != '<' {
+			for j < len(rs) && rs[j] != '>' && rs[j] != '\n' && rs[j] != '<' && !isFenceAt(rs, j) {
 				j++
 			}
 			if j < len(rs) && rs[j] == '>' {
@@ -449,7 +456,7 @@ func scanMrkdwn(rs []rune, limit int) *mdbounds.Marks {
 				i = j + 1
 				continue
 			}
-		case rs[i] == '`' && i+2 < len(rs) && rs[i+1] == '`' && rs[i+2] == '`':
+		case isFenceAt(rs, i):
 			span(i, i+2)
 			if fences && cur == "" {
 				cur = mdFenceOpen

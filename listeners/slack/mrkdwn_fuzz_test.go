@@ -11,6 +11,7 @@ func FuzzSplitMrkdwn(f *testing.F) {
 	for _, s := range []string{"", "word", "a\n\nb", "```\nx := 1\n```", "<https://e.com|x y> &amp; &lt;", "👍🏽 e\u0301 ü"} {
 		f.Add(s, 10)
 	}
+	f.Add("<```>\n```\naaaa bbbb cccc dddd eeee ffff", 20) // a fence is never taken for a link's text
 	f.Fuzz(func(t *testing.T, in string, limit int) {
 		if !utf8.ValidString(in) {
 			return
