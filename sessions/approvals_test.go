@@ -3,10 +3,12 @@ package sessions_test
 import (
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/collaboration"
+	"github.com/switchboard-gw/switchboard/providers"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
 	"github.com/switchboard-gw/switchboard/sessions"
 )
@@ -14,7 +16,15 @@ import (
 // askForTime scripts a model that calls current_time (an "ask" tool in the
 // test guide) and then answers with the tool's result.
 func askForTime(h *harness) {
-	h.llm.Push(openaitest.Reply{Text: []string{"Checking."}, ToolCalls: []openaitest.ToolCall{{ID: "t1", Name: "current_time", Args: `{"timezone":"UTC"}`}}})
+	first := openaitest.Reply{Text: []string{"Checking."}, ToolCalls: []openaitest.ToolCall{{ID: "t1", Name: "current_time", Args: `{"timezone":"UTC"}`}}}
+	if h.model != nil {
+		h.model.Push(first)
+		h.model.Respond(func(r providers.Request) openaitest.Reply {
+			return openaitest.Reply{Text: []string{"Result: " + r.Messages[len(r.Messages)-1].Content}}
+		})
+		return
+	}
+	h.llm.Push(first)
 	h.llm.Respond(func(r openaitest.Request) openaitest.Reply {
 		last := r.Messages[len(r.Messages)-1]
 		return openaitest.Reply{Text: []string{"Result: " + openaitest.Text(last.Content)}}
@@ -113,23 +123,48 @@ func numbered(evs []switchboard.Event) []switchboard.Event {
 	return out
 }
 
+// A request nobody answers expires ApprovalTimeout after it was asked, not
+// a moment before: it then counts as a denial by "expired", the model is
+// told nobody answered in time, and a late answer is refused. The clock is
+// synctest's, so the timeout can be a real one.
 func TestExpiredApprovalCountsAsDeny(t *testing.T) {
-	h := newHarness(t, func(c *sessions.Config) { c.ApprovalTimeout = 50 * time.Millisecond })
-	askForTime(h)
-	c := h.newSession(alice)
-	c.say("what time is it?")
-	req := c.confirmation()
-	res := c.until(switchboard.EventConfirmationResolved, nil).(*switchboard.ConfirmationResolvedData)
-	if res.Approved || res.By != "expired" {
-		t.Fatalf("resolved = %+v", res)
-	}
-	if got := c.reply().Content; !strings.Contains(got, "in time") {
-		t.Fatalf("the model was not told it expired: %q", got)
-	}
-	c.send(switchboard.Input{Kind: switchboard.InputConfirm, ConfirmationID: req.ConfirmationID, Approved: true})
-	if e := c.errorEvent(); e.Code != switchboard.ErrCodeAlreadyResolved {
-		t.Fatalf("late answer got %+v", e)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = 5 * time.Minute
+		h := newBubbleHarness(t, func(c *sessions.Config) { c.ApprovalTimeout = timeout })
+		askForTime(h)
+		c := h.newSession(alice)
+		c.say("what time is it?")
+		req := c.confirmation()
+		asked := time.Now()
+		if got := req.ExpiresAt.Sub(asked); got != timeout {
+			t.Fatalf("the request expires %s after it was asked, want %s", got, timeout)
+		}
+		time.Sleep(timeout - time.Nanosecond)
+		evs, _ := c.pending()
+		for _, ev := range evs {
+			if ev.Type == switchboard.EventConfirmationResolved {
+				t.Fatalf("the request was resolved a moment before it expired: %s", ev.Data)
+			}
+		}
+		if n := len(h.model.Requests()); n != 1 {
+			t.Fatalf("the model was called %d times before the request expired, want once", n)
+		}
+		time.Sleep(time.Nanosecond)
+		res := c.already(switchboard.EventConfirmationResolved).(*switchboard.ConfirmationResolvedData)
+		if res.Approved || res.By != "expired" {
+			t.Fatalf("resolved = %+v", res)
+		}
+		if got := c.reply().Content; !strings.Contains(got, "in time") {
+			t.Fatalf("the model was not told it expired: %q", got)
+		}
+		if told := lastMessage(t, h.model); told.Role != switchboard.RoleTool || !told.IsError || !strings.Contains(told.Content, "in time") {
+			t.Fatalf("the model was given %+v, want the call's error result: not answered in time", told)
+		}
+		c.send(switchboard.Input{Kind: switchboard.InputConfirm, ConfirmationID: req.ConfirmationID, Approved: true})
+		if e := c.errorEvent(); e.Code != switchboard.ErrCodeAlreadyResolved {
+			t.Fatalf("late answer got %+v", e)
+		}
+	})
 }
 
 func TestApprovalSurvivesARestart(t *testing.T) {

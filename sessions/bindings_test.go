@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/switchboard-gw/switchboard"
@@ -40,14 +41,19 @@ func (f follower) none(t *testing.T) {
 // channel's follower is told when the thread is bound and whenever the
 // session loads, follows without keeping it loaded, gets the notices meant
 // for its channel's people, and catches up on start from how far it got.
+// The session unloads on synctest's clock.
 func TestBoundSessionIsFollowed(t *testing.T) {
-	h := newHarness(t, func(c *sessions.Config) { c.IdleTimeout = 50 * time.Millisecond })
+	synctest.Test(t, testBoundSessionIsFollowed)
+}
+
+func testBoundSessionIsFollowed(t *testing.T) {
+	h := newBubbleHarness(t, func(c *sessions.Config) { c.IdleTimeout = 10 * time.Minute })
 	f := make(follower, 16)
 	h.m.SetFollower("slack", f)
 	ctx := context.Background()
 
 	web := h.newSession(alice)
-	h.llm.Push(openaitest.Reply{Text: []string{"hi from the model"}})
+	h.model.Push(openaitest.Reply{Text: []string{"hi from the model"}})
 	web.say("first") // stored, so it can be bound
 	web.idle()
 	b, err := h.m.Bind(ctx, "slack", "T1/C1/1.1", web.id)
@@ -64,7 +70,7 @@ func TestBoundSessionIsFollowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	fc := &client{t: t, h: h, sub: sub, id: b.SessionID}
-	h.llm.Push(openaitest.Reply{Text: []string{"second answer"}})
+	h.model.Push(openaitest.Reply{Text: []string{"second answer"}})
 	web.say("second")
 	if got := fc.reply(); got.Content != "second answer" {
 		t.Fatalf("the follower saw %q", got.Content)
@@ -85,20 +91,22 @@ func TestBoundSessionIsFollowed(t *testing.T) {
 	}
 
 	// The follower does not keep the session loaded: once the web user
-	// leaves, it unloads and the follower's stream ends.
+	// leaves, it unloads after the idle timeout and the follower's stream
+	// ends then.
 	web.sub.Close()
-	deadline := time.After(10 * time.Second)
-	for open := true; open; {
-		select {
-		case _, open = <-sub.Events():
-		case <-deadline:
-			t.Fatal("the follower kept the session loaded")
-		}
+	synctest.Wait()
+	time.Sleep(h.cfg.IdleTimeout - time.Nanosecond)
+	if _, open := fc.pending(); !open || h.m.Live() != 1 {
+		t.Fatalf("a moment before the idle timeout was over: the follower's stream open %v, %d sessions loaded; want open, 1", open, h.m.Live())
+	}
+	time.Sleep(time.Nanosecond)
+	if _, open := fc.pending(); open || h.m.Live() != 0 {
+		t.Fatalf("once the idle timeout was over: the follower's stream open %v, %d sessions loaded; the follower kept the session loaded", open, h.m.Live())
 	}
 	f.none(t) // its own attach did not tell it again
 
 	// Loading it again (a message from the web) tells the follower.
-	h.llm.Push(openaitest.Reply{Text: []string{"third answer"}})
+	h.model.Push(openaitest.Reply{Text: []string{"third answer"}})
 	web2 := h.attach(sessions.AttachOptions{SessionID: b.SessionID, Author: alice})
 	if got := f.next(t); got.SessionID != b.SessionID {
 		t.Fatalf("told %+v on load", got)
@@ -124,9 +132,14 @@ func TestBoundSessionIsFollowed(t *testing.T) {
 
 // A command from a chat app can be what loads a bound session: its answer
 // for that one person is sent before the channel's follower, told of the
-// load, has attached; it is kept a moment and handed to the follower.
+// load, has attached; it is kept a moment and handed to the follower. The
+// session unloads on synctest's clock.
 func TestAnAnswerBeforeTheFollowerAttachesIsKept(t *testing.T) {
-	h := newHarness(t, func(c *sessions.Config) { c.IdleTimeout = 20 * time.Millisecond })
+	synctest.Test(t, testAnAnswerBeforeTheFollowerAttachesIsKept)
+}
+
+func testAnAnswerBeforeTheFollowerAttachesIsKept(t *testing.T) {
+	h := newBubbleHarness(t, func(c *sessions.Config) { c.IdleTimeout = 10 * time.Minute })
 	f := make(follower, 16)
 	h.m.SetFollower("slack", f)
 	ctx := context.Background()
@@ -137,7 +150,7 @@ func TestAnAnswerBeforeTheFollowerAttachesIsKept(t *testing.T) {
 	}
 	f.next(t)
 	web.sub.Close()
-	h.waitUnloaded(t)
+	h.idleOut(t)
 	r, err := h.m.Submit(ctx, web.id, switchboard.Input{Kind: switchboard.InputText, Author: bob, Text: "/who", Place: "slack:T1:D1"})
 	if err != nil {
 		t.Fatal(err)

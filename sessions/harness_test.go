@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/switchboard-gw/switchboard"
@@ -19,7 +20,9 @@ import (
 )
 
 // The harness runs the real thing: a Manager on real SQLite, the real
-// OpenAI adapter talking to a scripted chat-completions server on loopback.
+// OpenAI adapter talking to a scripted chat-completions server on loopback
+// (newHarness); or, for tests that wait on timers in a synctest bubble, the
+// same Manager with a scripted model in process (newBubbleHarness).
 
 // serversGuide offers an MCP server's tools as a whole ("echo.*").
 const serversGuide = `---
@@ -57,7 +60,8 @@ You are the other assistant.
 
 type harness struct {
 	t      *testing.T
-	llm    *openaitest.Server
+	llm    *openaitest.Server // the model, on loopback (newHarness)
+	model  *scripted          // the model, in process (newBubbleHarness)
 	dbPath string
 	db     *storage.DB
 	m      *sessions.Manager
@@ -68,6 +72,32 @@ type harness struct {
 type option func(*sessions.Config)
 
 func newHarness(t *testing.T, opts ...option) *harness {
+	t.Helper()
+	llm := openaitest.New()
+	t.Cleanup(llm.Close)
+	adapter, err := openai.New(providers.Config{Name: "main", Kind: "openai", BaseURL: llm.BaseURL(), APIKey: "sk-test", Model: "gpt-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := buildHarness(t, adapter, opts)
+	h.llm = llm
+	return h
+}
+
+// newBubbleHarness is newHarness for a test inside synctest.Test: the
+// model is in process (h.model), so that every goroutine the test starts
+// waits on the bubble alone and its clock moves as soon as they all wait.
+// Timeouts can then be the real ones: ten minutes pass at once. What the
+// harness starts ends in the test's cleanup, inside the bubble.
+func newBubbleHarness(t *testing.T, opts ...option) *harness {
+	t.Helper()
+	model := &scripted{}
+	h := buildHarness(t, model, opts)
+	h.model = model
+	return h
+}
+
+func buildHarness(t *testing.T, model providers.Provider, opts []option) *harness {
 	t.Helper()
 	dir := t.TempDir()
 	gdir := filepath.Join(dir, "guides")
@@ -100,17 +130,11 @@ func newHarness(t *testing.T, opts ...option) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	llm := openaitest.New()
-	t.Cleanup(llm.Close)
-	adapter, err := openai.New(providers.Config{Name: "main", Kind: "openai", BaseURL: llm.BaseURL(), APIKey: "sk-test", Model: "gpt-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &harness{t: t, llm: llm, dbPath: filepath.Join(dir, "test.db")}
+	h := &harness{t: t, dbPath: filepath.Join(dir, "test.db")}
 	h.cfg = sessions.Config{
 		Guides: catalog, DefaultGuide: "tester", Tools: registry, DefaultProvider: "main",
 		Providers: map[string]*providers.Resilient{"main": {
-			Name: "main", Provider: adapter,
+			Name: "main", Provider: model,
 			Policy: providers.Policy{MaxRetries: 2, BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond, IdleTimeout: 5 * time.Second},
 			Sleep:  func(ctx context.Context, d time.Duration) error { return nil },
 		}},
@@ -123,15 +147,26 @@ func newHarness(t *testing.T, opts ...option) *harness {
 	return h
 }
 
-// waitUnloaded waits, at most 10 s, until no session is loaded: the idle
-// ones unload after IdleTimeout once nobody is attached.
-func (h *harness) waitUnloaded(t *testing.T) {
+// idleOut, in a bubble, lets IdleTimeout pass from now, once what is under
+// way has settled (a listener that just left has detached), and checks
+// that the loaded sessions stay loaded until its very end and are all
+// unloaded once it is over.
+func (h *harness) idleOut(t *testing.T) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); h.m.Live() != 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sessions still loaded 10 s after their listeners left", h.m.Live())
-		}
-		time.Sleep(5 * time.Millisecond)
+	synctest.Wait()
+	loaded := h.m.Live()
+	if loaded == 0 {
+		t.Fatal("no session is loaded: nothing to unload")
+	}
+	time.Sleep(h.cfg.IdleTimeout - time.Nanosecond)
+	synctest.Wait()
+	if n := h.m.Live(); n != loaded {
+		t.Fatalf("%d of %d sessions loaded a moment before the idle timeout (%s) was over, want all", n, loaded, h.cfg.IdleTimeout)
+	}
+	time.Sleep(time.Nanosecond)
+	synctest.Wait()
+	if n := h.m.Live(); n != 0 {
+		t.Fatalf("%d sessions still loaded once the idle timeout (%s) was over after their listeners left", n, h.cfg.IdleTimeout)
 	}
 }
 
@@ -249,6 +284,53 @@ func (c *client) until(typ switchboard.EventType, match func(any) bool) any {
 			}
 		case <-deadline:
 			c.t.Fatalf("no %s event; got %s", typ, c.types())
+		}
+	}
+}
+
+// pending, in a bubble, reads the events the subscription has for now,
+// once every goroutine of the test waits, and reports whether its stream
+// is still open. What it reads is added to c.got.
+func (c *client) pending() (evs []switchboard.Event, open bool) {
+	c.t.Helper()
+	for {
+		synctest.Wait()
+		select {
+		case ev, ok := <-c.sub.Events():
+			if !ok {
+				return evs, false
+			}
+			c.got = append(c.got, ev)
+			evs = append(evs, ev)
+		default:
+			return evs, true
+		}
+	}
+}
+
+// already, in a bubble, is until without waiting for time to pass: the
+// event of type typ must be among those the subscription has once every
+// goroutine of the test waits. Those after it stay unread.
+func (c *client) already(typ switchboard.EventType) any {
+	c.t.Helper()
+	for {
+		synctest.Wait()
+		select {
+		case ev, ok := <-c.sub.Events():
+			if !ok {
+				c.t.Fatalf("subscription closed while looking for %s; got %s", typ, c.types())
+			}
+			c.got = append(c.got, ev)
+			if ev.Type != typ {
+				continue
+			}
+			p, err := ev.Payload()
+			if err != nil {
+				c.t.Fatal(err)
+			}
+			return p
+		default:
+			c.t.Fatalf("no %s event yet; got %s", typ, c.types())
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/switchboard-gw/switchboard"
@@ -86,22 +87,25 @@ func TestShareAndJoin(t *testing.T) {
 	}
 }
 
-// A gateway too full to load the session leaves the code unspent.
+// A gateway too full to load the session leaves the code unspent. The
+// sessions unload on synctest's clock.
 func TestJoinWhenFullSpendsNothing(t *testing.T) {
-	h := newHarness(t, func(c *sessions.Config) { c.MaxLive = 1; c.IdleTimeout = 10 * time.Millisecond })
-	owner := h.newSession(alice)
-	owner.send(switchboard.Input{Kind: switchboard.InputText, Text: "/share member uses 1"})
-	code := inviteCodeRE.FindStringSubmatch(owner.errorEvent().Message)[1]
-	owner.sub.Close()
-	h.waitUnloaded(t)
-	other := h.newSession(switchboard.Author{Channel: "web", ID: "zoe", Name: "Zoe"}) // the one place in memory
-	ctx := context.Background()
-	if _, _, err := h.m.Join(ctx, code, bob); !errors.Is(err, sessions.ErrFull) {
-		t.Fatalf("join while full: %v", err)
-	}
-	other.sub.Close()
-	h.waitUnloaded(t)
-	if id, _, err := h.m.Join(ctx, code, bob); err != nil || id != owner.id {
-		t.Fatalf("the code after a refusal: %s, %v; want its one use still there", id, err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := newBubbleHarness(t, func(c *sessions.Config) { c.MaxLive = 1; c.IdleTimeout = 10 * time.Minute })
+		owner := h.newSession(alice)
+		owner.send(switchboard.Input{Kind: switchboard.InputText, Text: "/share member uses 1"})
+		code := inviteCodeRE.FindStringSubmatch(owner.errorEvent().Message)[1]
+		owner.sub.Close()
+		h.idleOut(t)
+		other := h.newSession(switchboard.Author{Channel: "web", ID: "zoe", Name: "Zoe"}) // the one place in memory
+		ctx := context.Background()
+		if _, _, err := h.m.Join(ctx, code, bob); !errors.Is(err, sessions.ErrFull) {
+			t.Fatalf("join while full: %v", err)
+		}
+		other.sub.Close()
+		h.idleOut(t)
+		if id, _, err := h.m.Join(ctx, code, bob); err != nil || id != owner.id {
+			t.Fatalf("the code after a refusal: %s, %v; want its one use still there", id, err)
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/switchboard-gw/switchboard"
@@ -55,21 +56,24 @@ func TestApproverNamedLikeAReasonIsAPerson(t *testing.T) {
 // it ("expired"; who stopped the turn).
 func TestExpiryAndStopCarryAReason(t *testing.T) {
 	t.Run("expiry", func(t *testing.T) {
-		h := newHarness(t, func(c *sessions.Config) { c.ApprovalTimeout = 50 * time.Millisecond })
-		askForTime(h)
-		c := h.newSession(alice)
-		c.say("what time is it?")
-		c.confirmation()
-		res := c.until(switchboard.EventConfirmationResolved, nil).(*switchboard.ConfirmationResolvedData)
-		if res.Approved || res.By != "expired" || res.Reason != switchboard.ReasonExpired || res.Channel != "" || res.Why() != switchboard.ReasonExpired {
-			t.Fatalf("resolved = %+v", res)
-		}
-		c.reply()
-		c.idle()
-		c.say("/approvals")
-		if got := c.info(); !strings.Contains(got, "current_time denied (nobody answered in time)") {
-			t.Errorf("/approvals = %q", got)
-		}
+		synctest.Test(t, func(t *testing.T) { // the request expires on synctest's clock
+			h := newBubbleHarness(t, func(c *sessions.Config) { c.ApprovalTimeout = 5 * time.Minute })
+			askForTime(h)
+			c := h.newSession(alice)
+			c.say("what time is it?")
+			c.confirmation()
+			time.Sleep(h.cfg.ApprovalTimeout)
+			res := c.until(switchboard.EventConfirmationResolved, nil).(*switchboard.ConfirmationResolvedData)
+			if res.Approved || res.By != "expired" || res.Reason != switchboard.ReasonExpired || res.Channel != "" || res.Why() != switchboard.ReasonExpired {
+				t.Fatalf("resolved = %+v", res)
+			}
+			c.reply()
+			c.idle()
+			c.say("/approvals")
+			if got := c.info(); !strings.Contains(got, "current_time denied (nobody answered in time)") {
+				t.Errorf("/approvals = %q", got)
+			}
+		})
 	})
 	t.Run("stop", func(t *testing.T) {
 		h := newHarness(t)

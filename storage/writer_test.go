@@ -3,7 +3,9 @@ package storage
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/switchboard-gw/switchboard"
@@ -11,8 +13,13 @@ import (
 
 // Messages, input ids and usage from many sessions go through the event
 // writer's transaction (group commit); one caller's failure must undo only
-// its own writes, and every caller must learn its own outcome.
+// its own writes, and every caller must learn its own outcome. In a
+// synctest bubble, so that the writes are known queued, not polled for.
 func TestWritesShareACommitAndFailAlone(t *testing.T) {
+	synctest.Test(t, testWritesShareACommitAndFailAlone)
+}
+
+func testWritesShareACommitAndFailAlone(t *testing.T) {
 	ctx := context.Background()
 	hold, entered, release, _ := holdWriter()
 	db, _ := openFile(t, hold)
@@ -47,11 +54,9 @@ func TestWritesShareACommitAndFailAlone(t *testing.T) {
 		err := writeTurn(ctx, db, "a", switchboard.TurnWrite{Usage: switchboard.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7}})
 		results <- result{name: "usage a", err: err}
 	}()
-	for deadline := time.Now().Add(10 * time.Second); len(db.queue) < 4; {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d writes queued", len(db.queue))
-		}
-		time.Sleep(time.Millisecond)
+	synctest.Wait() // each waits for its answer
+	if n := len(db.queue); n != 4 {
+		t.Fatalf("%d writes queued, want 4", n)
 	}
 	release()
 
@@ -104,31 +109,61 @@ func TestWritesAfterCloseAreRefused(t *testing.T) {
 }
 
 // Events nobody waits for linger to share a commit; a Flush, which someone
-// waits for, ends the linger at once.
+// waits for, ends the linger at once; without one, the batch commits when
+// the linger is up. The clock is synctest's: the linger is an hour, and a
+// Flush that waited for it would show on the clock.
 func TestEventsLingerUntilSomeoneWaits(t *testing.T) {
-	ctx := context.Background()
-	var batches [][]switchboard.Event
-	record := func(o *options) {
-		o.beforeBatch = func(evs []switchboard.Event) { batches = append(batches, evs) }
-	}
-	db, _ := openFile(t, WithLinger(time.Hour), record)
-	for seq := int64(1); seq <= 3; seq++ {
-		if err := db.AppendEvents(ctx, nil, ev("a", seq, switchboard.EventDelta, `{}`)); err != nil {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		const linger = time.Hour
+		var mu sync.Mutex
+		var batches [][]switchboard.Event
+		record := func(o *options) {
+			o.beforeBatch = func(evs []switchboard.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				batches = append(batches, append([]switchboard.Event(nil), evs...))
+			}
+		}
+		committed := func() [][]switchboard.Event {
+			mu.Lock()
+			defer mu.Unlock()
+			return append([][]switchboard.Event(nil), batches...)
+		}
+		db, _ := openFile(t, WithLinger(linger), record)
+
+		start := time.Now()
+		for seq := int64(1); seq <= 3; seq++ {
+			if err := db.AppendEvents(ctx, nil, ev("a", seq, switchboard.EventDelta, `{}`)); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait() // the writer has taken it: without the linger, it would commit it alone
+			if b := committed(); len(b) != 0 {
+				t.Fatalf("after event %d: batches %v committed, want them lingering", seq, b)
+			}
+		}
+		flush(t, db)
+		if waited := time.Since(start); waited >= linger {
+			t.Fatalf("Flush returned %s after the first event: it waited for the linger (%s)", waited, linger)
+		}
+		if b := committed(); len(b) != 1 || len(b[0]) != 3 {
+			t.Fatalf("batches %v, want the three events in one", b)
+		}
+
+		// Nobody waits for the next one: it commits when the linger is up,
+		// not a moment before.
+		if err := db.AppendEvents(ctx, nil, ev("a", 4, switchboard.EventDelta, `{}`)); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(5 * time.Millisecond) // without the linger, each would be its own batch
-	}
-	flushed := make(chan error, 1)
-	go func() { flushed <- db.Flush(ctx) }()
-	select {
-	case err := <-flushed:
-		if err != nil {
-			t.Fatal(err)
+		time.Sleep(linger - time.Nanosecond)
+		synctest.Wait()
+		if b := committed(); len(b) != 1 {
+			t.Fatalf("%d batches a moment before the linger is up, want 1", len(b))
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Flush waited for the linger")
-	}
-	if len(batches) != 1 || len(batches[0]) != 3 {
-		t.Fatalf("batches %v, want the three events in one", batches)
-	}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if b := committed(); len(b) != 2 || len(b[1]) != 1 || b[1][0].Seq != 4 {
+			t.Fatalf("batches %v once the linger is up, want the fourth event alone in a second", b)
+		}
+	})
 }

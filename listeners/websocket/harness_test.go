@@ -3,13 +3,16 @@ package websocket_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	gws "github.com/gorilla/websocket"
@@ -24,16 +27,19 @@ import (
 )
 
 // gateway is a whole gateway on loopback: real storage, sessions, the
-// OpenAI adapter against a scripted server, and the /ws handler.
+// OpenAI adapter against a scripted server, and the /ws handler; or the
+// same inside a synctest bubble (newBubbleGateway, bubble_test.go).
 type gateway struct {
-	t     *testing.T
-	llm   *openaitest.Server
-	srv   *httptest.Server
-	db    *storage.DB
-	mgr   *sessions.Manager
-	h     *websocket.Handler
-	mets  *metrics.Metrics // set by newGatewayWith
-	wsURL string
+	t      *testing.T
+	llm    *openaitest.Server // the model (newGateway)
+	model  *scripted          // the model (newBubbleGateway)
+	srv    *httptest.Server   // newGateway's
+	db     *storage.DB
+	mgr    *sessions.Manager
+	h      *websocket.Handler
+	mets   *metrics.Metrics // set by newGatewayWith and newBubbleGateway
+	wsURL  string
+	dialer *gws.Dialer // nil: gws.DefaultDialer
 }
 
 func newGateway(t *testing.T, cfg websocket.Config) *gateway {
@@ -119,7 +125,11 @@ func (g *gateway) dial(header http.Header) *client {
 }
 
 func (g *gateway) tryDial(header http.Header) (*client, error) {
-	ws, resp, err := gws.DefaultDialer.Dial(g.wsURL, header)
+	dialer := g.dialer
+	if dialer == nil {
+		dialer = gws.DefaultDialer
+	}
+	ws, resp, err := dialer.Dial(g.wsURL, header)
 	if err != nil {
 		if resp != nil {
 			return nil, fmt.Errorf("%w (HTTP %d)", err, resp.StatusCode)
@@ -188,6 +198,25 @@ func (c *client) read(timeout time.Duration) (wireEvent, error) {
 		c.t.Fatalf("server sent a frame that is not an event: %s", data)
 	}
 	return ev, nil
+}
+
+// silent, in a synctest bubble, reports the frame the server has for the
+// client once every goroutine of the test waits, or ok if there is none.
+// Reading stops at the deadline, 1 ns later on the bubble's clock, which
+// only passes once the server has nothing more to write; gorilla keeps
+// that timeout, so the connection reads nothing after silent.
+func (c *client) silent() (ev wireEvent, ok bool) {
+	c.t.Helper()
+	synctest.Wait()
+	ev, err := c.read(time.Nanosecond)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return ev, true
+	}
+	if err != nil {
+		c.t.Fatalf("read: %v", err)
+	}
+	return ev, false
 }
 
 // until reads events until one matches, returning all read.

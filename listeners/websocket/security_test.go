@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	gws "github.com/gorilla/websocket"
@@ -67,22 +68,38 @@ func TestResumeAfterPastTheEndIsReported(t *testing.T) {
 }
 
 // Connections that /reset and then close leave nothing behind: once the
-// idle timeout has passed, the sessions they opened are unloaded like
-// those of connections that never reset.
+// idle timeout has passed since the last of them closed, the sessions they
+// opened are unloaded like those of connections that never reset. The
+// clock is synctest's.
 func TestResetThenCloseLeavesNoSubscription(t *testing.T) {
-	g := newGatewayWith(t, websocket.Config{}, func(c *sessions.Config) { c.IdleTimeout = 300 * time.Millisecond })
-	const n = 20
-	for i := range n {
-		c, _ := g.hello(map[string]any{"user": map[string]string{"id": "u" + strconvI(int64(i))}})
-		c.send(map[string]any{"type": "input", "id": "r", "text": "/reset"})
-		if i%2 == 0 {
-			// Half wait to be moved, half close at once, racing the move.
-			c.until(func(ev wireEvent) bool { return ev.Type == switchboard.EventReady })
+	synctest.Test(t, func(t *testing.T) {
+		const idle = 10 * time.Minute
+		g := newBubbleGateway(t, websocket.Config{}, func(c *sessions.Config) { c.IdleTimeout = idle })
+		const n = 20
+		for i := range n {
+			c, _ := g.hello(map[string]any{"user": map[string]string{"id": "u" + strconvI(int64(i))}})
+			c.send(map[string]any{"type": "input", "id": "r", "text": "/reset"})
+			if i%2 == 0 {
+				// Half wait to be moved, half close at once, racing the move.
+				c.until(func(ev wireEvent) bool { return ev.Type == switchboard.EventReady })
+			}
+			c.ws.Close()
 		}
-		c.ws.Close()
-	}
-	eventually(t, "every session unloaded after its idle timeout (switchboard_sessions_live 0)", func() bool {
-		return g.metric("switchboard_sessions_live") == 0
+		synctest.Wait()
+		opened := g.metric("switchboard_sessions_live")
+		if opened < n {
+			t.Fatalf("switchboard_sessions_live %v after %d connections opened sessions, want at least %d", opened, n, n)
+		}
+		time.Sleep(idle - time.Nanosecond)
+		synctest.Wait()
+		if live := g.metric("switchboard_sessions_live"); live != opened {
+			t.Fatalf("switchboard_sessions_live %v a moment before the idle timeout was over, want all %v still loaded", live, opened)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if live := g.metric("switchboard_sessions_live"); live != 0 {
+			t.Fatalf("switchboard_sessions_live %v once the idle timeout was over, want 0", live)
+		}
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -408,9 +409,16 @@ func TestViewerMayNotWrite(t *testing.T) {
 	}
 }
 
+// resume_after replays exactly what a client missed, then the live stream;
+// at the live edge, or without it, nothing is replayed. In a synctest
+// bubble, so that "nothing" is known, not waited for.
 func TestResume(t *testing.T) {
-	g := newGateway(t, websocket.Config{})
-	g.llm.Push(openaitest.Reply{Text: []string{"one"}}, openaitest.Reply{Text: []string{"two"}}, openaitest.Reply{Text: []string{"three"}})
+	synctest.Test(t, testResume)
+}
+
+func testResume(t *testing.T) {
+	g := newBubbleGateway(t, websocket.Config{}, nil)
+	g.model.Push(openaitest.Reply{Text: []string{"one"}}, openaitest.Reply{Text: []string{"two"}}, openaitest.Reply{Text: []string{"three"}})
 	a, ready := g.hello(map[string]any{})
 	a.send(map[string]any{"type": "input", "id": "a1", "text": "first"})
 	first := a.untilIdle()
@@ -439,12 +447,12 @@ func TestResume(t *testing.T) {
 	// Without a gap: nothing replayed, the next event is live.
 	last := live[len(live)-1].Seq
 	a3, _ := g.hello(map[string]any{"session": ready.Session, "resume_after": last})
-	if ev, err := a3.read(300 * time.Millisecond); err == nil {
+	if ev, silent := a3.silent(); !silent {
 		t.Fatalf("resume at the live edge replayed %s seq %d", ev.Type, ev.Seq)
 	}
 	// And without resume_after, only live events.
 	a4, _ := g.hello(map[string]any{"session": ready.Session})
-	if ev, err := a4.read(300 * time.Millisecond); err == nil {
+	if ev, silent := a4.silent(); !silent {
 		t.Fatalf("attach without resume_after replayed %s seq %d", ev.Type, ev.Seq)
 	}
 	// resume_after 0: the whole history.
@@ -643,10 +651,99 @@ func TestSlowClientIsDroppedAndResumes(t *testing.T) {
 	}
 }
 
+// A connection that says no hello is closed with 1008 once HelloTimeout
+// has passed, not a moment before. The clock is synctest's.
 func TestNoHelloCloses(t *testing.T) {
-	g := newGateway(t, websocket.Config{HelloTimeout: 200 * time.Millisecond})
-	c := g.dial(nil)
-	if ce := c.closeCode(); ce.Code != gws.ClosePolicyViolation || !strings.Contains(ce.Text, "no hello") {
-		t.Fatalf("close %d %q, want 1008 no hello", ce.Code, ce.Text)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		const helloTimeout = 10 * time.Second
+		g := newBubbleGateway(t, websocket.Config{HelloTimeout: helloTimeout}, nil)
+		c := g.dial(nil)
+		closed := make(chan error, 1)
+		go func() {
+			_, err := c.read(time.Hour) // the client's own deadline is not what ends it
+			closed <- err
+		}()
+		time.Sleep(helloTimeout - time.Nanosecond)
+		synctest.Wait()
+		select {
+		case err := <-closed:
+			t.Fatalf("the connection ended (%v) a moment before the hello timeout was over", err)
+		default:
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		select {
+		case err := <-closed:
+			ce, ok := err.(*gws.CloseError)
+			if !ok || ce.Code != gws.ClosePolicyViolation || !strings.Contains(ce.Text, "no hello") {
+				t.Fatalf("the connection ended with %v, want a close frame 1008 no hello", err)
+			}
+		default:
+			t.Fatal("the connection is still open once the hello timeout is over")
+		}
+	})
+}
+
+// A client that no longer answers pings is gone two ping intervals and a
+// write timeout after it was last heard from, not a moment before: its
+// connection ends (reason "timeout"). One that answers stays however long
+// it is quiet. The clock is synctest's, the intervals the defaults.
+func TestSilentPeerTimesOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ping, write = 30 * time.Second, 10 * time.Second
+		g := newBubbleGateway(t, websocket.Config{PingInterval: ping, WriteTimeout: write}, nil)
+		type ended struct {
+			err error
+			at  time.Time
+		}
+		// readUntilEnd reads (so pings are heard) until the connection ends.
+		readUntilEnd := func(c *client) chan ended {
+			done := make(chan ended, 1)
+			go func() {
+				for {
+					if _, err := c.read(time.Hour); err != nil {
+						done <- ended{err, time.Now()}
+						return
+					}
+				}
+			}()
+			return done
+		}
+		answers, _ := g.hello(map[string]any{"user": map[string]string{"id": "ann"}})
+		mute, _ := g.hello(map[string]any{"user": map[string]string{"id": "bob"}})
+		heard := time.Now() // bob's hello, the last he is heard from
+		// Bob's client hears the pings and answers none.
+		mute.ws.SetPingHandler(func(string) error { return nil })
+		answersEnded, muteEnded := readUntilEnd(answers), readUntilEnd(mute)
+
+		gone := heard.Add(2*ping + write)
+		time.Sleep(time.Until(gone) - time.Nanosecond)
+		synctest.Wait()
+		select {
+		case e := <-muteEnded:
+			t.Fatalf("the mute connection ended (%v) %s after it was last heard from, before %s", e.err, e.at.Sub(heard), 2*ping+write)
+		default:
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		select {
+		case e := <-muteEnded:
+			if ce, ok := e.err.(*gws.CloseError); !ok || ce.Code != gws.CloseNormalClosure {
+				t.Fatalf("the mute connection ended with %v, want a close frame 1000", e.err)
+			}
+		default:
+			t.Fatalf("the mute connection is still open %s after it was last heard from", 2*ping+write)
+		}
+		if n := g.metric(`switchboard_websocket_closed_total{reason="timeout"}`); n != 1 {
+			t.Fatalf("%v connections closed for silence, want 1", n)
+		}
+
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		select {
+		case e := <-answersEnded:
+			t.Fatalf("the connection that answers pings ended: %v", e.err)
+		default:
+		}
+	})
 }
