@@ -92,6 +92,11 @@ type Resilient struct {
 	Circuit *Circuit
 	// Now is the breaker's clock; nil means time.Now.
 	Now func() time.Time
+	// ContextWindow is the model's context window in tokens (the
+	// provider's context_window, else ContextWindow of its model); 0:
+	// not known, and a request is shortened only when the provider
+	// refuses it as too long (ErrContextTooLong).
+	ContextWindow int
 }
 
 // ErrIdleTimeout is the cause of a call that went silent for too long.

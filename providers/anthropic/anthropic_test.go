@@ -668,3 +668,23 @@ func TestBadRequestIsNotSent(t *testing.T) {
 		})
 	}
 }
+
+// A prompt over the model's context window is refused as Anthropic
+// refuses it ("prompt is too long"): ErrContextTooLong; another invalid
+// request is not.
+func TestContextTooLong(t *testing.T) {
+	for msg, want := range map[string]bool{
+		"prompt is too long: 208370 tokens > 200000 maximum": true,
+		"messages: text content blocks must be non-empty":    false,
+	} {
+		f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+			apiError(w, http.StatusBadRequest, "invalid_request_error", msg)
+		})
+		_, err := collect(newProvider(t, f.URL).Stream(context.Background(), providers.Request{
+			Messages: []switchboard.Message{{Role: switchboard.RoleUser, Content: "hi"}},
+		}))
+		if got := errors.Is(err, providers.ErrContextTooLong); got != want {
+			t.Errorf("%q: errors.Is(%v, ErrContextTooLong) = %v, want %v", msg, err, got, want)
+		}
+	}
+}

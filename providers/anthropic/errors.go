@@ -57,7 +57,11 @@ func (p *Provider) streamError(ctx context.Context, answered bool, err error) er
 		if apiErr.RequestID != "" {
 			detail += " (request-id " + apiErr.RequestID + ")"
 		}
-		pe.Err = providers.Redacted(err, detail)
+		cause := err
+		if providers.ContextTooLong(apiErr.StatusCode, apiErr.RawJSON()) {
+			cause = fmt.Errorf("%w: %w", providers.ErrContextTooLong, err) // "prompt is too long: … tokens > … maximum"
+		}
+		pe.Err = providers.Redacted(cause, detail)
 	}
 	return pe
 }

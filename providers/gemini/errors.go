@@ -74,9 +74,13 @@ func (p *Provider) streamError(ctx context.Context, ex *exchange, err error) err
 		if answered {
 			detail = "stream: error: " + detail
 		}
-		if pe.Status == 0 {
+		switch {
+		case pe.Status == 0:
 			pe.Err = providers.Redacted(fmt.Errorf("%w: %w", providers.ErrBrokenStream, err), detail)
-		} else {
+		case providers.ContextTooLong(pe.Status, apiErr.Message):
+			// "The input token count (…) exceeds the maximum number of tokens allowed (…)."
+			pe.Err = providers.Redacted(fmt.Errorf("%w: %w", providers.ErrContextTooLong, err), detail)
+		default:
 			pe.Err = providers.Redacted(err, detail)
 		}
 	case pe.Status == 0 && answered && ctx.Err() == nil:

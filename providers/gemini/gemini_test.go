@@ -511,3 +511,21 @@ func TestUnreachableServer(t *testing.T) {
 		t.Errorf("err = %v, want a retryable *providers.Error with status 0", err)
 	}
 }
+
+// A request over the model's context window is refused as Gemini refuses
+// it ("exceeds the maximum number of tokens"): ErrContextTooLong; another
+// invalid argument is not.
+func TestContextTooLong(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"error": {"code": 400,"message": "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).","status": "INVALID_ARGUMENT"}}`: true,
+		`{"error": {"code": 400,"message": "Invalid JSON payload received.","status": "INVALID_ARGUMENT"}}`:                                                          false,
+	} {
+		f := newFake(t, func(w http.ResponseWriter, r *http.Request) { apiError(w, http.StatusBadRequest, body) })
+		_, err := collect(t, newProvider(t, f.URL).Stream(context.Background(), providers.Request{
+			Messages: []switchboard.Message{{Role: switchboard.RoleUser, Content: "hi"}},
+		}))
+		if got := errors.Is(err, providers.ErrContextTooLong); got != want {
+			t.Errorf("%s: errors.Is(%v, ErrContextTooLong) = %v, want %v", body, err, got, want)
+		}
+	}
+}

@@ -42,7 +42,17 @@ func (p *Provider) streamError(ctx context.Context, answered bool, err error) er
 		if apiErr.Response != nil {
 			pe.RetryAfter = providers.RetryAfter(apiErr.Response.Header, time.Now())
 		}
-		pe.Err = providers.Redacted(err, providers.HTTPDetail(apiErr.Request, apiErr.StatusCode, apiErr.RawJSON()))
+		said := apiErr.Message + " " + apiErr.RawJSON()
+		if apiErr.Code == "" && apiErr.Message == "" {
+			// An OpenAI-compatible server's own shape (vLLM: a top-level
+			// "message"), which the SDK does not read: its body.
+			said += " " + string(apiErr.DumpResponse(true))
+		}
+		cause := err
+		if apiErr.Code == "context_length_exceeded" || providers.ContextTooLong(apiErr.StatusCode, said) {
+			cause = fmt.Errorf("%w: %w", providers.ErrContextTooLong, err)
+		}
+		pe.Err = providers.Redacted(cause, providers.HTTPDetail(apiErr.Request, apiErr.StatusCode, apiErr.RawJSON()))
 	case errors.As(err, &streamErr):
 		pe.Status = chunkStatus(streamErr.Event.Data)
 		detail := "stream: error chunk: " + providers.Truncate(string(streamErr.Event.Data), providers.MaxErrorBody)

@@ -697,3 +697,35 @@ func TestDoneSplitAcrossWrites(t *testing.T) {
 		{Kind: providers.EventDone, StopReason: "stop", Model: "gpt-4o-mini-2024-07-18"},
 	})
 }
+
+// A request over the model's context window is refused as OpenAI refuses
+// it (code context_length_exceeded); an OpenAI-compatible server (vLLM)
+// says so without the code. Both are ErrContextTooLong, which a session
+// answers with a shorter request; any other 400 is not.
+func TestContextTooLong(t *testing.T) {
+	for name, tc := range map[string]struct {
+		body string
+		want bool
+	}{
+		"openai": {`{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`, true},
+		"vllm":   {`{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4800 in the messages, 200 in the completion).","type":"BadRequestError","param":null,"code":400}`, true},
+		"other":  {`{"error":{"message":"Invalid value for 'temperature'.","type":"invalid_request_error","param":"temperature","code":"invalid_value"}}`, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				io.WriteString(w, tc.body)
+			})
+			_, err := collect(newProvider(t, f.baseURL()).Stream(t.Context(), providers.Request{
+				Messages: []switchboard.Message{{Role: switchboard.RoleUser, Content: "hi"}},
+			}))
+			if got := errors.Is(err, providers.ErrContextTooLong); got != tc.want {
+				t.Fatalf("errors.Is(%v, ErrContextTooLong) = %v, want %v", err, got, tc.want)
+			}
+			if pe := providerError(t, err); pe.Status != http.StatusBadRequest || pe.Retryable() {
+				t.Errorf("Status %d, Retryable %v: want 400, not retryable", pe.Status, pe.Retryable())
+			}
+		})
+	}
+}

@@ -71,6 +71,44 @@ type Server struct {
 	script    []Reply
 	responder func(Request) Reply
 	requests  []Request
+	limit     int // SetContextLimit's
+	tooLong   []int
+}
+
+// TooLong are the prompt tokens of each request refused as over the
+// context limit, in order.
+func (s *Server) TooLong() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int(nil), s.tooLong...)
+}
+
+// SetContextLimit makes the model's context window n tokens: a request
+// over it is refused as OpenAI refuses it (400, code
+// context_length_exceeded) and not taken from the script, and every answer
+// reports its request's prompt tokens, counted as PromptTokens does. 0
+// lifts the limit.
+func (s *Server) SetContextLimit(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.limit = n
+}
+
+// PromptTokens is how the fake counts a request's tokens: a token for
+// every three bytes of the body's messages and tools (denser than the
+// gateway's own estimate, which must learn the difference), at least one
+// per message.
+func PromptTokens(body []byte) int {
+	var r struct {
+		Messages []json.RawMessage `json:"messages"`
+		Tools    []json.RawMessage `json:"tools"`
+	}
+	_ = json.Unmarshal(body, &r)
+	n := 0
+	for _, m := range append(r.Messages, r.Tools...) {
+		n += 1 + len(m)/3
+	}
+	return n
 }
 
 // Respond sets how requests are answered once the script is used up.
@@ -135,6 +173,15 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
+	prompt, limit := PromptTokens(body), s.limit
+	if limit > 0 && prompt > limit {
+		s.tooLong = append(s.tooLong, prompt)
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"error":{"message":"This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`, limit, prompt)
+		return
+	}
 	var reply Reply
 	switch {
 	case len(s.script) > 0:
@@ -216,7 +263,11 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		finish = "tool_calls"
 	}
 	chunk(map[string]any{}, finish, nil)
-	chunk(nil, nil, map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15})
+	usage := map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+	if limit > 0 {
+		usage["prompt_tokens"], usage["total_tokens"] = prompt, prompt+5
+	}
+	chunk(nil, nil, usage)
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	if flusher != nil {
 		flusher.Flush()
