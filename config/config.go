@@ -159,6 +159,10 @@ type Provider struct {
 	// this provider (a newcomer's make run). Empty: a provider without its
 	// key stops the gateway from starting, naming the variable.
 	Fallback string `koanf:"fallback"`
+	// ContextWindow is the model's context window in tokens; 0: the
+	// known window of the model's family (providers.ContextWindow), or
+	// none known.
+	ContextWindow int `koanf:"context_window"`
 }
 
 // FallbackDemo is Provider.Fallback's one value.
@@ -725,6 +729,9 @@ func (c Config) Validate() error {
 		}
 		if p.MaxRetries < 0 {
 			bad(key+".max_retries", "must not be negative")
+		}
+		if p.ContextWindow != 0 && p.ContextWindow < 1024 {
+			bad(key+".context_window", "want the model's context window in tokens (at least 1024), or nothing for the known window of its model, not %d", p.ContextWindow)
 		}
 		if p.Fallback != "" && p.Fallback != FallbackDemo {
 			bad(key+".fallback", "want demo (the offline demo model answers while the key is not set) or nothing, not %q", p.Fallback)

@@ -379,6 +379,8 @@ func TestBadValues(t *testing.T) {
 			want: []string{`providers[0].name: must not be empty`}},
 		{name: "bad base_url", sets: []string{"providers.0.name=a", "providers.0.kind=openai", "providers.0.base_url=localhost:11434"},
 			want: []string{`providers[0].base_url: want an http:// or https:// URL`}},
+		{name: "context window", file: "providers:\n  - {name: main, kind: openai, context_window: 100}\n",
+			want: []string{`providers[0].context_window: want the model's context window in tokens (at least 1024)`}},
 		{name: "slack mode", file: "listeners:\n  slack:\n    mode: rtm\n",
 			want: []string{`config: listeners.slack.mode: want socket or http, not "rtm"`}},
 		{name: "stdin enabled", sets: []string{"listeners.stdin.enabled=sometimes"},

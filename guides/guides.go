@@ -48,6 +48,9 @@ const (
 type Memory struct {
 	Policy string
 	Window int
+	// MaxContextTokens bounds a request's prompt tokens below the
+	// provider's context window (0: the window alone decides).
+	MaxContextTokens int
 }
 
 // Approval is the per-tool policy: a tool in Auto, Ask or Deny gets that
@@ -434,6 +437,8 @@ func (p parser) memory(n *yaml.Node, m *Memory) error {
 			return nil
 		case "window":
 			return p.intRange(v, "memory.window", 1, 1000, &m.Window)
+		case "max_context_tokens":
+			return p.intRange(v, "memory.max_context_tokens", 1000, 10_000_000, &m.MaxContextTokens)
 		}
 		return p.errorf(k, "unknown key %q", "memory."+key)
 	})

@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -200,23 +201,45 @@ func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (
 	id := newID("m_")
 	var text strings.Builder
 	var calls []switchboard.ToolCall
-	for ev, err := range readAhead(turnCtx, s.provider(), req) {
-		if err != nil {
-			return switchboard.Message{}, nil, err
+	for attempt := 0; ; attempt++ {
+		sent, dropped, cut := s.fit(req)
+		if dropped > 0 || cut > 0 {
+			s.log.Info("a request was shortened to fit the model's context", "left_out", dropped, "cut", cut,
+				"budget_tokens", s.budget(), "messages", len(sent.Messages))
 		}
-		switch ev.Kind {
-		case providers.EventTextDelta:
-			text.WriteString(ev.Text)
-			s.emit(ctx, switchboard.EventDelta, switchboard.DeltaData{MessageID: id, Content: ev.Text})
-		case providers.EventToolCall:
-			calls = append(calls, ev.ToolCall)
-		case providers.EventUsage:
-			t.Usage = t.Usage.Add(ev.Usage)
-		case providers.EventDone:
-			if ev.Model != "" {
-				t.Model = ev.Model
+		estimate := providers.EstimateTokens(sent)
+		var err error
+		for ev, e := range readAhead(turnCtx, s.provider(), sent) {
+			if e != nil {
+				err = e
+				break
+			}
+			switch ev.Kind {
+			case providers.EventTextDelta:
+				text.WriteString(ev.Text)
+				s.emit(ctx, switchboard.EventDelta, switchboard.DeltaData{MessageID: id, Content: ev.Text})
+			case providers.EventToolCall:
+				calls = append(calls, ev.ToolCall)
+			case providers.EventUsage:
+				t.Usage = t.Usage.Add(ev.Usage)
+				s.fitting.observe(estimate, ev.Usage.PromptTokens)
+			case providers.EventDone:
+				if ev.Model != "" {
+					t.Model = ev.Model
+				}
 			}
 		}
+		if err == nil {
+			break
+		}
+		if attempt > 0 || !errors.Is(err, providers.ErrContextTooLong) || text.Len() > 0 || len(calls) > 0 {
+			return switchboard.Message{}, nil, err
+		}
+		// Refused as too long before a word of it: one shorter try, and
+		// this session keeps the tighter budget.
+		s.fitting.squeeze = max(s.fitting.tokens(estimate)*7/10, minKept*2)
+		s.log.Warn("the provider refused a request as longer than the model's context; trying once with a shorter one",
+			"estimate_tokens", s.fitting.tokens(estimate), "budget_tokens", s.fitting.squeeze, "err", err)
 	}
 	if t.Model == "" {
 		t.Model = req.Model
@@ -504,12 +527,14 @@ func (s *session) guideHasTool(name string) bool {
 	return ok
 }
 
+// providerName is the name of the guide's provider.
+func (s *session) providerName() string {
+	return cmp.Or(s.guide.Provider, s.m.cfg.DefaultProvider)
+}
+
 // provider is the guide's provider, with its fallback when it names one.
 func (s *session) provider() providers.Provider {
-	name := s.guide.Provider
-	if name == "" {
-		name = s.m.cfg.DefaultProvider
-	}
+	name := s.providerName()
 	p := s.m.cfg.Providers[name]
 	if fb, ok := s.m.cfg.Providers[s.guide.Fallback]; ok && s.guide.Fallback != name {
 		withFallback := *p

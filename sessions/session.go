@@ -66,6 +66,7 @@ type session struct {
 	rec     switchboard.Session
 	guide   guides.Guide
 	window  []switchboard.Message
+	fitting fitting // how requests are made to fit the model's context (budget.go)
 	pending *pendingTurn
 	timers  map[string]*time.Timer // expiry of open confirmation requests
 	seq     int64                  // last seq assigned

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -592,7 +593,8 @@ func buildProviders(cfg config.Config, environ []string, log *slog.Logger) (map[
 		}
 		provs[pc.Name] = &providers.Resilient{
 			Name: pc.Name, Provider: p, Logger: log.With("provider", pc.Name),
-			Policy: providers.Policy{MaxRetries: pc.MaxRetries, IdleTimeout: time.Duration(pc.Timeout)},
+			Policy:        providers.Policy{MaxRetries: pc.MaxRetries, IdleTimeout: time.Duration(pc.Timeout)},
+			ContextWindow: cmp.Or(pc.ContextWindow, providers.ContextWindow(pc.Model)),
 		}
 	}
 	hint := "Set " + strings.Join(missing, ", or ") + " to use a real model."
