@@ -51,6 +51,22 @@ type Memory struct {
 	// MaxContextTokens bounds a request's prompt tokens below the
 	// provider's context window (0: the window alone decides).
 	MaxContextTokens int
+	// KeepToolResults is how many of the latest tool results a request
+	// carries whole; older large ones are a one-line stub there (the
+	// history keeps them whole). Nil: DefaultKeepToolResults.
+	KeepToolResults *int
+}
+
+// DefaultKeepToolResults is memory.keep_tool_results when a guide does not
+// set it.
+const DefaultKeepToolResults = 3
+
+// ToolResultsKept is KeepToolResults, or its default.
+func (m Memory) ToolResultsKept() int {
+	if m.KeepToolResults == nil {
+		return DefaultKeepToolResults
+	}
+	return *m.KeepToolResults
 }
 
 // Approval is the per-tool policy: a tool in Auto, Ask or Deny gets that
@@ -439,6 +455,13 @@ func (p parser) memory(n *yaml.Node, m *Memory) error {
 			return p.intRange(v, "memory.window", 1, 1000, &m.Window)
 		case "max_context_tokens":
 			return p.intRange(v, "memory.max_context_tokens", 1000, 10_000_000, &m.MaxContextTokens)
+		case "keep_tool_results":
+			var n int
+			if err := p.intRange(v, "memory.keep_tool_results", 0, 1000, &n); err != nil {
+				return err
+			}
+			m.KeepToolResults = &n
+			return nil
 		}
 		return p.errorf(k, "unknown key %q", "memory."+key)
 	})

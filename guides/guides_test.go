@@ -166,6 +166,8 @@ func TestParseErrors(t *testing.T) {
 			`guides/support.md:2: memory.policy: unknown policy "summary"`},
 		{"window range", "---\nmemory:\n  window: 0\n---\nHi.\n",
 			`guides/support.md:3: memory.window: must be between 1 and 1000`},
+		{"keep tool results range", "---\nmemory:\n  keep_tool_results: -1\n---\nHi.\n",
+			`guides/support.md:3: memory.keep_tool_results: must be between 0 and 1000`},
 		{"context tokens range", "---\nmemory:\n  max_context_tokens: 500\n---\nHi.\n",
 			`guides/support.md:3: memory.max_context_tokens: must be between 1000 and 10000000`},
 		{"unknown memory key", "---\nmemory:\n  windw: 5\n---\nHi.\n",

@@ -6,7 +6,9 @@ package sessions
 // (providers.EstimateTokens) scaled by what the provider reported for
 // this session's earlier requests, and when it would not fit it loses its
 // oldest exchanges, cut only before a user message so that a tool call is
-// never parted from its results. What still does not fit — one pasted
+// never parted from its results. Before that, tool results older than the
+// guide's memory.keep_tool_results (3) are a one-line stub when they are
+// large (stubResults). What still does not fit — one pasted
 // document, one huge tool result — is cut, with a note the model reads.
 // A provider that refuses a request as too long anyway
 // (providers.ErrContextTooLong: the window was not known, or the estimate
@@ -15,6 +17,7 @@ package sessions
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 	"unicode/utf8"
@@ -73,10 +76,43 @@ func (s *session) budget() int {
 	return b
 }
 
+// bulkyResult is the size past which an old tool result is a stub in a
+// request (see stubResults).
+const bulkyResult = 1024
+
+// stubResults replaces, in a request's messages, each tool result older
+// than the latest keep that is longer than bulkyResult by a line naming
+// the tool and its size: a sandbox run's or an MCP server's 64 KiB output
+// is read by the model when it comes, and need not fill every request
+// after. The stored message keeps it whole. msgs is not modified.
+func stubResults(msgs []switchboard.Message, keep int) []switchboard.Message {
+	var out []switchboard.Message
+	seen := 0
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
+		if m.Role != switchboard.RoleTool {
+			continue
+		}
+		if seen++; seen <= keep || len(m.Content) <= bulkyResult {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(msgs)
+		}
+		out[i].Content = fmt.Sprintf("[The result of %s, %d bytes, is left out here to save the model's context; call the tool again if it is needed.]",
+			cmp.Or(m.ToolName, "the tool"), len(m.Content))
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
+}
+
 // fit shortens req's messages to the session's budget (see the top of
 // this file). It reports how many messages it left out and how many it
 // cut; req.Messages is never modified in place.
 func (s *session) fit(req providers.Request) (out providers.Request, dropped, cut int) {
+	req.Messages = stubResults(req.Messages, s.guide.Memory.ToolResultsKept())
 	budget := s.budget()
 	if budget <= 0 || len(req.Messages) == 0 {
 		return req, 0, 0
