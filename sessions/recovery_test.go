@@ -379,9 +379,15 @@ func TestATurnCutEveryTimeItRunsIsGivenUp(t *testing.T) {
 	thinking := func(p any) bool { return p.(*switchboard.StateData).State == switchboard.StateThinking }
 	c.until(switchboard.EventState, thinking)
 	// Cut by a restart every time it runs: 1 + 3 runs, then given up.
+	// Each attach replays from what the last one saw: the restart's
+	// Recover may run the turn (and say it is thinking) before it.
 	for range 3 {
+		seen := int64(0)
+		for _, ev := range c.got {
+			seen = max(seen, ev.Seq)
+		}
 		h.restart()
-		c = h.attach(sessions.AttachOptions{SessionID: c.id, Author: alice, AfterSeq: -1})
+		c = h.attach(sessions.AttachOptions{SessionID: c.id, Author: alice, AfterSeq: seen})
 		c.until(switchboard.EventState, thinking)
 	}
 	h.restart()

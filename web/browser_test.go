@@ -174,12 +174,22 @@ func (p *page) do(actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
-// waitFor polls a JavaScript expression until it is truthy.
+// waitFor polls a JavaScript expression until it is truthy. A page that
+// is still loading may drop the script's execution context under the
+// poll (Chrome: "Cannot find context with specified id", "Execution
+// context was destroyed"): it is polled again in the new one.
 func (p *page) waitFor(js string) {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(p.ctx, 15*time.Second)
 	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
+	for {
+		_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingInterval(20*time.Millisecond)))
+		if err == nil {
+			return
+		}
+		if ctx.Err() == nil && (strings.Contains(err.Error(), "Cannot find context with specified id") || strings.Contains(err.Error(), "Execution context was destroyed")) {
+			continue
+		}
 		p.t.Fatalf("waiting for %s: %v\ntranscript:\n%s", js, err, p.transcript())
 	}
 }
