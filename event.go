@@ -25,6 +25,10 @@ const (
 	// notice it has no seq and is not stored: it is the present, sent on
 	// every change (someone attaches, leaves, joins, changes role).
 	EventMembers EventType = "members"
+	// EventCompaction: the older part of the conversation was summarised
+	// for the model's context (the guide's memory policy "compact"). The
+	// history keeps every message; clients may show a dim line.
+	EventCompaction EventType = "compaction"
 )
 
 // Event is the envelope every listener consumes. Seq is per session, starts
@@ -73,6 +77,8 @@ func (e Event) Payload() (any, error) {
 		v = &ErrorData{}
 	case EventMembers:
 		v = &MembersData{}
+	case EventCompaction:
+		v = &CompactionData{}
 	default:
 		return nil, fmt.Errorf("event %d: unknown type %q", e.Seq, e.Type)
 	}
@@ -80,6 +86,13 @@ func (e Event) Payload() (any, error) {
 		return nil, fmt.Errorf("event %d (%s): %w", e.Seq, e.Type, err)
 	}
 	return v, nil
+}
+
+// CompactionData is EventCompaction: how many messages the summary now
+// covers beyond the last one, and the summary the model is given.
+type CompactionData struct {
+	Messages int    `json:"messages"`
+	Summary  string `json:"summary"`
 }
 
 // ReadyData answers a listener attaching to a session.

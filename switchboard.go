@@ -225,4 +225,14 @@ type TurnWrite struct {
 	// that stores what a user was told was sent: it then survives a power
 	// cut, not only a crash of the process.
 	Durable bool
+	// Summary, when not nil, replaces the session's summary: it covers
+	// every message but the last Summary.Keep (those of this write
+	// included), which stay the model's context after it.
+	Summary *Summary
+}
+
+// Summary is what a compaction keeps of a conversation's older messages.
+type Summary struct {
+	Text string
+	Keep int
 }

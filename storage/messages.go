@@ -45,10 +45,16 @@ const windowQuery = `SELECT data FROM messages WHERE session_id = ? ORDER BY id 
 // outside the window, and a provider rejects a result without its call.
 // The window may therefore hold fewer than n messages.
 func (db *DB) Window(ctx context.Context, sessionID string, n int) ([]switchboard.Message, error) {
+	return db.window(ctx, windowQuery, n, sessionID)
+}
+
+// window reads the last n messages query selects (args, then n), newest
+// first, and returns them oldest first without leading tool results.
+func (db *DB) window(ctx context.Context, query string, n int, args ...any) ([]switchboard.Message, error) {
 	if n <= 0 {
 		return nil, nil
 	}
-	rows, err := db.read.QueryContext(ctx, windowQuery, sessionID, n)
+	rows, err := db.read.QueryContext(ctx, query, append(args, n)...)
 	if err != nil {
 		return nil, fmt.Errorf("storage: window: %w", err)
 	}
@@ -101,6 +107,27 @@ func (db *DB) LoadPending(ctx context.Context, sessionID string) ([]byte, error)
 }
 
 const setAllowed = `UPDATE sessions SET allowed_tools = ? WHERE id = ?`
+
+// saveSummary keeps a session's summary through the message before its
+// last Keep (?2) messages: the summary covers everything but them.
+const saveSummary = `INSERT INTO summaries (session_id, through_id, text)
+	VALUES (?1, COALESCE((SELECT id FROM messages WHERE session_id = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2), 0), ?3)
+	ON CONFLICT (session_id) DO UPDATE SET through_id = excluded.through_id, text = excluded.text`
+
+// Context returns what a compacted session's model is given of its past:
+// the summary ("" when it has none) and up to n messages after what it
+// covers, oldest first, minus tool results at the start (see Window).
+func (db *DB) Context(ctx context.Context, sessionID string, n int) (summary string, msgs []switchboard.Message, err error) {
+	var through int64
+	err = db.read.QueryRowContext(ctx, `SELECT text, through_id FROM summaries WHERE session_id = ?`, sessionID).Scan(&summary, &through)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", nil, fmt.Errorf("storage: summary: %w", err)
+	}
+	msgs, err = db.window(ctx, windowAfterQuery, n, sessionID, through)
+	return summary, msgs, err
+}
+
+const windowAfterQuery = `SELECT data FROM messages WHERE session_id = ? AND id > ? ORDER BY id DESC LIMIT ?`
 
 // WriteTurn makes one atomic change to a session (see
 // switchboard.TurnWrite) in the writer's next batch, and returns once it is
@@ -174,6 +201,11 @@ func (db *DB) WriteTurn(ctx context.Context, sessionID string, w switchboard.Tur
 		}
 		if w.Allowed != nil {
 			if _, err := db.execWrite(ctx, tx, setAllowed, allowedJSON(w.Allowed), sessionID); err != nil {
+				return err
+			}
+		}
+		if w.Summary != nil {
+			if _, err := db.execWrite(ctx, tx, saveSummary, sessionID, w.Summary.Keep, w.Summary.Text); err != nil {
 				return err
 			}
 		}
