@@ -34,9 +34,16 @@ const (
 	Deny Policy = "deny"
 )
 
-// SlidingWindow keeps the last Window messages of the conversation in the
-// model's context. It is the only memory policy so far.
-const SlidingWindow = "sliding-window"
+// Memory policies. SlidingWindow keeps the last Window messages of the
+// conversation in the model's context; what leaves it is gone from it.
+// Compact keeps up to Window messages too, but summarises the older part
+// (with SummaryModel, or the guide's model) before it would leave, or
+// before a request would pass 80 % of the context budget: the model is
+// given the summary and the messages after it.
+const (
+	SlidingWindow = "sliding-window"
+	Compact       = "compact"
+)
 
 // Defaults applied when the front matter leaves a field out.
 const (
@@ -51,6 +58,9 @@ type Memory struct {
 	// MaxContextTokens bounds a request's prompt tokens below the
 	// provider's context window (0: the window alone decides).
 	MaxContextTokens int
+	// SummaryModel is the model that writes a Compact policy's summaries
+	// ("": the guide's own), on the guide's provider.
+	SummaryModel string
 	// KeepToolResults is how many of the latest tool results a request
 	// carries whole; older large ones are a one-line stub there (the
 	// history keeps them whole). Nil: DefaultKeepToolResults.
@@ -447,14 +457,16 @@ func (p parser) memory(n *yaml.Node, m *Memory) error {
 			if m.Policy == "" {
 				m.Policy = SlidingWindow
 			}
-			if m.Policy != SlidingWindow {
-				return p.errorf(v, "memory.policy: unknown policy %q (want %s)", m.Policy, SlidingWindow)
+			if m.Policy != SlidingWindow && m.Policy != Compact {
+				return p.errorf(v, "memory.policy: unknown policy %q (want %s or %s)", m.Policy, Compact, SlidingWindow)
 			}
 			return nil
 		case "window":
 			return p.intRange(v, "memory.window", 1, 1000, &m.Window)
 		case "max_context_tokens":
 			return p.intRange(v, "memory.max_context_tokens", 1000, 10_000_000, &m.MaxContextTokens)
+		case "summary_model":
+			return p.str(v, "memory.summary_model", &m.SummaryModel)
 		case "keep_tool_results":
 			var n int
 			if err := p.intRange(v, "memory.keep_tool_results", 0, 1000, &n); err != nil {

@@ -188,15 +188,19 @@ func (s *session) interrupting(err error) bool {
 // calls. Nothing is added to the context here: a stream that breaks half
 // way leaves no half message behind.
 func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (switchboard.Message, *switchboard.MessageData, error) {
+	system := s.systemPrompt(final)
+	var tools []providers.ToolSpec
+	if !final {
+		tools = s.toolSpecs()
+	}
+	s.maybeCompact(ctx, turnCtx, t, system, tools)
 	req := providers.Request{
 		Model:       s.guide.Model,
-		System:      s.systemPrompt(final),
+		System:      s.withSummary(system),
 		Messages:    s.window,
+		Tools:       tools,
 		Temperature: s.guide.Temperature,
 		MaxTokens:   s.guide.MaxTokens,
-	}
-	if !final {
-		req.Tools = s.toolSpecs()
 	}
 	id := newID("m_")
 	var text strings.Builder
@@ -451,9 +455,16 @@ func (s *session) answer(ctx context.Context, t *turn, reply switchboard.Message
 	return nil
 }
 
-// remember adds stored messages to the in-memory window.
+// remember adds stored messages to the in-memory window. Under the
+// compact policy the window is summarised before it passes memory.window
+// (compact.go); it is cut here only past compactCap, should summaries keep
+// failing.
 func (s *session) remember(msgs ...switchboard.Message) {
-	s.window = trimWindow(append(s.window, msgs...), s.guide.Memory.Window)
+	n := s.guide.Memory.Window
+	if s.guide.Memory.Policy == guides.Compact {
+		n = compactCap(s.guide)
+	}
+	s.window = trimWindow(append(s.window, msgs...), n)
 }
 
 // trimWindow keeps the last n messages, never starting with a tool result

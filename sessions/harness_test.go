@@ -48,6 +48,16 @@ suggestions: ["what time is it?", "2+2"]
 You are the test assistant.
 `
 
+const compactingGuide = `---
+name: compacting
+description: Summarises what leaves its window
+memory: { policy: compact, window: 6 }
+tools: [calculator]
+approval: { default: auto }
+---
+You remember everything.
+`
+
 const otherGuide = `---
 name: other
 description: Another persona
@@ -104,7 +114,7 @@ func buildHarness(t *testing.T, model providers.Provider, opts []option) *harnes
 	if err := os.MkdirAll(gdir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, body := range map[string]string{"tester.md": testGuide, "other.md": otherGuide, "servers.md": serversGuide} {
+	for name, body := range map[string]string{"tester.md": testGuide, "other.md": otherGuide, "servers.md": serversGuide, "compacting.md": compactingGuide} {
 		if err := os.WriteFile(filepath.Join(gdir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -53,6 +53,7 @@ type Store interface {
 	// WriteTurn is a turn's atomic write; see switchboard.TurnWrite.
 	WriteTurn(ctx context.Context, sessionID string, w switchboard.TurnWrite) (dup bool, err error)
 	Window(ctx context.Context, sessionID string, n int) ([]switchboard.Message, error)
+	Context(ctx context.Context, sessionID string, n int) (summary string, msgs []switchboard.Message, err error)
 	LoadPending(ctx context.Context, sessionID string) ([]byte, error)
 
 	// AcceptInput stores an input durably before it is queued; Inbox

@@ -67,6 +67,7 @@ type session struct {
 	guide   guides.Guide
 	window  []switchboard.Message
 	fitting fitting // how requests are made to fit the model's context (budget.go)
+	summary string  // what the compact policy keeps of older messages (compact.go)
 	pending *pendingTurn
 	timers  map[string]*time.Timer // expiry of open confirmation requests
 	seq     int64                  // last seq assigned
@@ -138,7 +139,13 @@ func (m *Manager) restore(ctx context.Context, id string) (*session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sessions: load %s: %w", id, err)
 	}
-	window, err := st.Window(ctx, id, g.Memory.Window)
+	var summary string
+	var window []switchboard.Message
+	if g.Memory.Policy == guides.Compact {
+		summary, window, err = st.Context(ctx, id, compactCap(g))
+	} else {
+		window, err = st.Window(ctx, id, g.Memory.Window)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("sessions: load %s: %w", id, err)
 	}
@@ -156,7 +163,7 @@ func (m *Manager) restore(ctx context.Context, id string) (*session, error) {
 	}
 	// Room for what was accepted before a restart, and the turn it cut.
 	s := m.newSession(rec, g, max(m.cfg.QueueSize, len(queued)+1))
-	s.window, s.seq, s.published = window, seq, seq
+	s.window, s.summary, s.seq, s.published = window, summary, seq, seq
 	for _, mb := range members {
 		s.roles[mb.Key] = collaboration.Role(mb.Role)
 		s.names[mb.Key] = mb.Name

@@ -1089,6 +1089,8 @@ func (v *view) render(ev switchboard.Event) {
 		v.resolvedLocked(d)
 	case *switchboard.MembersData:
 		v.membersLocked(d.Members)
+	case *switchboard.CompactionData:
+		v.writeLocked(v.dim(fmt.Sprintf("· %d earlier messages summarised for the assistant (all still stored)", d.Messages)) + "\n")
 	case *switchboard.UI:
 		v.writeLocked(v.renderUILocked(d))
 	case *switchboard.ErrorData:

@@ -313,3 +313,14 @@ func TestViewSavesInlineImages(t *testing.T) {
 		t.Errorf("without a folder: %q", out.String())
 	}
 }
+
+// A compaction is one dim line: the messages are all still there.
+func TestViewCompaction(t *testing.T) {
+	v, out := newTestView(true, true)
+	v.start(switchboard.ReadyData{LastSeq: 0}, true)
+	v.render(event(t, 7, switchboard.EventCompaction, switchboard.CompactionData{Messages: 12, Summary: "notes"}))
+	got := ansiNames.Replace(strings.ReplaceAll(out.String(), "\x1b[0m", "[0]"))
+	if want := "[d]· 12 earlier messages summarised for the assistant (all still stored)[0]\n"; got != want {
+		t.Fatalf("\n got %q\nwant %q", got, want)
+	}
+}

@@ -75,6 +75,7 @@
     linkCopied: "Link copied",
     copyLink: "Copy this link",
     left: "You left this conversation.",
+    compacted: "Earlier messages were summarised for the assistant; they are all still here.",
     inviteUnusable: "This invite link cannot be used: {reason}.",
     inviteUnusableShort: "This invite link cannot be used.",
     suggestions: "Suggestions",
@@ -218,6 +219,7 @@ button.chosen { outline: 2px solid var(--sb-fg); opacity: 1; }
 .card select, .card input, .card textarea { width: 100%; padding: 6px; border: 1px solid var(--sb-border); border-radius: 6px; margin: 2px 0 6px; background: var(--sb-bg); }
 .card label { display: block; font-size: 13px; }
 .notice { font-size: 13px; color: var(--sb-danger); align-self: center; text-align: center; }
+.compaction { font-size: 12px; color: var(--sb-muted); align-self: center; text-align: center; }
 .state { min-height: 20px; padding: 0 12px; font-size: 13px; color: var(--sb-muted); }
 form.compose { display: flex; gap: 8px; padding: 10px 12px; border-top: 1px solid var(--sb-border); }
 form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; padding: 9px; border: 1px solid var(--sb-border); border-radius: 8px; background: var(--sb-bg); }
@@ -668,6 +670,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
         case "state": return this.onState(d);
         case "error": return this.onError(ev, d);
         case "members": return this.onMembers(d);
+        case "compaction": return this.show(el("div", { class: "compaction", text: this.t("compacted") }));
       }
     }
 
