@@ -231,6 +231,18 @@ type TurnWrite struct {
 	Summary *Summary
 }
 
+// Memory is something a person asked the assistant to remember about them
+// ("I prefer metric units"): theirs alone (Owner is their Author.Key),
+// with where and when they said it.
+type Memory struct {
+	ID        string
+	Owner     string
+	Text      string
+	SessionID string
+	Channel   string
+	CreatedAt time.Time
+}
+
 // Summary is what a compaction keeps of a conversation's older messages.
 type Summary struct {
 	Text string

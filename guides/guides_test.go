@@ -16,17 +16,17 @@ func TestShippedGuides(t *testing.T) {
 	if got := c.Names(); !slices.Equal(got, []string{"assistant", "support"}) {
 		t.Fatalf("Names() = %v", got)
 	}
-	builtins := []string{"current_time", "calculator", "present"}
+	builtins := []string{"current_time", "calculator", "present", "remember", "forget"} // tools.Builtins and tools.MemoryTools
 	err = c.Check(nil, builtins, nil)
 	if err != nil {
 		t.Fatalf("shipped guides must not name a provider and only use built-in tools: %v", err)
 	}
 
 	a, _ := c.Get("assistant")
-	if !slices.Equal(a.Tools, builtins) || a.Memory.Window != 20 || len(a.InitialMemories) == 0 || a.Provider != "" {
+	if !slices.Equal(a.Tools, builtins) || a.Memory.Window != 20 || a.Memory.Policy != Compact || len(a.InitialMemories) == 0 || a.Provider != "" {
 		t.Errorf("assistant: %+v", a)
 	}
-	for tool, want := range map[string]Policy{"current_time": Ask, "present": Auto, "calculator": Auto} {
+	for tool, want := range map[string]Policy{"current_time": Ask, "present": Auto, "calculator": Auto, "remember": Auto, "forget": Auto} {
 		if got := a.Approval.For(tool); got != want {
 			t.Errorf("assistant: %s is %q, want %q", tool, got, want)
 		}

@@ -48,7 +48,7 @@ func IsCommand(text, name string) bool {
 // app's acknowledgement says so.
 func Private(command string) bool {
 	switch strings.ToLower(command) {
-	case "who", "approvals", "share", "unshare", "files":
+	case "who", "approvals", "share", "unshare", "files", "memory", "memories", "forget":
 		return true
 	}
 	return false

@@ -35,6 +35,9 @@ type turn struct {
 	// Resumed counts how often a crash or a failed write cut the turn and
 	// it was run again (see resumeInterrupted).
 	Resumed int `json:"resumed,omitempty"`
+	// Author is whose message the turn answers: their memories are
+	// offered, and remember and forget act for them (memories.go).
+	Author switchboard.Author `json:"author,omitzero"`
 	// started is when the user's message arrived, for the turn-duration
 	// metric; a turn resumed after an approval does not count the wait.
 	started time.Time
@@ -66,7 +69,7 @@ func (s *session) userTurn(ctx context.Context, j job, text string) {
 	if !ok {
 		return
 	}
-	t := &turn{started: s.m.cfg.Now()}
+	t := &turn{started: s.m.cfg.Now(), Author: in.Author}
 	w := switchboard.TurnWrite{
 		InboxID: j.inboxID, Messages: []switchboard.Message{msg},
 		Events: []switchboard.Event{ev}, Published: s.onCommit, Turn: running(*t),
@@ -98,9 +101,11 @@ func (s *session) agentLoop(ctx context.Context, t *turn, resume *pendingTurn) {
 	// stopped turn still reports and stores cleanly.
 	turnCtx, cancel := context.WithCancelCause(s.m.turns)
 	s.setCancel(cancel)
+	s.answering = t.Author
 	defer func() {
 		s.setCancel(nil)
 		cancel(nil)
+		s.answering = switchboard.Author{}
 	}()
 
 	if resume != nil {
@@ -188,7 +193,7 @@ func (s *session) interrupting(err error) bool {
 // calls. Nothing is added to the context here: a stream that breaks half
 // way leaves no half message behind.
 func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (switchboard.Message, *switchboard.MessageData, error) {
-	system := s.systemPrompt(final)
+	system := s.systemPrompt(final) + s.memoriesNote(ctx, t.Author)
 	var tools []providers.ToolSpec
 	if !final {
 		tools = s.toolSpecs()
@@ -309,7 +314,7 @@ func (s *session) runTools(ctx, turnCtx context.Context, p *pendingTurn, idx []i
 	for _, i := range idx {
 		call := p.Assistant.ToolCalls[i]
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(tools.WithSession(turnCtx, s.id), s.m.cfg.ToolTimeout)
+			ctx, cancel := context.WithTimeout(tools.WithAuthor(tools.WithSession(turnCtx, s.id), s.answering), s.m.cfg.ToolTimeout)
 			defer cancel()
 			res, err := s.m.cfg.Tools.Run(ctx, call.Name, call.Args)
 			results <- done{i, res, err}

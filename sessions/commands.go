@@ -32,7 +32,8 @@ func parseCommand(text string) (command, bool) {
 
 // readOnly are the commands a viewer may use: they change nothing in the
 // conversation (leaving changes only where it is shown).
-var readOnly = map[string]bool{"help": true, "who": true, "approvals": true, "pending": true, "tools": true, "usage": true, "leave": true, "files": true}
+var readOnly = map[string]bool{"help": true, "who": true, "approvals": true, "pending": true, "tools": true, "usage": true, "leave": true, "files": true,
+	"memory": true, "memories": true, "forget": true} // a person's own memories are theirs in any role
 
 func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
 
@@ -53,6 +54,8 @@ const Help = `Commands:
   /approvals                the last tool calls approved or denied, by whom
   /leave                    stop showing this conversation here
   /files                    the files in this conversation's sandbox
+  /memory                   what I remember about you (to you alone)
+  /forget <id>              delete one of your memories for good
   /usage                    tokens used in this session
   /stop                     stop the running turn
   /reset                    start a new conversation
@@ -97,6 +100,10 @@ func (s *session) command(ctx context.Context, j job, cmd command) {
 		s.approvals(ctx, in.Author)
 	case "files":
 		s.files(in.Author)
+	case "memory", "memories":
+		s.listMemories(ctx, in.Author)
+	case "forget":
+		s.forgetMemory(ctx, in.Author, cmd.args)
 	default:
 		if _, ok := s.m.cfg.Tools.Lookup(cmd.name); ok {
 			s.runToolDirectly(ctx, in.Author, cmd)

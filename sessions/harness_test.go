@@ -58,6 +58,15 @@ approval: { default: auto }
 You remember everything.
 `
 
+const rememberingGuide = `---
+name: remembering
+description: Remembers what people ask it to
+tools: [remember, forget]
+approval: { default: auto }
+---
+You remember what people ask you to.
+`
+
 const otherGuide = `---
 name: other
 description: Another persona
@@ -114,7 +123,7 @@ func buildHarness(t *testing.T, model providers.Provider, opts []option) *harnes
 	if err := os.MkdirAll(gdir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, body := range map[string]string{"tester.md": testGuide, "other.md": otherGuide, "servers.md": serversGuide, "compacting.md": compactingGuide} {
+	for name, body := range map[string]string{"tester.md": testGuide, "other.md": otherGuide, "servers.md": serversGuide, "compacting.md": compactingGuide, "remembering.md": rememberingGuide} {
 		if err := os.WriteFile(filepath.Join(gdir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -136,11 +145,13 @@ func buildHarness(t *testing.T, model providers.Provider, opts []option) *harnes
 			}}, nil
 		},
 	}
-	registry, err := tools.NewRegistry(append(tools.Builtins(time.Now), boom, draw)...)
+	var hp *harness // the memory tools keep memories in the harness's store of the moment
+	registry, err := tools.NewRegistry(append(append(tools.Builtins(time.Now), boom, draw), tools.MemoryTools(harnessMemories{&hp}, time.Now)...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, dbPath: filepath.Join(dir, "test.db")}
+	hp = h
 	h.cfg = sessions.Config{
 		Guides: catalog, DefaultGuide: "tester", Tools: registry, DefaultProvider: "main",
 		Providers: map[string]*providers.Resilient{"main": {

@@ -54,6 +54,8 @@ type Store interface {
 	WriteTurn(ctx context.Context, sessionID string, w switchboard.TurnWrite) (dup bool, err error)
 	Window(ctx context.Context, sessionID string, n int) ([]switchboard.Message, error)
 	Context(ctx context.Context, sessionID string, n int) (summary string, msgs []switchboard.Message, err error)
+	Memories(ctx context.Context, owner string, limit int) ([]switchboard.Memory, error)
+	ForgetMemory(ctx context.Context, owner, id string) error
 	LoadPending(ctx context.Context, sessionID string) ([]byte, error)
 
 	// AcceptInput stores an input durably before it is queued; Inbox

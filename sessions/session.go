@@ -68,9 +68,11 @@ type session struct {
 	window  []switchboard.Message
 	fitting fitting // how requests are made to fit the model's context (budget.go)
 	summary string  // what the compact policy keeps of older messages (compact.go)
-	pending *pendingTurn
-	timers  map[string]*time.Timer // expiry of open confirmation requests
-	seq     int64                  // last seq assigned
+	// answering is whose message the running turn answers (memories.go).
+	answering switchboard.Author
+	pending   *pendingTurn
+	timers    map[string]*time.Timer // expiry of open confirmation requests
+	seq       int64                  // last seq assigned
 
 	// held collects the events emitted inside collect (holding), to be
 	// stored with the write that follows.

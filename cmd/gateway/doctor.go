@@ -293,7 +293,7 @@ func (d *doctor) checkGuides(provs map[string]*providers.Resilient, buildErr err
 	// an unset ${VAR} of theirs too, are each on a row of their own.
 	noMCP := d.cfg
 	noMCP.Tools.MCP = nil
-	tb, err := buildTools(noMCP, d.environ, slog.New(slog.DiscardHandler))
+	tb, err := buildTools(noMCP, d.environ, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		res.Sev, res.Detail = sevProblem, err.Error()
 		return catalog, res

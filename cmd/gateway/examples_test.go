@@ -425,7 +425,7 @@ func loadExampleGuide(t *testing.T, b docBlock) {
 	}
 	// Every tool the gateway can offer: the built-ins, the sandbox's, and
 	// the MCP servers the docs' examples configure.
-	all := tools.Builtins(time.Now)
+	all := append(tools.Builtins(time.Now), tools.MemoryTools(nil, time.Now)...)
 	sb, err := sandbox.New(sandbox.Config{Enabled: true, Dir: t.TempDir()}, nil)
 	if err != nil {
 		t.Fatal(err)

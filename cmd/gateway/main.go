@@ -157,7 +157,7 @@ Flags:
 	if err != nil {
 		return err
 	}
-	tb, err := buildTools(cfg, environ, log)
+	tb, err := buildTools(cfg, environ, db, log)
 	if err != nil {
 		return err
 	}

@@ -29,9 +29,11 @@ type toolbox struct {
 
 // buildTools makes the registry. Nothing is started: MCP servers start
 // with start, once the sessions exist.
-func buildTools(cfg config.Config, environ []string, log *slog.Logger) (*toolbox, error) {
+// memories keeps what remember is told (nil for the doctor, which only
+// checks that guides name tools that exist).
+func buildTools(cfg config.Config, environ []string, memories tools.Memories, log *slog.Logger) (*toolbox, error) {
 	tb := &toolbox{log: log, images: dataDir(cfg, "images")}
-	all := tools.Builtins(time.Now)
+	all := append(tools.Builtins(time.Now), tools.MemoryTools(memories, time.Now)...)
 	if sc := cfg.Tools.Sandbox; sc.Enabled {
 		sb, err := sandbox.New(sandboxConfig(cfg), log)
 		if err != nil {

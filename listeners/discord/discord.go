@@ -366,6 +366,8 @@ func switchboardCommand() *discordgo.ApplicationCommand {
 				str("name", "Their name, as /switchboard who shows it", true), roles("Their new role", true)),
 			sub("leave", "Stop showing this conversation in this thread or DM"),
 			sub("approvals", "The last tool calls approved or denied, by whom and from where, to you alone"),
+			sub("memory", "What the assistant remembers about you, to you alone"),
+			sub("forget", "Delete one of your memories for good", str("id", "The memory's id, as /switchboard memory lists it", true)),
 		},
 	}
 }

@@ -479,7 +479,8 @@ const commandHelp = "Mention me in a channel and I answer in a thread opened fro
 	"`/switchboard guide|tools|usage|stop|reset` in a thread or DM runs that command in its conversation.\n" +
 	"Sharing: `/switchboard share` gives you an invite code (choose the role, uses and expiry), `unshare` withdraws the codes, " +
 	"`who` lists the people and `approvals` the last decisions (to you alone), `role` changes someone's role (the owner), " +
-	"`leave` takes the conversation out of this thread or DM. `/switchboard join code` in a DM or a thread shows a shared conversation there; " +
+	"`leave` takes the conversation out of this thread or DM. `memory` lists what I remember about you and `forget` deletes one (to you alone). " +
+	"`/switchboard join code` in a DM or a thread shows a shared conversation there; " +
 	"in a channel, mention me with `/join CODE`."
 
 // onCommand handles /switchboard <subcommand>: help for the caller alone,
@@ -552,6 +553,8 @@ func commandText(sub *discordgo.ApplicationCommandInteractionDataOption) string 
 		add("expires", arg("expires"))
 	case "role":
 		add(arg("name"), arg("role"))
+	case "forget":
+		add(arg("id"))
 	}
 	return text
 }

@@ -541,7 +541,8 @@ const commandHelp = "Mention me in a channel to start a conversation in a thread
 	"`help`, `guide [name]`, `tools`, `usage`, `pending`, `stop`, `reset`. In a thread, mention me with the command: `@switchboard /usage`.\n" +
 	"Sharing: `share [viewer|member|approver] [uses N] [expires 24h]` gives you an invite code, `unshare` withdraws the codes, " +
 	"`who` lists the people, `approvals` the last decisions (both to you alone), `role <name> <role>` changes someone's role (owner), " +
-	"`leave` takes the conversation out of that thread. `join CODE` in a DM with me shows a shared conversation there; " +
+	"`leave` takes the conversation out of that thread. `memory` lists what I remember about you and `forget <id>` deletes one (to you alone). " +
+	"`join CODE` in a DM with me shows a shared conversation there; " +
 	"in a channel, mention me with `/join CODE`."
 
 // ephemeral shows text to one person in a place.

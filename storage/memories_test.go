@@ -1,0 +1,47 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/switchboard-gw/switchboard"
+)
+
+// A memory is its owner's: listed newest first, deleted for good by its
+// owner only.
+func TestMemories(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openFile(t)
+	at := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	for i, m := range []switchboard.Memory{
+		{ID: "mem_a", Owner: "web:alice", Text: "prefers metric units", SessionID: "s1", Channel: "web", CreatedAt: at},
+		{ID: "mem_b", Owner: "web:alice", Text: "locker code 4711", SessionID: "s2", Channel: "slack", CreatedAt: at.Add(time.Hour)},
+		{ID: "mem_c", Owner: "slack:U2", Text: "Bob's", SessionID: "s3", Channel: "slack", CreatedAt: at},
+	} {
+		if err := db.AddMemory(ctx, m); err != nil {
+			t.Fatalf("memory %d: %v", i, err)
+		}
+	}
+	mems, err := db.Memories(ctx, "web:alice", 10)
+	if err != nil || len(mems) != 2 || mems[0].ID != "mem_b" || mems[1].Text != "prefers metric units" || mems[0].Channel != "slack" || !mems[1].CreatedAt.Equal(at) {
+		t.Fatalf("alice's memories: %+v, %v", mems, err)
+	}
+	if err := db.ForgetMemory(ctx, "slack:U2", "mem_a"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Bob forgetting Alice's memory: %v", err)
+	}
+	if err := db.ForgetMemory(ctx, "web:alice", "mem_a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.ForgetMemory(ctx, "web:alice", "mem_a"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("forgetting twice: %v", err)
+	}
+	var left int
+	if err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM memories WHERE id = 'mem_a'`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("rows left: %d (%v)", left, err)
+	}
+	if mems, _ := db.Memories(ctx, "slack:U2", 10); len(mems) != 1 {
+		t.Fatalf("Bob's memories: %+v", mems)
+	}
+}
