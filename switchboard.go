@@ -243,6 +243,13 @@ type Memory struct {
 	CreatedAt time.Time
 }
 
+// Found is a stored message a search found.
+type Found struct {
+	SessionID string
+	Message   Message
+	At        time.Time // when it was stored; zero when not known
+}
+
 // Summary is what a compaction keeps of a conversation's older messages.
 type Summary struct {
 	Text string

@@ -58,6 +58,10 @@ type Memory struct {
 	// MaxContextTokens bounds a request's prompt tokens below the
 	// provider's context window (0: the window alone decides).
 	MaxContextTokens int
+	// Recall adds to each new message's request the best matches for it
+	// from the person's conversations (storage.DB.Search), marked as
+	// recalled, with their dates.
+	Recall bool
 	// SummaryModel is the model that writes a Compact policy's summaries
 	// ("": the guide's own), on the guide's provider.
 	SummaryModel string
@@ -465,6 +469,8 @@ func (p parser) memory(n *yaml.Node, m *Memory) error {
 			return p.intRange(v, "memory.window", 1, 1000, &m.Window)
 		case "max_context_tokens":
 			return p.intRange(v, "memory.max_context_tokens", 1000, 10_000_000, &m.MaxContextTokens)
+		case "recall":
+			return p.boolean(v, "memory.recall", &m.Recall)
 		case "summary_model":
 			return p.str(v, "memory.summary_model", &m.SummaryModel)
 		case "keep_tool_results":

@@ -16,7 +16,7 @@ func TestShippedGuides(t *testing.T) {
 	if got := c.Names(); !slices.Equal(got, []string{"assistant", "support"}) {
 		t.Fatalf("Names() = %v", got)
 	}
-	builtins := []string{"current_time", "calculator", "present", "remember", "forget"} // tools.Builtins and tools.MemoryTools
+	builtins := []string{"current_time", "calculator", "present", "remember", "forget", "memory_search"} // tools.Builtins, MemoryTools, RecallTool
 	err = c.Check(nil, builtins, nil)
 	if err != nil {
 		t.Fatalf("shipped guides must not name a provider and only use built-in tools: %v", err)
@@ -26,7 +26,7 @@ func TestShippedGuides(t *testing.T) {
 	if !slices.Equal(a.Tools, builtins) || a.Memory.Window != 20 || a.Memory.Policy != Compact || len(a.InitialMemories) == 0 || a.Provider != "" {
 		t.Errorf("assistant: %+v", a)
 	}
-	for tool, want := range map[string]Policy{"current_time": Ask, "present": Auto, "calculator": Auto, "remember": Auto, "forget": Auto} {
+	for tool, want := range map[string]Policy{"current_time": Ask, "present": Auto, "calculator": Auto, "remember": Auto, "forget": Auto, "memory_search": Auto} {
 		if got := a.Approval.For(tool); got != want {
 			t.Errorf("assistant: %s is %q, want %q", tool, got, want)
 		}

@@ -67,6 +67,16 @@ approval: { default: auto }
 You remember what people ask you to.
 `
 
+const recallingGuide = `---
+name: recalling
+description: Recalls earlier conversations
+memory: { recall: true }
+tools: [memory_search]
+approval: { default: auto }
+---
+You recall what was said before.
+`
+
 const otherGuide = `---
 name: other
 description: Another persona
@@ -123,7 +133,7 @@ func buildHarness(t *testing.T, model providers.Provider, opts []option) *harnes
 	if err := os.MkdirAll(gdir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, body := range map[string]string{"tester.md": testGuide, "other.md": otherGuide, "servers.md": serversGuide, "compacting.md": compactingGuide, "remembering.md": rememberingGuide} {
+	for name, body := range map[string]string{"tester.md": testGuide, "other.md": otherGuide, "servers.md": serversGuide, "compacting.md": compactingGuide, "remembering.md": rememberingGuide, "recalling.md": recallingGuide} {
 		if err := os.WriteFile(filepath.Join(gdir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +156,7 @@ func buildHarness(t *testing.T, model providers.Provider, opts []option) *harnes
 		},
 	}
 	var hp *harness // the memory tools keep memories in the harness's store of the moment
-	registry, err := tools.NewRegistry(append(append(tools.Builtins(time.Now), boom, draw), tools.MemoryTools(harnessMemories{&hp}, time.Now)...)...)
+	registry, err := tools.NewRegistry(append(append(tools.Builtins(time.Now), boom, draw), append(tools.MemoryTools(harnessMemories{&hp}, time.Now), tools.RecallTool(harnessMemories{&hp}))...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

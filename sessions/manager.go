@@ -56,6 +56,7 @@ type Store interface {
 	Context(ctx context.Context, sessionID string, n int) (summary string, msgs []switchboard.Message, err error)
 	Memories(ctx context.Context, owner string, limit int) ([]switchboard.Memory, error)
 	ForgetMemory(ctx context.Context, owner, id string) error
+	Search(ctx context.Context, reader, query string, limit int) ([]switchboard.Found, error)
 	LoadPending(ctx context.Context, sessionID string) ([]byte, error)
 
 	// AcceptInput stores an input durably before it is queued; Inbox

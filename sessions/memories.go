@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/tools"
 )
 
 // maxOffered is how many of a person's memories a request carries, the
@@ -46,6 +47,56 @@ func (s *session) memoriesNote(ctx context.Context, who switchboard.Author) stri
 		fmt.Fprintf(&b, "- %s (%s)\n", m.Text, m.CreatedAt.Format("2006-01-02"))
 	}
 	return b.String()
+}
+
+// maxRecalled is how many matches memory.recall adds to a turn.
+const maxRecalled = 3
+
+// recallNote is, for a guide with memory.recall, the best matches for the
+// turn's message from the conversations of the person it answers, marked
+// as recalled, with their dates; found once per turn. A match the model is
+// given anyway (in this conversation's window) is left out.
+func (s *session) recallNote(ctx context.Context, t *turn) string {
+	if !s.guide.Memory.Recall || t.Author.ID == "" {
+		return ""
+	}
+	if t.recallOnce {
+		return t.recalled
+	}
+	t.recallOnce = true
+	query := ""
+	for i := len(s.window) - 1; i >= 0; i-- {
+		if s.window[i].Role == switchboard.RoleUser {
+			query = s.window[i].Content
+			break
+		}
+	}
+	if len(query) > 2000 {
+		query = query[:2000] // the words that matter come first; the rest only costs
+	}
+	found, err := s.m.cfg.Store.Search(ctx, t.Author.Key(), query, maxRecalled+len(s.window))
+	if err != nil {
+		s.log.Warn("recall failed: the turn goes on without it", "err", err)
+		return ""
+	}
+	inWindow := map[string]bool{}
+	for _, m := range s.window {
+		inWindow[m.Content] = true
+	}
+	var keep []switchboard.Found
+	for _, f := range found {
+		if f.SessionID == s.id && inWindow[f.Message.Content] {
+			continue
+		}
+		if keep = append(keep, f); len(keep) == maxRecalled {
+			break
+		}
+	}
+	if len(keep) > 0 {
+		t.recalled = "\n\nRecalled from earlier conversations of " + t.Author.DisplayName() +
+			" (they may not be relevant; the dates tell how old they are):\n" + tools.FormatFound(keep)
+	}
+	return t.recalled
 }
 
 // listMemories answers /memory: the asker's memories, to them alone.

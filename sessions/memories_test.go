@@ -23,6 +23,10 @@ func (m harnessMemories) ForgetMemory(ctx context.Context, owner, id string) err
 	return (*m.h).db.ForgetMemory(ctx, owner, id)
 }
 
+func (m harnessMemories) Search(ctx context.Context, reader, query string, limit int) ([]switchboard.Found, error) {
+	return (*m.h).db.Search(ctx, reader, query, limit)
+}
+
 var memoryID = regexp.MustCompile(`mem_[0-9a-f]{12}`)
 
 // "Remember that I prefer metric units": in another conversation of
@@ -119,5 +123,47 @@ func TestRememberRefusesBadInput(t *testing.T) {
 	}
 	if mems, _ := h.db.Memories(context.Background(), alice.Key(), 10); len(mems) != 0 {
 		t.Fatalf("kept %+v", mems)
+	}
+}
+
+// Recall: a guide with memory.recall is given, for a new message, the
+// best matches from the conversations of the person it answers, with
+// their dates; memory_search finds them on request. Bob never finds
+// Alice's.
+func TestRecallFindsOnlyTheReadersConversations(t *testing.T) {
+	h := newHarness(t)
+	h.llm.Respond(func(openaitest.Request) openaitest.Reply { return openaitest.Reply{Text: []string{"Noted."}} })
+	a := h.attach(sessions.AttachOptions{Author: alice})
+	a.say("my locker code is 4711")
+	a.reply()
+	b := h.attach(sessions.AttachOptions{Author: bob})
+	b.say("my locker code is 1234")
+	b.reply()
+
+	a2 := h.attach(sessions.AttachOptions{Author: alice, Guide: "recalling"})
+	a2.say("what was my locker code?")
+	a2.reply()
+	sys := systemOf(lastRequest(t, h.llm))
+	if !strings.Contains(sys, "Recalled from earlier conversations of Alice") || !strings.Contains(sys, "my locker code is 4711") || strings.Contains(sys, "1234") {
+		t.Fatalf("Alice's recall:\n%s", sys)
+	}
+	if !regexp.MustCompile(`- \d{4}-\d\d-\d\d \d\d:\d\d UTC, conversation s_`).MatchString(sys) {
+		t.Fatalf("a recalled message without its date and conversation:\n%s", sys)
+	}
+
+	h.llm.Push(
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "s1", Name: "memory_search", Args: `{"query":"locker code","limit":5}`}}},
+		openaitest.Reply{Text: []string{"Found it."}},
+	)
+	b2 := h.attach(sessions.AttachOptions{Author: bob, Guide: "recalling"})
+	b2.say("search for my code")
+	b2.reply()
+	req := lastRequest(t, h.llm)
+	result := openaitest.Text(req.Messages[len(req.Messages)-1].Content)
+	if !strings.Contains(result, "1234") || strings.Contains(result, "4711") {
+		t.Fatalf("Bob's memory_search: %q", result)
+	}
+	if sys := systemOf(req); strings.Contains(sys, "4711") {
+		t.Fatalf("Bob's recall holds Alice's code:\n%s", sys)
 	}
 }

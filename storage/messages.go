@@ -14,8 +14,10 @@ import (
 )
 
 const (
-	insertMessage = `INSERT INTO messages (session_id, role, data) VALUES (?, ?, ?)`
-	savePending   = `INSERT INTO pending_turns (session_id, data, updated_at) VALUES (?, ?, ?)
+	insertMessage = `INSERT INTO messages (session_id, role, data, created_at) VALUES (?, ?, ?, ?)`
+	// indexMessage makes a message's text findable by Search.
+	indexMessage = `INSERT INTO messages_fts (rowid, text) VALUES (?, ?)`
+	savePending  = `INSERT INTO pending_turns (session_id, data, updated_at) VALUES (?, ?, ?)
 		ON CONFLICT (session_id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at`
 	deletePending   = `DELETE FROM pending_turns WHERE session_id = ?`
 	insertSeenInput = `INSERT INTO seen_inputs (session_id, client_id, seen_at) VALUES (?, ?, ?)
@@ -179,9 +181,21 @@ func (db *DB) WriteTurn(ctx context.Context, sessionID string, w switchboard.Tur
 			if err != nil {
 				return err
 			}
+			now := time.Now().UnixMilli()
 			for i, m := range w.Messages {
-				if _, err := stmt.ExecContext(ctx, sessionID, string(m.Role), data[i]); err != nil {
+				res, err := stmt.ExecContext(ctx, sessionID, string(m.Role), data[i], now)
+				if err != nil {
 					return fmt.Errorf("message %d: %w", i, err)
+				}
+				if m.Content == "" || (m.Role != switchboard.RoleUser && m.Role != switchboard.RoleAssistant) {
+					continue
+				}
+				id, err := res.LastInsertId()
+				if err != nil {
+					return fmt.Errorf("message %d: %w", i, err)
+				}
+				if _, err := db.execWrite(ctx, tx, indexMessage, id, m.Content); err != nil {
+					return fmt.Errorf("message %d: index: %w", i, err)
 				}
 			}
 		}

@@ -136,8 +136,12 @@ func (db *DB) Expired(ctx context.Context, before time.Time, limit int) ([]strin
 func (db *DB) DeleteSessions(ctx context.Context, ids []string) error {
 	err := db.inBatch(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for _, id := range ids {
-			// Events have no foreign key (see the schema); the rest cascade.
+			// Events have no foreign key (see the schema), nor has the
+			// search index; the rest cascade.
 			if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE session_id = ?`, id); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM messages_fts WHERE rowid IN (SELECT id FROM messages WHERE session_id = ?)`, id); err != nil {
 				return err
 			}
 			if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id); err != nil {

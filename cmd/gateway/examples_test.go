@@ -425,7 +425,7 @@ func loadExampleGuide(t *testing.T, b docBlock) {
 	}
 	// Every tool the gateway can offer: the built-ins, the sandbox's, and
 	// the MCP servers the docs' examples configure.
-	all := append(tools.Builtins(time.Now), tools.MemoryTools(nil, time.Now)...)
+	all := append(tools.Builtins(time.Now), append(tools.MemoryTools(nil, time.Now), tools.RecallTool(nil))...)
 	sb, err := sandbox.New(sandbox.Config{Enabled: true, Dir: t.TempDir()}, nil)
 	if err != nil {
 		t.Fatal(err)

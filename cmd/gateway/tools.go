@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard-gw/switchboard/config"
 	"github.com/switchboard-gw/switchboard/sessions"
+	"github.com/switchboard-gw/switchboard/storage"
 	"github.com/switchboard-gw/switchboard/tools"
 	"github.com/switchboard-gw/switchboard/tools/mcp"
 	"github.com/switchboard-gw/switchboard/tools/sandbox"
@@ -31,9 +32,16 @@ type toolbox struct {
 // with start, once the sessions exist.
 // memories keeps what remember is told (nil for the doctor, which only
 // checks that guides name tools that exist).
-func buildTools(cfg config.Config, environ []string, memories tools.Memories, log *slog.Logger) (*toolbox, error) {
+func buildTools(cfg config.Config, environ []string, db *storage.DB, log *slog.Logger) (*toolbox, error) {
 	tb := &toolbox{log: log, images: dataDir(cfg, "images")}
-	all := append(tools.Builtins(time.Now), tools.MemoryTools(memories, time.Now)...)
+	var (
+		memories tools.Memories
+		recall   tools.Recall
+	)
+	if db != nil {
+		memories, recall = db, db
+	}
+	all := append(tools.Builtins(time.Now), append(tools.MemoryTools(memories, time.Now), tools.RecallTool(recall))...)
 	if sc := cfg.Tools.Sandbox; sc.Enabled {
 		sb, err := sandbox.New(sandboxConfig(cfg), log)
 		if err != nil {
