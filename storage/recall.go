@@ -1,12 +1,20 @@
 package storage
 
 import (
+	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
+
+	"golang.org/x/text/runes"
+	"golang.org/x/text/transform"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/switchboard-gw/switchboard"
 )
@@ -20,7 +28,11 @@ const MaxQuery = 32
 // not in. The query is taken as words, any of which may match; FTS5's
 // own syntax is not: a person's quotes and stars are text.
 func (db *DB) Search(ctx context.Context, reader, query string, limit int) ([]switchboard.Found, error) {
-	match := ftsQuery(query)
+	words, err := db.telling(ctx, queryWords(query))
+	if err != nil {
+		return nil, err
+	}
+	match := ftsQuery(words)
 	if match == "" {
 		return nil, nil
 	}
@@ -55,16 +67,73 @@ func (db *DB) Search(ctx context.Context, reader, query string, limit int) ([]sw
 	return hits, nil
 }
 
-// ftsQuery is a person's query as an FTS5 query: each word quoted (so no
-// operator or syntax of theirs reaches FTS5), any of them matching, at
-// most MaxQuery words.
-func ftsQuery(q string) string {
-	words := strings.FieldsFunc(q, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
-	if len(words) > MaxQuery {
-		words = words[:MaxQuery]
+// queryWords are a person's query's words, lower case, each once, at most
+// MaxQuery.
+func queryWords(q string) []string {
+	var words []string
+	for _, w := range strings.FieldsFunc(fold(q), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) }) {
+		if !slices.Contains(words, w) {
+			words = append(words, w)
+		}
+		if len(words) == MaxQuery {
+			break
+		}
 	}
+	return words
+}
+
+// fold is text as the index's tokenizer keeps it (unicode61 with
+// remove_diacritics): lower case, without accents ("Café" is "cafe").
+func fold(s string) string {
+	out, _, err := transform.String(transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC), strings.ToLower(s))
+	if err != nil {
+		return strings.ToLower(s)
+	}
+	return out
+}
+
+// commonWord is how many messages a word may be in and still tell them
+// apart: ranking costs a row for every message a word is in, so the words
+// of a question ("what", "the", "said") are left out, and a search's cost
+// stays bounded however long the conversations.
+const commonWord = 5000
+
+// telling keeps the words that are in at most commonWord messages, the
+// rarest first; a query of common words alone keeps its rarest one, unless
+// that is in more than 20 times as many (it tells nothing then).
+func (db *DB) telling(ctx context.Context, words []string) ([]string, error) {
+	type counted struct {
+		word string
+		docs int64
+	}
+	var all []counted
+	for _, w := range words {
+		var docs int64
+		err := db.read.QueryRowContext(ctx, `SELECT doc FROM messages_vocab WHERE term = ?`, w).Scan(&docs)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // in no message: nothing to find by it
+		}
+		if err != nil {
+			return nil, fmt.Errorf("storage: search: %w", err)
+		}
+		all = append(all, counted{w, docs})
+	}
+	slices.SortFunc(all, func(a, b counted) int { return cmp.Compare(a.docs, b.docs) })
+	var keep []string
+	for i, c := range all {
+		if c.docs <= commonWord || i == 0 && c.docs <= 20*commonWord {
+			keep = append(keep, c.word)
+		}
+	}
+	return keep, nil
+}
+
+// ftsQuery is words as an FTS5 query: each quoted (so no operator or
+// syntax of a person's reaches FTS5), any of them matching.
+func ftsQuery(words []string) string {
+	quoted := make([]string, len(words))
 	for i, w := range words {
-		words[i] = `"` + w + `"`
+		quoted[i] = `"` + strings.ReplaceAll(w, `"`, `""`) + `"`
 	}
-	return strings.Join(words, " OR ")
+	return strings.Join(quoted, " OR ")
 }

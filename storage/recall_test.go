@@ -64,6 +64,12 @@ func TestSearch(t *testing.T) {
 			t.Errorf("query %q: %v", q, err)
 		}
 	}
+	say("alices", "We met at the Café Zürich.")
+	for _, q := range []string{"cafe zurich", "CAFÉ", "Zürich"} {
+		if got := texts("web:alice", q); len(got) != 1 || got[0] != "alices: We met at the Café Zürich." {
+			t.Errorf("%q found %q", q, got)
+		}
+	}
 	if got := texts("web:alice", "  ?!  "); len(got) != 0 {
 		t.Fatalf("an empty query found %q", got)
 	}
