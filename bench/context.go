@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/switchboard-gw/switchboard"
@@ -17,7 +18,15 @@ type contextResult struct {
 	messages int
 	median   time.Duration
 	p99      time.Duration
+	// recall is what memory.recall adds to a turn: the FTS5 search of a
+	// message's words among the reader's conversations (storage.Search).
+	recallMedian, recallP99 time.Duration
 }
+
+// recallQuery is a new message as memory.recall searches with it: words
+// in every message (left out by the search: they tell nothing), words in
+// none, and one rare one, which must be found.
+const recallQuery = "what did we say about message 4242 of the long conversation?"
 
 // windowSize is the bench guide's memory window.
 const windowSize = 20
@@ -69,7 +78,25 @@ func measureContextBuild(ctx context.Context, dir string, sizes []int, runs int)
 			}
 		}
 		slices.Sort(times)
-		out = append(out, contextResult{messages: n, median: percentile(times, 50), p99: percentile(times, 99)})
+		res := contextResult{messages: n, median: percentile(times, 50), p99: percentile(times, 99)}
+		if err := db.SetMember(ctx, id, switchboard.Member{Key: "bench:reader", Role: "owner"}); err != nil {
+			return nil, err
+		}
+		times = times[:0]
+		for range runs {
+			start := time.Now()
+			found, err := db.Search(ctx, "bench:reader", recallQuery, 3)
+			if err != nil {
+				return nil, err
+			}
+			times = append(times, time.Since(start))
+			if len(found) == 0 || !strings.HasPrefix(found[0].Message.Content, "message 4242 ") {
+				return nil, fmt.Errorf("recall did not find message 4242 first: %d found", len(found))
+			}
+		}
+		slices.Sort(times)
+		res.recallMedian, res.recallP99 = percentile(times, 50), percentile(times, 99)
+		out = append(out, res)
 	}
 	return out, nil
 }

@@ -66,7 +66,7 @@ func run(ctx context.Context, args []string) error {
 	duration := fs.Duration("duration", 5*time.Second, "measured time per run")
 	warmup := fs.Duration("warmup", time.Second, "unmeasured time before each run")
 	idle := fs.Int("idle", 10000, "idle connections for the memory measurement (0 to skip)")
-	contextSizes := fs.String("context", "1000,1000000", "stored messages for the context-build measurement ('' to skip)")
+	contextSizes := fs.String("context", "10000,1000000", "stored messages for the context-build measurement ('' to skip)")
 	profiles := fs.String("cpuprofile", "", "directory for a CPU profile of each gateway run, gateway-<sessions>.prof ('' for none)")
 	soak := fs.Duration("soak", 0, "instead of the benchmarks: a soak of this long (sessions opened, used and closed), reporting memory and goroutines over time")
 	soakClients := fs.Int("soak-clients", 300, "concurrent clients in the soak")
@@ -204,7 +204,7 @@ func run(ctx context.Context, args []string) error {
 			return fmt.Errorf("context build: %w", err)
 		}
 		for _, c := range rep.context {
-			log("context build with %d stored messages: median %v, p99 %v", c.messages, c.median, c.p99)
+			log("context build with %d stored messages: median %v, p99 %v; recall median %v, p99 %v", c.messages, c.median, c.p99, c.recallMedian, c.recallP99)
 		}
 	}
 

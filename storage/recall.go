@@ -3,9 +3,7 @@ package storage
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -99,33 +97,32 @@ func fold(s string) string {
 const commonWord = 5000
 
 // telling keeps the words that are in at most commonWord messages, the
-// rarest first; a query of common words alone keeps its rarest one, unless
-// that is in more than 20 times as many (it tells nothing then).
+// rarest first, counting each word's messages only up to that bound (a
+// common word's whole list is never read). A question of common words
+// alone finds nothing: they tell nothing.
 func (db *DB) telling(ctx context.Context, words []string) ([]string, error) {
 	type counted struct {
 		word string
-		docs int64
+		docs int
 	}
-	var all []counted
+	var keep []counted
 	for _, w := range words {
-		var docs int64
-		err := db.read.QueryRowContext(ctx, `SELECT doc FROM messages_vocab WHERE term = ?`, w).Scan(&docs)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue // in no message: nothing to find by it
-		}
+		var docs int
+		err := db.read.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)`,
+			ftsQuery([]string{w}), commonWord+1).Scan(&docs)
 		if err != nil {
 			return nil, fmt.Errorf("storage: search: %w", err)
 		}
-		all = append(all, counted{w, docs})
-	}
-	slices.SortFunc(all, func(a, b counted) int { return cmp.Compare(a.docs, b.docs) })
-	var keep []string
-	for i, c := range all {
-		if c.docs <= commonWord || i == 0 && c.docs <= 20*commonWord {
-			keep = append(keep, c.word)
+		if docs > 0 && docs <= commonWord {
+			keep = append(keep, counted{w, docs})
 		}
 	}
-	return keep, nil
+	slices.SortFunc(keep, func(a, b counted) int { return cmp.Compare(a.docs, b.docs) })
+	out := make([]string, len(keep))
+	for i, c := range keep {
+		out[i] = c.word
+	}
+	return out, nil
 }
 
 // ftsQuery is words as an FTS5 query: each quoted (so no operator or
