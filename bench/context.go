@@ -26,7 +26,7 @@ type contextResult struct {
 // recallQuery is a new message as memory.recall searches with it: words
 // in every message (left out by the search: they tell nothing), words in
 // none, and one rare one, which must be found.
-const recallQuery = "what did we say about message 4242 of the long conversation?"
+const recallQuery = "what did we say about message 42 of the long conversation?"
 
 // windowSize is the bench guide's memory window.
 const windowSize = 20
@@ -90,8 +90,8 @@ func measureContextBuild(ctx context.Context, dir string, sizes []int, runs int)
 				return nil, err
 			}
 			times = append(times, time.Since(start))
-			if len(found) == 0 || !strings.HasPrefix(found[0].Message.Content, "message 4242 ") {
-				return nil, fmt.Errorf("recall did not find message 4242 first: %d found", len(found))
+			if len(found) == 0 || !strings.HasPrefix(found[0].Message.Content, "message 42 ") {
+				return nil, fmt.Errorf("recall did not find message 42 first: %d found", len(found))
 			}
 		}
 		slices.Sort(times)
