@@ -138,7 +138,7 @@ func (r report) markdown() string {
 		p("## Context build\n\n")
 		p("Loading the sliding window (%d messages) of a session from SQLite, as a session does when it loads; "+
 			"afterwards the window is kept in memory and each turn builds its request from it. Median and p99 of %d loads.\n\n", windowSize, contextLoads)
-		p("*Recall* is what `memory.recall: true` adds to a turn: the full-text search (SQLite FTS5, BM25) of the new message's words "+
+		p("*Recall* is what `memory.recall: true` adds to a turn: the full-text search (SQLite FTS5, BM25) of the new message's words " +
 			"among the reader's conversations, here a question of common words and one rare one over a conversation of that many messages.\n\n")
 		p("| stored messages | median | p99 | recall median | recall p99 |\n| ---: | ---: | ---: | ---: | ---: |\n")
 		for _, c := range r.context {
