@@ -36,6 +36,7 @@ run: build
 
 ## test: every test — unit, wire-level integration, browser
 test:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "not gofmt'ed (make fmt):"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 10m ./...
 
