@@ -85,12 +85,12 @@ func ImageOf(img switchboard.UIImage, maxURL int) (shownAt string, upload *switc
 	return u, nil, ""
 }
 
-// MaxUpload is the largest image a place is given as a file.
-const MaxUpload = 8 << 20
+// maxUpload is the largest image a place is given as a file.
+const maxUpload = 8 << 20
 
-// ErrNoImage: an image to upload is not base64 image data, or larger than
-// MaxUpload.
-var ErrNoImage = errors.New("not valid base64 image data, or larger than 8 MiB")
+// errNoImage: an image to upload is not base64 image data, or larger than
+// maxUpload.
+var errNoImage = errors.New("not valid base64 image data, or larger than 8 MiB")
 
 // Upload is an image to upload as the file a platform takes: its bytes
 // (decoded from base64 or a data: URL's base64) and a file name with the
@@ -103,8 +103,8 @@ func Upload(img *switchboard.UIImage) (name string, data []byte, err error) {
 		}
 	}
 	raw, err := base64.StdEncoding.DecodeString(b64)
-	if err != nil || len(raw) == 0 || len(raw) > MaxUpload {
-		return "", nil, ErrNoImage
+	if err != nil || len(raw) == 0 || len(raw) > maxUpload {
+		return "", nil, errNoImage
 	}
 	ext := ".png"
 	switch img.MIMEType {

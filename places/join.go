@@ -10,8 +10,8 @@ import (
 	"github.com/switchboard-gw/switchboard/sessions"
 )
 
-// JoinRecap is how many of the last messages a joined place is shown.
-const JoinRecap = 6
+// joinRecap is how many of the last messages a joined place is shown.
+const joinRecap = 6
 
 // Where is the place a join is for: its address, whether it is one
 // person's (a DM: their own join may switch it to another conversation),
@@ -52,7 +52,7 @@ func (l *Layer) Join(ctx context.Context, at Where, author switchboard.Author, c
 		return postErr
 	}
 	p := sessions.Place{Channel: l.cfg.Channel, Address: at.Address, Direct: at.Direct}
-	sessionID, role, err := l.cfg.Sessions.JoinPlace(ctx, code, author, p, JoinRecap, prove)
+	sessionID, role, err := l.cfg.Sessions.JoinPlace(ctx, code, author, p, joinRecap, prove)
 	const notUsed = "Not joined, and the code is not used: "
 	if postErr != nil {
 		l.log.Info(l.cfg.Channel+": join refused: the bot cannot post in the place", "place", at.Address, "err", postErr)

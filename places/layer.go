@@ -143,9 +143,6 @@ func New(cfg Config) *Layer {
 	return l
 }
 
-// Channel is the chat app's name.
-func (l *Layer) Channel() string { return l.cfg.Channel }
-
 // Start starts the places' workers, which run until ctx ends (Wait waits
 // for them): from now on Run queues work.
 func (l *Layer) Start(ctx context.Context) {
@@ -186,6 +183,14 @@ func (l *Layer) Resume() {
 	if err := l.cfg.Sessions.CatchUp(ctx, l.cfg.Channel); err != nil {
 		l.log.Error(l.cfg.Channel+": catching up", "err", err)
 	}
+}
+
+// Live reports whether the places are followed (Resume ran): what comes
+// in can be answered.
+func (l *Layer) Live() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.live
 }
 
 // Context is Start's context, nil before Start: what the chat app's work

@@ -43,10 +43,11 @@ type turn struct {
 	started time.Time
 	// usageStored is set once Usage is in the store with the answer.
 	usageStored bool
-	// recalled is what memory.recall found for the turn's message, made
-	// once (recallOnce) and given with every request of the turn.
-	recalled   string
-	recallOnce bool
+	// notes are what the turn's requests are told of the person it
+	// answers — their memories, what memory.recall found — read once
+	// (noted) and given with every request of the turn (memories.go).
+	notes string
+	noted bool
 }
 
 // userTurn answers a user's message. The message, its event and the turn
@@ -197,7 +198,7 @@ func (s *session) interrupting(err error) bool {
 // calls. Nothing is added to the context here: a stream that breaks half
 // way leaves no half message behind.
 func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (switchboard.Message, *switchboard.MessageData, error) {
-	system := s.systemPrompt(final) + s.memoriesNote(ctx, t.Author) + s.recallNote(ctx, t)
+	system := s.systemPrompt(final) + s.turnNotes(ctx, t)
 	var tools []providers.ToolSpec
 	if !final {
 		tools = s.toolSpecs()

@@ -49,21 +49,27 @@ func (s *session) memoriesNote(ctx context.Context, who switchboard.Author) stri
 	return b.String()
 }
 
+// turnNotes are the memories of the person the turn answers and what
+// memory.recall found for their message, read from the store once a turn
+// rather than for each of its model calls.
+func (s *session) turnNotes(ctx context.Context, t *turn) string {
+	if !t.noted {
+		t.notes, t.noted = s.memoriesNote(ctx, t.Author)+s.recallNote(ctx, t), true
+	}
+	return t.notes
+}
+
 // maxRecalled is how many matches memory.recall adds to a turn.
 const maxRecalled = 3
 
 // recallNote is, for a guide with memory.recall, the best matches for the
 // turn's message from the conversations of the person it answers, marked
-// as recalled, with their dates; found once per turn. A match the model is
-// given anyway (in this conversation's window) is left out.
+// as recalled, with their dates. A match the model is given anyway (in
+// this conversation's window) is left out.
 func (s *session) recallNote(ctx context.Context, t *turn) string {
 	if !s.guide.Memory.Recall || t.Author.ID == "" {
 		return ""
 	}
-	if t.recallOnce {
-		return t.recalled
-	}
-	t.recallOnce = true
 	query := ""
 	for i := len(s.window) - 1; i >= 0; i-- {
 		if s.window[i].Role == switchboard.RoleUser {
@@ -92,11 +98,11 @@ func (s *session) recallNote(ctx context.Context, t *turn) string {
 			break
 		}
 	}
-	if len(keep) > 0 {
-		t.recalled = "\n\nRecalled from earlier conversations of " + t.Author.DisplayName() +
-			" (they may not be relevant; the dates tell how old they are):\n" + tools.FormatFound(keep)
+	if len(keep) == 0 {
+		return ""
 	}
-	return t.recalled
+	return "\n\nRecalled from earlier conversations of " + t.Author.DisplayName() +
+		" (they may not be relevant; the dates tell how old they are):\n" + tools.FormatFound(keep)
 }
 
 // listMemories answers /memory: the asker's memories, to them alone.

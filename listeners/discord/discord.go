@@ -26,7 +26,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -107,11 +106,10 @@ type Listener struct {
 	tokens   map[string]interactionToken
 
 	// wg are Run's goroutines besides the place layer's; ready is closed
-	// once Discord said who the bot is, live set once places are followed
-	// (interactions over HTTP are answered from then on).
+	// once Discord said who the bot is. Interactions over HTTP are
+	// answered once the places are followed (places.Layer.Live).
 	wg    sync.WaitGroup
 	ready chan struct{}
-	live  atomic.Bool
 }
 
 type interactionToken struct {
@@ -314,7 +312,6 @@ func (l *Listener) Run(ctx context.Context) error {
 	}
 
 	l.places.Resume()
-	l.live.Store(true)
 	<-ctx.Done()
 	l.wg.Wait()
 	return nil

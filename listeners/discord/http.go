@@ -52,7 +52,7 @@ func (l *Listener) Handler() http.Handler {
 			http.Error(w, "not an interaction", http.StatusBadRequest)
 			return
 		}
-		if i.Type != discordgo.InteractionPing && !l.live.Load() {
+		if i.Type != discordgo.InteractionPing && !l.places.Live() {
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, "starting", http.StatusServiceUnavailable)
 			return

@@ -46,20 +46,6 @@ func showsAll(msgs []discordtest.Message) string {
 	return b.String()
 }
 
-// toolResults are the tool results the model was given: text written for
-// the model.
-func (r *rig) toolResults() []string {
-	var out []string
-	for _, req := range r.gw.LLM.Requests() {
-		for _, m := range req.Messages {
-			if m.Role == "tool" {
-				out = append(out, openaitest.Text(m.Content))
-			}
-		}
-	}
-	return out
-}
-
 // checkNoToolMessages fails if a bot message is a tool line of its own:
 // the old "-# → tool" and "-# ← tool" posts, or a message of nothing but
 // tool lines.
@@ -115,7 +101,7 @@ func TestApprovedToolCallIsALineOfTheAnswer(t *testing.T) {
 		t.Errorf("the decided card does not say who approved it and when: %s", decided)
 	}
 
-	results := r.toolResults()
+	results := r.gw.LLM.ToolResults()
 	if len(results) != 1 || !strings.Contains(results[0], "UTC") {
 		t.Fatalf("tool results the model got: %q", results)
 	}
@@ -178,7 +164,7 @@ func TestPresentShowsTheCardAndNoToolLines(t *testing.T) {
 			t.Errorf("the thread shows %q:\n%s", never, all)
 		}
 	}
-	results := r.toolResults()
+	results := r.gw.LLM.ToolResults()
 	if len(results) != 1 || !strings.Contains(results[0], "do not assume their choice") {
 		t.Fatalf("present's result: %q", results)
 	}

@@ -55,20 +55,6 @@ func showsAll(msgs []slacktest.Message) string {
 	return b.String()
 }
 
-// toolResults are the tool results the model was given: text written for
-// the model.
-func (r *rig) toolResults() []string {
-	var out []string
-	for _, req := range r.gw.LLM.Requests() {
-		for _, m := range req.Messages {
-			if m.Role == "tool" {
-				out = append(out, openaitest.Text(m.Content))
-			}
-		}
-	}
-	return out
-}
-
 // checkNoToolMessages fails if a bot message is a tool line of its own:
 // the old "→ tool" and "← tool" posts, or a message that is nothing but
 // tool lines.
@@ -133,7 +119,7 @@ func TestApprovedToolCallIsALineOfTheAnswer(t *testing.T) {
 				t.Errorf("the decided card does not say who approved it and when: %s", decided)
 			}
 
-			results := r.toolResults()
+			results := r.gw.LLM.ToolResults()
 			if len(results) != 1 || !strings.Contains(results[0], "UTC") {
 				t.Fatalf("tool results the model got: %q", results)
 			}
@@ -213,7 +199,7 @@ func TestPresentShowsTheCardAndNoToolLines(t *testing.T) {
 			}
 			// What the model was told is model-facing text, and the thread
 			// shows none of it.
-			results := r.toolResults()
+			results := r.gw.LLM.ToolResults()
 			if len(results) != 1 || !strings.Contains(results[0], "do not assume their choice") {
 				t.Fatalf("present's result: %q", results)
 			}

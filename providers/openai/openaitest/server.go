@@ -142,6 +142,20 @@ func (s *Server) Requests() []Request {
 	return append([]Request(nil), s.requests...)
 }
 
+// ToolResults are the tool results the model was given, in every request
+// so far: text written for the model.
+func (s *Server) ToolResults() []string {
+	var out []string
+	for _, req := range s.Requests() {
+		for _, m := range req.Messages {
+			if m.Role == "tool" {
+				out = append(out, Text(m.Content))
+			}
+		}
+	}
+	return out
+}
+
 // Text returns a message's content as a string (it may be a string or a
 // list of parts on the wire).
 func Text(raw json.RawMessage) string {
