@@ -49,7 +49,12 @@ const (
 const (
 	DefaultWindow        = 20
 	DefaultMaxIterations = 8
+	DefaultToolsMax      = 20
 )
+
+// MaxToolsMax is the most tools a request may carry: OpenAI's documented
+// limit for the tools of one request, the lowest of the providers'.
+const MaxToolsMax = 128
 
 // Memory is how much of the conversation the model sees.
 type Memory struct {
@@ -141,7 +146,13 @@ type Guide struct {
 	Memory          Memory
 	InitialMemories []string
 	Tools           []string
-	Approval        Approval
+	// ToolsMax is how many tools a request carries at most. A guide with
+	// more (an MCP server's tools count one by one) offers the model its
+	// ToolsPinned, the tools in use, and the best matches for the
+	// conversation, with find_tools to look for the others.
+	ToolsMax    int
+	ToolsPinned []string
+	Approval    Approval
 	// MaxIterations bounds the tool rounds of one turn.
 	MaxIterations int
 	// MaxTokens caps a response; 0 leaves it to the provider.
@@ -171,6 +182,7 @@ func (g Guide) clone() Guide {
 	}
 	g.InitialMemories = slices.Clone(g.InitialMemories)
 	g.Tools = slices.Clone(g.Tools)
+	g.ToolsPinned = slices.Clone(g.ToolsPinned)
 	g.Suggestions = slices.Clone(g.Suggestions)
 	g.Approval.Auto = slices.Clone(g.Approval.Auto)
 	g.Approval.Ask = slices.Clone(g.Approval.Ask)
@@ -206,6 +218,7 @@ func Parse(file string, data []byte) (Guide, error) {
 		Memory:         Memory{Policy: SlidingWindow, Window: DefaultWindow},
 		Approval:       Approval{Default: Ask},
 		MaxIterations:  DefaultMaxIterations,
+		ToolsMax:       DefaultToolsMax,
 		MembersMayStop: true,
 		File:           file,
 	}
@@ -251,8 +264,7 @@ func (p parser) frontMatter(g *Guide, src string) error {
 	if root.Kind != yaml.MappingNode {
 		return p.errorf(root, "front matter must be a mapping of keys (name: …, tools: […])")
 	}
-	var nameNode *yaml.Node
-	var approvalNode *yaml.Node
+	var nameNode, approvalNode, pinnedNode *yaml.Node
 	err := p.mapping(root, "", func(key string, k, v *yaml.Node) error {
 		var err error
 		switch key {
@@ -275,6 +287,13 @@ func (p parser) frontMatter(g *Guide, src string) error {
 			g.InitialMemories, err = p.list(v, key)
 		case "tools":
 			if g.Tools, err = p.list(v, key); err == nil {
+				err = p.unique(v, key)
+			}
+		case "tools_max":
+			err = p.intRange(v, key, 2, MaxToolsMax, &g.ToolsMax)
+		case "tools_pinned":
+			pinnedNode = v
+			if g.ToolsPinned, err = p.list(v, key); err == nil {
 				err = p.unique(v, key)
 			}
 		case "approval":
@@ -303,8 +322,27 @@ func (p parser) frontMatter(g *Guide, src string) error {
 	if err := p.checkName(g, nameNode); err != nil {
 		return err
 	}
+	if pinnedNode != nil {
+		if err := p.pinnedTools(pinnedNode, g); err != nil {
+			return err
+		}
+	}
 	if approvalNode != nil {
 		return p.approvalTools(approvalNode, g.Tools)
+	}
+	return nil
+}
+
+// pinnedTools runs once tools and tools_max are known: a pinned tool must
+// be one of the guide's, and the pinned ones must leave room for others.
+func (p parser) pinnedTools(n *yaml.Node, g *Guide) error {
+	for _, item := range n.Content {
+		if !Covers(g.Tools, item.Value) {
+			return p.errorf(item, "tools_pinned: tool %q is not in tools (%s)", item.Value, strings.Join(g.Tools, ", "))
+		}
+	}
+	if len(g.ToolsPinned) >= g.ToolsMax {
+		return p.errorf(n, "tools_pinned: %d tools pinned leave no room under tools_max (%d): pin fewer or raise tools_max", len(g.ToolsPinned), g.ToolsMax)
 	}
 	return nil
 }

@@ -66,6 +66,8 @@ approval:
 max_iterations: 3
 max_tokens: 500
 members_may_stop: false
+tools_max: 3
+tools_pinned: [t2]
 ---
 
   You are full.
@@ -89,6 +91,9 @@ members_may_stop: false
 	}
 	if !slices.Equal(g.InitialMemories, []string{"a", "b"}) || !slices.Equal(g.Tools, []string{"t1", "t2", "t3", "t4"}) {
 		t.Errorf("lists: %+v", g)
+	}
+	if g.ToolsMax != 3 || !slices.Equal(g.ToolsPinned, []string{"t2"}) {
+		t.Errorf("tools_max %d, tools_pinned %v", g.ToolsMax, g.ToolsPinned)
 	}
 	if g.Prompt != "You are full." || g.File != "guides/full.md" {
 		t.Errorf("prompt %q, file %q", g.Prompt, g.File)
@@ -116,6 +121,9 @@ func TestParseDefaults(t *testing.T) {
 	}
 	if !g.MembersMayStop {
 		t.Errorf("members may stop a running turn unless the guide says otherwise")
+	}
+	if g.ToolsMax != DefaultToolsMax || g.ToolsPinned != nil {
+		t.Errorf("tools_max defaults to %d with nothing pinned: %d, %v", DefaultToolsMax, g.ToolsMax, g.ToolsPinned)
 	}
 
 	// An empty front matter and CRLF line ends are fine too.
@@ -172,6 +180,16 @@ func TestParseErrors(t *testing.T) {
 			`guides/support.md:3: memory.max_context_tokens: must be between 1000 and 10000000`},
 		{"unknown memory key", "---\nmemory:\n  windw: 5\n---\nHi.\n",
 			`guides/support.md:3: unknown key "memory.windw"`},
+		{"tools_max range", "---\ntools: [a]\ntools_max: 200\n---\nHi.\n",
+			`guides/support.md:3: tools_max: must be between 2 and 128`},
+		{"pinned not a tool", "---\ntools: [a, b]\ntools_pinned: [c]\n---\nHi.\n",
+			`guides/support.md:3: tools_pinned: tool "c" is not in tools (a, b)`},
+		{"pinned twice", "---\ntools: [a, b]\ntools_pinned: [a, a]\n---\nHi.\n",
+			`guides/support.md:3: tools_pinned: "a" is listed twice`},
+		{"pinned leave no room", "---\ntools: [a, b, c]\ntools_max: 2\ntools_pinned: [a, b]\n---\nHi.\n",
+			`guides/support.md:4: tools_pinned: 2 tools pinned leave no room under tools_max (2)`},
+		{"pinned server tools", "---\ntools: [gh.*]\ntools_pinned: [gh.create_issue, other.x]\n---\nHi.\n",
+			`guides/support.md:3: tools_pinned: tool "other.x" is not in tools (gh.*)`},
 		{"max_iterations range", "---\nmax_iterations: 51\n---\nHi.\n",
 			`guides/support.md:2: max_iterations: must be between 1 and 50`},
 		{"max_iterations not a number", "---\nmax_iterations: many\n---\nHi.\n",

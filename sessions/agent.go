@@ -38,6 +38,9 @@ type turn struct {
 	// Author is whose message the turn answers: their memories are
 	// offered, and remember and forget act for them (memories.go).
 	Author switchboard.Author `json:"author,omitzero"`
+	// Found are the tools find_tools found in this turn: its requests
+	// carry them from then on (toolpick.go).
+	Found []string `json:"found,omitempty"`
 	// started is when the user's message arrived, for the turn-duration
 	// metric; a turn resumed after an approval does not count the wait.
 	started time.Time
@@ -156,6 +159,7 @@ func (s *session) agentLoop(ctx context.Context, t *turn, resume *pendingTurn) {
 
 		p := &pendingTurn{Turn: *t, Assistant: reply, Results: make([]*switchboard.Message, len(reply.ToolCalls))}
 		auto := s.triage(ctx, p)
+		t.Found = p.Turn.Found
 		s.runTools(ctx, turnCtx, p, auto)
 		if s.cutShort(turnCtx) {
 			// Not stored: the step is asked for again when the turn is.
@@ -201,7 +205,7 @@ func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (
 	system := s.systemPrompt(final) + s.turnNotes(ctx, t)
 	var tools []providers.ToolSpec
 	if !final {
-		tools = s.toolSpecs()
+		tools = s.toolSpecs(t)
 	}
 	s.maybeCompact(ctx, turnCtx, t, system, tools)
 	req := providers.Request{
@@ -278,6 +282,11 @@ func (s *session) triage(ctx context.Context, p *pendingTurn) []int {
 		s.emit(ctx, switchboard.EventToolCall, switchboard.ToolCallData{ID: call.ID, Name: call.Name, Args: call.Args})
 		policy := s.guide.Approval.For(call.Name)
 		switch {
+		case call.Name == findToolsName && len(s.offerable()) > s.toolsMax():
+			content, isError := s.findTools(&p.Turn, call.Args)
+			s.setResult(ctx, p, i, content, isError)
+		case !s.guideHasTool(call.Name) && len(s.offerable()) > s.toolsMax():
+			s.setResult(ctx, p, i, fmt.Sprintf("unknown tool %q; use %s to look for the tool you need", call.Name, findToolsName), true)
 		case !s.guideHasTool(call.Name):
 			s.setResult(ctx, p, i, fmt.Sprintf("unknown tool %q; available tools: %s", call.Name, strings.Join(s.guideTools(), ", ")), true)
 		case policy == guides.Deny:
@@ -523,21 +532,6 @@ func (s *session) guideTools() []string {
 		names = append(names, name)
 	}
 	return names
-}
-
-func (s *session) toolSpecs() []providers.ToolSpec {
-	var specs []providers.ToolSpec
-	for _, name := range s.guideTools() {
-		if s.guide.Approval.For(name) == guides.Deny {
-			continue // a tool the model may never use is not offered
-		}
-		t, ok := s.m.cfg.Tools.Lookup(name)
-		if !ok {
-			continue
-		}
-		specs = append(specs, providers.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
-	}
-	return specs
 }
 
 func (s *session) guideHasTool(name string) bool {

@@ -77,6 +77,19 @@ approval: { default: auto }
 You recall what was said before.
 `
 
+// manyToolsGuide offers a code host's server, whose tools are far more
+// than its tools_max.
+const manyToolsGuide = `---
+name: many
+description: Works with the code host
+tools: [calculator, gh.*]
+tools_max: 6
+tools_pinned: [calculator]
+approval: { default: auto, ask: [calculator, gh.delete_repository] }
+---
+You use the code host.
+`
+
 const otherGuide = `---
 name: other
 description: Another persona
@@ -133,7 +146,7 @@ func buildHarness(t *testing.T, model providers.Provider, opts []option) *harnes
 	if err := os.MkdirAll(gdir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, body := range map[string]string{"tester.md": testGuide, "other.md": otherGuide, "servers.md": serversGuide, "compacting.md": compactingGuide, "remembering.md": rememberingGuide, "recalling.md": recallingGuide} {
+	for name, body := range map[string]string{"tester.md": testGuide, "other.md": otherGuide, "servers.md": serversGuide, "compacting.md": compactingGuide, "remembering.md": rememberingGuide, "recalling.md": recallingGuide, "many.md": manyToolsGuide} {
 		if err := os.WriteFile(filepath.Join(gdir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}

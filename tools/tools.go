@@ -84,6 +84,9 @@ type toolSet struct {
 	schemas map[string]*jsonschema.Schema
 	names   []string
 	groups  map[string][]string // group → its tools' names
+	// index ranks the set's tools for Search, built on first use.
+	indexOnce sync.Once
+	index     *toolIndex
 }
 
 // NewRegistry compiles every tool's schema up front, so a broken schema

@@ -174,6 +174,9 @@ func Text(raw json.RawMessage) string {
 	return out
 }
 
+// MaxTools is the most tools the chat-completions API takes in a request.
+const MaxTools = 128
+
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/v1/chat/completions" {
 		http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
@@ -183,6 +186,13 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	var req Request
 	if err := json.Unmarshal(body, &req); err != nil {
 		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
+		return
+	}
+	if len(req.Tools) > MaxTools {
+		// As the API answers a request with too many tools.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"error":{"message":"Invalid 'tools': array too long. Expected an array with maximum length %d, but got an array with length %d instead.","type":"invalid_request_error","param":"tools","code":"array_above_max_length"}}`, MaxTools, len(req.Tools))
 		return
 	}
 	s.mu.Lock()
