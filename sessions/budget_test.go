@@ -65,6 +65,26 @@ func TestARefusalAsTooLongShortensTheRequest(t *testing.T) {
 	}
 }
 
+// A server that reports no usage (some OpenAI-compatible ones) teaches
+// the estimate nothing: its refusal as too long tightens the budget once,
+// and every turn is answered.
+func TestAServerThatReportsNoUsageStillFits(t *testing.T) {
+	h := newHarness(t, func(c *sessions.Config) { c.Providers["main"].ContextWindow = 16_000 })
+	h.llm.SetContextLimit(12_000)
+	h.llm.SetNoUsage(true)
+	c := h.newSession(alice)
+	for i := range 30 {
+		h.llm.Push(openaitest.Reply{Text: []string{"Answer."}})
+		c.say(long(i, 16<<10))
+		if got := c.reply().Content; got != "Answer." {
+			t.Fatalf("turn %d answered %q", i, got)
+		}
+	}
+	if refused := h.llm.TooLong(); len(refused) > 1 {
+		t.Fatalf("the model refused %d requests as too long (%v); at most the first may be", len(refused), refused)
+	}
+}
+
 // A pasted document longer than the whole context is cut in the request,
 // with a note the model reads, and answered; the stored message is whole.
 func TestADocumentLongerThanTheContextIsCut(t *testing.T) {

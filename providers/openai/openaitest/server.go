@@ -72,6 +72,7 @@ type Server struct {
 	responder func(Request) Reply
 	requests  []Request
 	limit     int // SetContextLimit's
+	noUsage   bool
 	tooLong   []int
 }
 
@@ -92,6 +93,15 @@ func (s *Server) SetContextLimit(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.limit = n
+}
+
+// SetNoUsage makes the server answer without a usage chunk, as some
+// OpenAI-compatible servers do: the gateway learns nothing of how it
+// counts tokens.
+func (s *Server) SetNoUsage(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noUsage = on
 }
 
 // PromptTokens is how the fake counts a request's tokens: a token for
@@ -197,7 +207,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
-	prompt, limit := PromptTokens(body), s.limit
+	prompt, limit, noUsage := PromptTokens(body), s.limit, s.noUsage
 	if limit > 0 && prompt > limit {
 		s.tooLong = append(s.tooLong, prompt)
 		s.mu.Unlock()
@@ -291,7 +301,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if limit > 0 {
 		usage["prompt_tokens"], usage["total_tokens"] = prompt, prompt+5
 	}
-	chunk(nil, nil, usage)
+	if !noUsage {
+		chunk(nil, nil, usage)
+	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	if flusher != nil {
 		flusher.Flush()
