@@ -216,6 +216,9 @@ func (s *session) describeTools() string {
 	if len(s.rec.AllowedTools) > 0 {
 		b.WriteString("/revoke <tool> asks again before a tool allowed for this session runs.\n")
 	}
+	if n := len(s.offerable()); n > s.toolsMax() {
+		fmt.Fprintf(&b, "Each message is offered at most %d of these %d tools, chosen for it (tools_max); the assistant can look for the others.\n", s.toolsMax(), n)
+	}
 	return strings.TrimRight(b.String(), "\n")
 }
 

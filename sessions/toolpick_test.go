@@ -94,6 +94,14 @@ func TestAGuideWithManyToolsOffersThoseThatFit(t *testing.T) {
 		t.Errorf("a tool that has nothing to do with the question was offered: %v", got)
 	}
 
+	// /tools says how it goes.
+	c.say("/tools")
+	if m := c.until(switchboard.EventMessage, func(p any) bool {
+		return p.(*switchboard.MessageData).Role == switchboard.RoleSystem
+	}).(*switchboard.MessageData); !strings.Contains(m.Content, "at most 6 of these 31 tools") {
+		t.Errorf("/tools says %q", m.Content)
+	}
+
 	// A guide whose tools fit is offered them all, and no find_tools.
 	h.llm.Push(openaitest.Reply{Text: []string{"Done."}})
 	c2 := h.attach(sessions.AttachOptions{Author: alice, Guide: "tester"})
