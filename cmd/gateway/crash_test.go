@@ -61,9 +61,10 @@ const (
 	pointMidStream  = "mid-stream"  // after a delta of a reply
 	pointMidTool    = "mid-tool"    // after a tool_call
 	pointApproval   = "approval"    // a confirmation_request nobody answered yet
+	pointCompaction = "compaction"  // while the model writes a summary of the window
 )
 
-var allKillPoints = []string{pointIdle, pointAfterInput, pointMidStream, pointMidTool, pointApproval}
+var allKillPoints = []string{pointIdle, pointAfterInput, pointMidStream, pointMidTool, pointApproval, pointCompaction}
 
 const (
 	crashClients   = 5
@@ -93,6 +94,8 @@ type crashRun struct {
 
 	// Live events seen by all clients (not replays), for the kill points.
 	inputsSent, deltas, toolCalls, confirmRequests atomic.Int64
+	// Summaries the model was asked for, for the compaction kill point.
+	summaries atomic.Int64
 
 	clients []*crashClient
 }
@@ -181,6 +184,10 @@ func (h *crashRun) killAt(point string, rng *rand.Rand) bool {
 		n := h.toolCalls.Load()
 		reached = waitFor(patience, func() bool { return h.toolCalls.Load() > n })
 		jitter = time.Duration(rng.IntN(20000)) * time.Microsecond
+	case pointCompaction:
+		n := h.summaries.Load()
+		reached = waitFor(patience, func() bool { return h.summaries.Load() > n })
+		jitter = time.Duration(rng.IntN(int(5*chunkDelay/time.Microsecond))) * time.Microsecond
 	case pointApproval:
 		h.hold.Store(true)
 		n := h.confirmRequests.Load()
@@ -221,10 +228,10 @@ func TestCrash(t *testing.T) {
 
 	llm := openaitest.New()
 	t.Cleanup(llm.Close) // after the gateway is gone: a request it holds open ends with it
-	llm.Respond(crashModel(chunkDelay))
 	log := &procLog{}
 	log.dumpOnFailure(t)
 	h := &crashRun{t: t, bin: bin, setup: writeCrashSetup(t, llm.BaseURL(), "5s"), log: log}
+	llm.Respond(crashModel(chunkDelay, &h.summaries))
 	h.start()
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -328,8 +335,11 @@ func TestCrash(t *testing.T) {
 			pts = append(pts, fmt.Sprintf("%s %d (%d not reached)", p, chosen[p], missed[p]))
 		}
 	}
-	t.Logf("seed %d: %d kills [%s]; %d sessions, %d events, %d inputs (%d resent), %d interrupted turns (%d given up), %d already_resolved, %d reconnects, connection errors %v",
-		seed, kills, strings.Join(pts, ", "), len(h.clients), total.events, inputs, resent, total.interrupted, total.gaveUp, total.alreadyResolved, reconnects, connErrs)
+	t.Logf("seed %d: %d kills [%s]; %d sessions, %d events, %d inputs (%d resent), %d interrupted turns (%d given up), %d already_resolved, %d compactions, %d reconnects, connection errors %v",
+		seed, kills, strings.Join(pts, ", "), len(h.clients), total.events, inputs, resent, total.interrupted, total.gaveUp, total.alreadyResolved, total.compactions, reconnects, connErrs)
+	if total.compactions == 0 {
+		t.Errorf("no conversation was compacted: the guide's window of 6 should have been passed")
+	}
 }
 
 // storedTails lists the last stored events of the sessions of the clients
@@ -555,7 +565,7 @@ func TestSIGTERMDrains(t *testing.T) {
 		t.Cleanup(llm.Close)
 		var hang atomic.Bool
 		hang.Store(true)
-		model := crashModel(chunkDelay)
+		model := crashModel(chunkDelay, nil)
 		llm.Respond(func(r openaitest.Request) openaitest.Reply {
 			if hang.Load() {
 				return openaitest.Reply{Hang: true}
@@ -640,7 +650,7 @@ func drainMidTurn(t *testing.T, text, at, want string) (*sql.DB, string) {
 	t.Helper()
 	llm := openaitest.New()
 	t.Cleanup(llm.Close)
-	llm.Respond(crashModel(150 * time.Millisecond)) // an answer takes ~750ms
+	llm.Respond(crashModel(150*time.Millisecond, nil)) // an answer takes ~750ms
 	setup, _, gw := startDrainGateway(t, llm, "5s")
 	p := dialPeer(t, gw.addr, map[string]any{"type": "hello", "guide": "crash", "user": map[string]string{"id": "u1"}})
 	p.send(map[string]any{"type": "input", "id": "c1-1", "text": text})
@@ -671,7 +681,7 @@ func TestSecondGatewayRefused(t *testing.T) {
 	bin := gatewayBinary(t)
 	llm := openaitest.New()
 	t.Cleanup(llm.Close)
-	llm.Respond(crashModel(0))
+	llm.Respond(crashModel(0, nil))
 	log := &procLog{}
 	log.dumpOnFailure(t)
 	setup := writeCrashSetup(t, llm.BaseURL(), "5s")

@@ -26,7 +26,7 @@ type evRow struct {
 }
 
 type sessionStats struct {
-	events, interrupted, alreadyResolved, gaveUp int
+	events, interrupted, alreadyResolved, gaveUp, compactions int
 }
 
 func (s *sessionStats) add(o sessionStats) {
@@ -34,6 +34,7 @@ func (s *sessionStats) add(o sessionStats) {
 	s.interrupted += o.interrupted
 	s.alreadyResolved += o.alreadyResolved
 	s.gaveUp += o.gaveUp
+	s.compactions += o.compactions
 }
 
 func openAuditDB(t *testing.T, path string) *sql.DB {
@@ -380,5 +381,39 @@ func auditSession(db *sql.DB, session string, inputs []string, seen map[int64]se
 		}
 	}
 	endQuestion()
+
+	// 6. A compaction is stored with its summary, in one write: the last
+	// compaction event shows the summary the session keeps, and the
+	// summary ends at one of the session's messages.
+	var lastCompaction *switchboard.CompactionData
+	for _, ev := range evs {
+		if ev.Type == string(switchboard.EventCompaction) {
+			var cd switchboard.CompactionData
+			if err := json.Unmarshal(ev.Data, &cd); err != nil {
+				failf("seq %d: compaction %s: %v", ev.Seq, short(ev.Data, 140), err)
+			}
+			lastCompaction = &cd
+			st.compactions++
+		}
+	}
+	var summary string
+	var through int64
+	err = db.QueryRow(`SELECT text, through_id FROM summaries WHERE session_id = ?`, session).Scan(&summary, &through)
+	switch {
+	case err == sql.ErrNoRows && lastCompaction != nil:
+		failf("a compaction event is stored (%q) but no summary", lastCompaction.Summary)
+	case err == sql.ErrNoRows:
+	case err != nil:
+		failf("summaries: %v", err)
+	case lastCompaction == nil:
+		failf("a summary is stored (%q) but no compaction event shows it", summary)
+	case lastCompaction.Summary != summary:
+		failf("the last compaction event shows %q, the stored summary is %q", lastCompaction.Summary, summary)
+	default:
+		var n int
+		if err := db.QueryRow(`SELECT COUNT(*) FROM messages WHERE session_id = ? AND id = ?`, session, through).Scan(&n); err != nil || n != 1 {
+			failf("the summary ends at message %d, which is not one of the session's (%v)", through, err)
+		}
+	}
 	return st, fails
 }

@@ -244,7 +244,7 @@ name: crash
 description: Answers the crash tests' questions
 tools: [current_time, calculator]
 approval: { default: ask, auto: [calculator] }
-memory: { policy: sliding-window, window: 20 }
+memory: { policy: compact, window: 6 }
 ---
 You answer test questions, using the tools when asked to.
 `
@@ -320,11 +320,20 @@ func answerChunks(qid, kind string) []string {
 // final answer; to a question about the time, a current_time call; to one
 // asking to calc, a calculator call; otherwise a plain answer. Answers
 // stream in six chunks, delay apart, and name the question they answer.
-func crashModel(delay time.Duration) func(openaitest.Request) openaitest.Reply {
+// The guide compacts its window of 6: a request for a summary (counted in
+// summaries, when not nil) is answered with notes, slowly, so a kill can
+// land in the middle of one.
+func crashModel(delay time.Duration, summaries *atomic.Int64) func(openaitest.Request) openaitest.Reply {
 	var calls atomic.Int64
 	return func(r openaitest.Request) openaitest.Reply {
 		if len(r.Messages) == 0 {
 			return openaitest.Reply{Text: []string{"no messages"}}
+		}
+		if r.Messages[0].Role == "system" && strings.Contains(openaitest.Text(r.Messages[0].Content), "You keep the memory of a conversation") {
+			if summaries != nil {
+				summaries.Add(1)
+			}
+			return openaitest.Reply{Text: []string{"NOTES:", " the", " questions", " asked", " so", " far."}, Delay: delay}
 		}
 		question := ""
 		for i := len(r.Messages) - 1; i >= 0; i-- {
