@@ -146,6 +146,9 @@ type MessageData struct {
 	// Model names the model that wrote an assistant message; the offline
 	// demo model is labelled as such here.
 	Model string `json:"model,omitempty"`
+	// Files are what a person shared with their message: every place of
+	// the conversation shows that they did, in its own way.
+	Files []File `json:"files,omitempty"`
 }
 
 // DeltaData is a piece of streamed assistant text; MessageID ties the pieces

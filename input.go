@@ -31,6 +31,8 @@ type Input struct {
 	Grant string
 
 	Text string // InputText
+	// Files came with the message (Manager.Upload saved them first).
+	Files []File
 
 	ConfirmationID string // InputConfirm
 	Approved       bool

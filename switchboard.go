@@ -45,7 +45,28 @@ type Message struct {
 	ToolCallID string `json:"tool_call_id,omitempty"`
 	ToolName   string `json:"tool_name,omitempty"`
 	IsError    bool   `json:"is_error,omitempty"`
+	// Files are what a person sent with a user message, saved in the
+	// conversation's workspace.
+	Files []File `json:"files,omitempty"`
 }
+
+// File is a file a person sent with a message, saved in the
+// conversation's workspace: the sandboxed python sees it at
+// /workspace/<Path>.
+type File struct {
+	// Name is the name the person's file had (made safe to show).
+	Name string `json:"name"`
+	// Path is where it was saved, relative to the workspace:
+	// "uploads/<a safe name, unique in the folder>".
+	Path string `json:"path"`
+	// Type is the media type its bytes show ("image/png", "text/csv"),
+	// whatever its name says.
+	Type string `json:"type"`
+	Size int64  `json:"size"`
+}
+
+// WorkspacePath is where the sandbox sees the file.
+func (f File) WorkspacePath() string { return "/workspace/" + f.Path }
 
 // Usage counts tokens as the provider reported them.
 type Usage struct {
@@ -186,6 +207,13 @@ var (
 
 // ErrNotFound is returned (wrapped) by stores for a missing record.
 var ErrNotFound = errors.New("not found")
+
+// Why a file a person sent was not saved in the workspace (wrapped by
+// the store of files, the sandbox's).
+var (
+	ErrFileTooLarge  = errors.New("the file is larger than allowed")
+	ErrWorkspaceFull = errors.New("the conversation's workspace is full")
+)
 
 // TurnWrite is one atomic change to a session's stored conversation, made
 // as a turn goes on: all of it is stored, or none of it. Bundling what one

@@ -100,13 +100,24 @@ func EstimateTokens(req Request) int {
 	return n
 }
 
-// EstimateMessage is EstimateTokens for one message of a request.
+// EstimateMessage is EstimateTokens for one message of a request. A
+// picture among its files counts as ImageTokens, shown or not.
 func EstimateMessage(m switchboard.Message) int {
 	n := messageOverhead + textTokens(m.Content) + textTokens(m.Author)
 	for _, c := range m.ToolCalls {
 		n += messageOverhead + textTokens(c.Name) + textTokens(string(c.Args))
 	}
+	for _, f := range m.Files {
+		if strings.HasPrefix(f.Type, "image/") {
+			n += ImageTokens
+		}
+	}
 	return n
 }
+
+// ImageTokens is about what a picture within images.ModelLimits costs a
+// request: Anthropic counts (width × height) / 750, 1,600 tokens at 1568
+// px by 768; OpenAI's high detail is at most 1,105; Gemini's 258 a tile.
+const ImageTokens = 1600
 
 func textTokens(s string) int { return (len(s) + 3) / 4 }

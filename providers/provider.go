@@ -36,6 +36,18 @@ type Request struct {
 	Tools       []ToolSpec
 	Temperature *float64
 	MaxTokens   int
+	// Images are pictures the model is shown with the messages' Files, by
+	// the file's Path: an adapter puts each beside the text of the user
+	// message that has the file. A file without one here is known to the
+	// model by the message's text alone.
+	Images map[string]Image
+}
+
+// Image is a picture as a model takes it: PNG, JPEG, GIF or WebP within
+// the vendors' limits (images.Fit).
+type Image struct {
+	Type string // "image/png"
+	Data []byte
 }
 
 // ToolSpec describes a tool to the model. Parameters is a JSON Schema object.

@@ -97,6 +97,10 @@ type Resilient struct {
 	// not known, and a request is shortened only when the provider
 	// refuses it as too long (ErrContextTooLong).
 	ContextWindow int
+	// NoVision: the model takes no image input (the provider's vision:
+	// false); a request's Images are left out, the model reads what the
+	// messages say of the files.
+	NoVision bool
 }
 
 // ErrIdleTimeout is the cause of a call that went silent for too long.
@@ -105,6 +109,9 @@ var ErrIdleTimeout = errors.New("no response from the model within the idle time
 // Stream implements Provider.
 func (r *Resilient) Stream(ctx context.Context, req Request) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
+		if r.NoVision {
+			req.Images = nil // the fallback of a provider with vision may have none
+		}
 		req, back := wireNames(req)
 		if back != nil {
 			outer := yield

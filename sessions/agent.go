@@ -66,13 +66,14 @@ func (s *session) userTurn(ctx context.Context, j job, text string) {
 		s.write(ctx, switchboard.TurnWrite{InboxID: j.inboxID, ClientID: dedupeKey(in), Forget: true})
 		return
 	}
-	msg := switchboard.Message{Role: switchboard.RoleUser, Content: text}
+	msg := switchboard.Message{Role: switchboard.RoleUser, Content: text, Files: in.Files}
 	if s.memberCount() > 1 {
 		msg.Author = in.Author.DisplayName() // several people: tell the model who spoke
 	}
 	ev, ok := s.event(switchboard.EventMessage, switchboard.MessageData{
 		ID: newID("m_"), Role: switchboard.RoleUser, Author: in.Author.DisplayName(),
 		AuthorID: in.Author.ID, Channel: in.Author.Channel, Place: in.Place, Content: text, Format: switchboard.FormatText,
+		Files: in.Files,
 	})
 	if !ok {
 		return
@@ -211,7 +212,8 @@ func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (
 	req := providers.Request{
 		Model:       s.guide.Model,
 		System:      s.withSummary(system),
-		Messages:    s.window,
+		Messages:    s.forModel(ctx, s.window),
+		Images:      s.pictures(ctx, s.window),
 		Tools:       tools,
 		Temperature: s.guide.Temperature,
 		MaxTokens:   s.guide.MaxTokens,

@@ -122,6 +122,11 @@ type Config struct {
 	// conversation (its sandbox's workspace), for /files.
 	Files func(sessionID string) ([]File, error)
 
+	// Uploads, when set, keeps the files people send (uploads.go), within
+	// UploadLimits.
+	Uploads      Uploads
+	UploadLimits UploadLimits
+
 	// Forget, when set, is told the sessions retention deleted, after
 	// their rows are gone: what is kept of them outside the database (a
 	// sandbox's files, saved images) goes with them.

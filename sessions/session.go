@@ -67,7 +67,9 @@ type session struct {
 	guide   guides.Guide
 	window  []switchboard.Message
 	fitting fitting // how requests are made to fit the model's context (budget.go)
-	summary string  // what the compact policy keeps of older messages (compact.go)
+	// uploaded is what was read of the uploads for the model (attached.go).
+	uploaded filesView
+	summary  string // what the compact policy keeps of older messages (compact.go)
 	// answering is whose message the running turn answers (memories.go).
 	answering switchboard.Author
 	pending   *pendingTurn

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -73,11 +74,12 @@ func TestAcceptInputInboxAndUnfinished(t *testing.T) {
 	if dup || dup5 || !(id1 < id2 && id2 < id3 && id3 < id4) || id5 <= id4 {
 		t.Fatalf("ids %d %d %d %d %d (dup %v %v), want increasing, no duplicates", id1, id2, id3, id4, id5, dup, dup5)
 	}
-	// A full input round-trips.
+	// A full input round-trips, with the files that came with it.
 	confirm := switchboard.Input{Kind: switchboard.InputConfirm, ClientID: "c9", ConfirmationID: "conf_1", Approved: true,
-		Author: switchboard.Author{Channel: "slack", ID: "U1", Name: "Ann"}}
+		Author: switchboard.Author{Channel: "slack", ID: "U1", Name: "Ann"},
+		Files:  []switchboard.File{{Name: "rain.csv", Path: "uploads/rain.csv", Type: "text/csv", Size: 27}}}
 	id6, _ := accept("s3", confirm)
-	if q, err := db.Inbox(ctx, "s3"); err != nil || len(q) != 1 || q[0].ID != id6 || q[0].Input != confirm {
+	if q, err := db.Inbox(ctx, "s3"); err != nil || len(q) != 1 || q[0].ID != id6 || !reflect.DeepEqual(q[0].Input, confirm) {
 		t.Errorf("Inbox(s3) = %+v, %v; want %+v", q, err, confirm)
 	}
 	// An unknown session accepts nothing and records no id.
