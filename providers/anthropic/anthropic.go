@@ -6,6 +6,7 @@ package anthropic
 import (
 	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -118,7 +119,7 @@ func (p *Provider) params(req providers.Request) (sdk.MessageNewParams, error) {
 	if model == "" {
 		return sdk.MessageNewParams{}, errors.New("no model configured")
 	}
-	msgs, system, err := history(req.Messages)
+	msgs, system, err := history(req.Messages, req.Images)
 	if err != nil {
 		return sdk.MessageNewParams{}, err
 	}
@@ -174,8 +175,10 @@ func toolParam(t providers.ToolSpec) (*sdk.ToolParam, error) {
 // text and one tool_use block per call, and the tool results that answer it
 // become one user turn with one tool_result block each. Consecutive messages
 // of the same role share one turn, as the API wants roles to alternate.
-// System messages inside the conversation join the system prompt.
-func history(msgs []switchboard.Message) ([]sdk.MessageParam, []sdk.TextBlockParam, error) {
+// System messages inside the conversation join the system prompt. The
+// pictures a user message's files have in images go before its text, as
+// Anthropic advises.
+func history(msgs []switchboard.Message, images map[string]providers.Image) ([]sdk.MessageParam, []sdk.TextBlockParam, error) {
 	var (
 		turns  []sdk.MessageParam
 		system []sdk.TextBlockParam
@@ -201,9 +204,16 @@ func history(msgs []switchboard.Message) ([]sdk.MessageParam, []sdk.TextBlockPar
 			if m.Author != "" {
 				text = "[" + m.Author + "]: " + text
 			}
-			if text != "" { // the API rejects empty text blocks
-				add(sdk.MessageParamRoleUser, sdk.NewTextBlock(text))
+			var blocks []sdk.ContentBlockParamUnion
+			for _, f := range m.Files {
+				if img, ok := images[f.Path]; ok {
+					blocks = append(blocks, sdk.NewImageBlockBase64(img.Type, base64.StdEncoding.EncodeToString(img.Data)))
+				}
 			}
+			if text != "" { // the API rejects empty text blocks
+				blocks = append(blocks, sdk.NewTextBlock(text))
+			}
+			add(sdk.MessageParamRoleUser, blocks...)
 		case switchboard.RoleAssistant:
 			blocks := make([]sdk.ContentBlockParamUnion, 0, 1+len(m.ToolCalls))
 			if m.Content != "" {

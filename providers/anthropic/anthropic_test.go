@@ -2,6 +2,7 @@ package anthropic_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,11 +57,38 @@ func newFake(t *testing.T, reply func(w http.ResponseWriter, r *http.Request)) *
 		f.mu.Lock()
 		f.seen = append(f.seen, seenRequest{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
 		f.mu.Unlock()
+		if msg := badImage(body); msg != "" {
+			apiError(w, http.StatusBadRequest, "invalid_request_error", msg)
+			return
+		}
 		reply(w, r)
 	}))
 	t.Cleanup(f.Close)
 	t.Cleanup(func() { close(f.release) }) // runs before Close
 	return f
+}
+
+// badImage is what the API says of an image block it refuses: a type
+// other than its four, or more than 5 MB of base64.
+func badImage(body map[string]any) string {
+	msgs, _ := body["messages"].([]any)
+	for i, m := range msgs {
+		content, _ := m.(map[string]any)["content"].([]any)
+		for j, b := range content {
+			block, _ := b.(map[string]any)
+			if block["type"] != "image" {
+				continue
+			}
+			src, _ := block["source"].(map[string]any)
+			switch mt := src["media_type"]; {
+			case mt != "image/jpeg" && mt != "image/png" && mt != "image/gif" && mt != "image/webp":
+				return fmt.Sprintf("messages.%d.content.%d.image.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'", i, j)
+			case len(src["data"].(string)) > 5*1024*1024:
+				return fmt.Sprintf("messages.%d.content.%d.image.source.base64: image exceeds 5 MB maximum", i, j)
+			}
+		}
+	}
+	return ""
 }
 
 func (f *fakeAnthropic) requests() []seenRequest {
@@ -686,5 +714,39 @@ func TestContextTooLong(t *testing.T) {
 		if got := errors.Is(err, providers.ErrContextTooLong); got != want {
 			t.Errorf("%q: errors.Is(%v, ErrContextTooLong) = %v, want %v", msg, err, got, want)
 		}
+	}
+}
+
+// A user message's pictures go before its text, as base64 image blocks;
+// a file without a picture is known by the text alone.
+func TestImagesGoBeforeTheText(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		sse(w, messageStart(10), textStart(0), textDelta(0, "A chart."), blockStop(0),
+			ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":3}}`),
+			ev("message_stop", `{"type":"message_stop"}`))
+	})
+	p := newProvider(t, f.URL)
+	png := []byte("\x89PNG\r\n\x1a\nfake")
+	req := providers.Request{
+		Messages: []switchboard.Message{{Role: switchboard.RoleUser, Content: "What is this?", Files: []switchboard.File{
+			{Name: "chart.png", Path: "uploads/chart.png", Type: "image/png", Size: 12},
+			{Name: "data.csv", Path: "uploads/data.csv", Type: "text/csv", Size: 9},
+		}}},
+		Images: map[string]providers.Image{"uploads/chart.png": {Type: "image/png", Data: png}},
+	}
+	if _, err := collect(p.Stream(context.Background(), req)); err != nil {
+		t.Fatal(err)
+	}
+	content := f.requests()[0].Body["messages"].([]any)[0].(map[string]any)["content"].([]any)
+	if len(content) != 2 {
+		t.Fatalf("content blocks: %v", content)
+	}
+	img, text := content[0].(map[string]any), content[1].(map[string]any)
+	src, _ := img["source"].(map[string]any)
+	if img["type"] != "image" || src["type"] != "base64" || src["media_type"] != "image/png" || src["data"] != base64.StdEncoding.EncodeToString(png) {
+		t.Errorf("image block: %v", img)
+	}
+	if text["type"] != "text" || text["text"] != "What is this?" {
+		t.Errorf("text block: %v", text)
 	}
 }
