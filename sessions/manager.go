@@ -510,6 +510,9 @@ func (m *Manager) Submit(ctx context.Context, sessionID string, in switchboard.I
 	if err := s.enter(ctx, in); err != nil { // who may act here (access.go)
 		return nil, err
 	}
+	if err := m.checkFiles(in); err != nil {
+		return nil, err
+	}
 	if in.Kind == switchboard.InputText && !stops(in) {
 		return s.accept(ctx, in)
 	}

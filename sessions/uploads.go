@@ -305,3 +305,30 @@ func cleanName(name string) string {
 	}
 	return name
 }
+
+// checkFiles refuses a message whose files, saved one by one (a
+// WebSocket client sends them so), are more than a message may bring,
+// and files with anything but a message.
+func (m *Manager) checkFiles(in switchboard.Input) error {
+	if len(in.Files) == 0 {
+		return nil
+	}
+	if in.Kind != switchboard.InputText {
+		return refuse(ErrFileType, "files go with a message, not with a %s", in.Kind)
+	}
+	lim := m.cfg.UploadLimits.withDefaults()
+	var total int64
+	for _, f := range in.Files {
+		if !strings.HasPrefix(f.Path, "uploads/") || strings.Contains(f.Path[len("uploads/"):], "/") {
+			return refuse(ErrFileType, "%s was not saved by Upload", f.Name)
+		}
+		total += f.Size
+	}
+	switch {
+	case len(in.Files) > lim.Files:
+		return refuse(ErrFileTooLarge, "a message may bring at most %d files, not %d", lim.Files, len(in.Files))
+	case total > lim.MessageBytes:
+		return refuse(ErrFileTooLarge, "the files are %s together; a message's files may be at most %s", size(total), size(lim.MessageBytes))
+	}
+	return nil
+}

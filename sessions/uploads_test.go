@@ -154,6 +154,24 @@ func TestUploadsAreRefusedClearly(t *testing.T) {
 		}
 		t.Fatalf("refused uploads left %v in the workspace", names)
 	}
+	// Files saved one by one (as a WebSocket client sends them) are
+	// bounded by message when the message comes.
+	var saved []switchboard.File
+	for _, name := range []string{"a.txt", "b.txt"} {
+		f, err := h.m.Upload(ctx, ann.id, switchboard.Input{Author: alice}, []sessions.Incoming{incoming(name, bytes.Repeat([]byte("z"), 900), 900, nil)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved = append(saved, f...)
+	}
+	_, err := h.m.Submit(ctx, ann.id, switchboard.Input{Kind: switchboard.InputText, Author: alice, Text: "both", Files: saved})
+	if !errors.Is(err, sessions.ErrFileTooLarge) || !strings.Contains(sessions.Reason(err, ""), "at most 1.5 KiB") {
+		t.Errorf("a message with 1.8 KiB of files: %v", err)
+	}
+	forged := []switchboard.File{{Name: "passwd", Path: "uploads/../../etc/passwd", Type: "text/plain", Size: 10}}
+	if _, err := h.m.Submit(ctx, ann.id, switchboard.Input{Kind: switchboard.InputText, Author: alice, Text: "x", Files: forged}); !errors.Is(err, sessions.ErrFileType) {
+		t.Errorf("a file no upload saved: %v", err)
+	}
 	// The session goes on.
 	h.llm.Push(openaitest.Reply{Text: []string{"Still here."}})
 	ann.say("hello?")
