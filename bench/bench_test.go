@@ -32,8 +32,8 @@ func TestMain(m *testing.M) {
 
 // TestReportRuns is make bench in miniature: a real gateway, the floors,
 // Slack threads against the fake Slack, Discord threads against the fake
-// Discord, idle connections and the context build on a tiny load, and a
-// report with every section and no errors.
+// Discord, idle connections, the context build and compaction on a tiny
+// load, and a report with every section and no errors.
 // It asserts what was measured, never how fast: that is for people. The
 // gateway is built without -race (the packages' own tests race it) and
 // through go run's executable cache, so after the first run it costs a
@@ -51,7 +51,8 @@ func TestReportRuns(t *testing.T) {
 	out := filepath.Join(dir, "benchmarks.md")
 	err := run(t.Context(), []string{
 		"--gateway", gateway, "--levels", "1,2", "--warmup", "50ms", "--duration", "200ms",
-		"--idle", "5", "--context", "50,500", "--slack-levels", "1,2", "--discord-levels", "1,2", "--out", out,
+		"--idle", "5", "--context", "50,500", "--slack-levels", "1,2", "--discord-levels", "1,2",
+		"--compaction", "200,16384", "--compaction-turns", "30", "--out", out,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -112,6 +113,23 @@ func TestReportRuns(t *testing.T) {
 	// How many approvals a short run reaches depends on the machine's
 	// speed: logged, not asserted.
 	t.Logf("Approve clicked %d times in the Discord runs", clicks)
+	// | message size | turns | summaries / 100 turns | summaries' share of tokens | tokens / turn | refused as too long |
+	_, compaction, _ := strings.Cut(report, "## Compaction\n")
+	compactionRows := regexp.MustCompile(`(?m)^\| (200 B|16 KiB) \| 30 \| ([\d.]+) \| ([\d.]+) % \| (\d+) \| (\d+) \|$`).
+		FindAllStringSubmatch(compaction, -1)
+	if len(compactionRows) != 2 {
+		t.Fatalf("%d compaction rows, want 2 message sizes:\n%s", len(compactionRows), report)
+	}
+	for _, r := range compactionRows {
+		per100, _ := strconv.ParseFloat(r[2], 64)
+		share, _ := strconv.ParseFloat(r[3], 64)
+		// A summary is due after ten turns of 200 B (the window of 20),
+		// every few of 16 KiB (the budget); the request that fits the
+		// budget is never refused, but the first while the estimate learns.
+		if per100 == 0 || share == 0 || share >= 100 || r[5] != "0" && r[5] != "1" {
+			t.Errorf("compaction with %s messages: %s summaries per 100 turns, %s %% of tokens, %s refused", r[1], r[2], r[3], r[5])
+		}
+	}
 	for _, want := range []string{
 		"Gateway turns/s as a share of the thin relay's (sessions):",
 		"Web API calls per turn by method, at 1 thread: `chat.",

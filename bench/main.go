@@ -67,6 +67,8 @@ func run(ctx context.Context, args []string) error {
 	warmup := fs.Duration("warmup", time.Second, "unmeasured time before each run")
 	idle := fs.Int("idle", 10000, "idle connections for the memory measurement (0 to skip)")
 	contextSizes := fs.String("context", "10000,1000000", "stored messages for the context-build measurement ('' to skip)")
+	compactionSizes := fs.String("compaction", "200,2048,16384", "message sizes in bytes for the compaction measurement ('' to skip)")
+	compactionTurns := fs.Int("compaction-turns", 300, "turns of each compaction conversation")
 	profiles := fs.String("cpuprofile", "", "directory for a CPU profile of each gateway run, gateway-<sessions>.prof ('' for none)")
 	soak := fs.Duration("soak", 0, "instead of the benchmarks: a soak of this long (sessions opened, used and closed), reporting memory and goroutines over time")
 	soakClients := fs.Int("soak-clients", 300, "concurrent clients in the soak")
@@ -205,6 +207,21 @@ func run(ctx context.Context, args []string) error {
 		}
 		for _, c := range rep.context {
 			log("context build with %d stored messages: median %v, p99 %v; recall median %v, p99 %v", c.messages, c.median, c.p99, c.recallMedian, c.recallP99)
+		}
+	}
+
+	if *compactionSizes != "" {
+		cs, err := parseInts(*compactionSizes)
+		if err != nil {
+			return fmt.Errorf("--compaction: %w", err)
+		}
+		rep.compaction, err = measureCompaction(ctx, *gateway, dir, cs, *compactionTurns)
+		if err != nil {
+			return fmt.Errorf("compaction: %w", err)
+		}
+		for _, c := range rep.compaction {
+			log("compaction with %d-byte messages: %d turns in %v, %.1f summaries per 100 turns, %.1f %% of tokens, %.0f tokens a turn, %d refused",
+				c.messageBytes, c.turns, c.elapsed.Round(time.Millisecond), c.summariesPer100(), c.summaryShare(), c.tokensPerTurn(), c.refused)
 		}
 	}
 

@@ -70,6 +70,7 @@ type report struct {
 	discord       []discordRow
 	idle          idleResult
 	context       []contextResult
+	compaction    []compactionResult
 }
 
 func (r report) markdown() string {
@@ -147,5 +148,29 @@ func (r report) markdown() string {
 		}
 		p("\n")
 	}
+	if len(r.compaction) > 0 {
+		p("## Compaction\n\n")
+		p("What `memory.policy: compact` costs in model calls. A guide that compacts with the shipped assistant's window (20 messages) "+
+			"holds one conversation of %d turns over WebSocket, each message of the size given, against a scripted model whose context is "+
+			"%d tokens (the provider's `context_window`): it refuses a request over the %d tokens that leaves for the prompt, counts a token "+
+			"for every three bytes (the gateway's estimate, four, learns the difference from its answers) and writes notes of ~300 words "+
+			"when asked for a summary. Compaction summarises the older messages before the window holds more than 20 or a request would "+
+			"pass 80 %% of the budget: each summary is one extra model call. Its share of tokens is the summaries' prompt and completion "+
+			"tokens among all the conversation's.\n\n", r.compaction[0].turns, compactionWindow, compactionLimit)
+		p("| message size | turns | summaries / 100 turns | summaries' share of tokens | tokens / turn | refused as too long |\n")
+		p("| ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		for _, c := range r.compaction {
+			p("| %s | %d | %.1f | %.1f %% | %.0f | %d |\n", byteLabel(c.messageBytes), c.turns, c.summariesPer100(), c.summaryShare(), c.tokensPerTurn(), c.refused)
+		}
+		p("\n")
+	}
 	return b.String()
+}
+
+// byteLabel is a message size as people read it: 200 B, 2 KiB, 16 KiB.
+func byteLabel(n int) string {
+	if n >= 1024 && n%1024 == 0 {
+		return fmt.Sprintf("%d KiB", n/1024)
+	}
+	return fmt.Sprintf("%d B", n)
 }

@@ -1,6 +1,9 @@
 package metrics_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"strings"
@@ -64,6 +67,7 @@ func TestNilMetricsIsANoOp(t *testing.T) {
 	m.GaugeFunc("x", "y", func() float64 { return 1 })
 	m.Connected()("done")
 	m.ProviderCircuit("main", true)
+	m.StoreSizes(time.Minute, func(context.Context) (metrics.StoreSizes, error) { return metrics.StoreSizes{}, nil })
 }
 
 func TestProviderCircuitGauge(t *testing.T) {
@@ -82,5 +86,66 @@ func TestProviderCircuitGauge(t *testing.T) {
 	m.ProviderCircuit("backup", false)
 	if body := scrape(t, m); !strings.Contains(body, `switchboard_provider_circuit_open{provider="backup"} 0`) {
 		t.Errorf("a closed circuit still shows open:\n%s", body)
+	}
+}
+
+// The store's sizes are read during a scrape, once per interval however
+// many scrapes come; a failed reading keeps the last values, and none are
+// shown before the first success.
+func TestStoreSizesAreReadOncePerInterval(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		every time.Duration
+		reads int // after three scrapes
+	}{{"cached", time.Hour, 1}, {"fresh", 0, 3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := metrics.New()
+			reads := 0
+			m.StoreSizes(tc.every, func(ctx context.Context) (metrics.StoreSizes, error) {
+				reads++
+				if _, ok := ctx.Deadline(); !ok {
+					t.Error("the reading has no deadline")
+				}
+				return metrics.StoreSizes{Memories: 3, Summaries: 2, IndexedMessages: int64(1000 * reads), IndexBytes: 1 << 20}, nil
+			})
+			var body string
+			for range 3 {
+				body = scrape(t, m)
+			}
+			if reads != tc.reads {
+				t.Fatalf("%d readings for 3 scrapes, want %d", reads, tc.reads)
+			}
+			for _, want := range []string{
+				"switchboard_memories_stored 3\n",
+				"switchboard_summaries_stored 2\n",
+				fmt.Sprintf("switchboard_recall_indexed_messages %d\n", 1000*tc.reads),
+				"switchboard_recall_index_bytes 1.048576e+06\n",
+			} {
+				if !strings.Contains(body, want) {
+					t.Errorf("scrape lacks %q", want)
+				}
+			}
+		})
+	}
+
+	m := metrics.New()
+	var fail bool
+	reads := 0
+	m.StoreSizes(0, func(context.Context) (metrics.StoreSizes, error) {
+		reads++
+		if fail {
+			return metrics.StoreSizes{}, errors.New("database is locked")
+		}
+		return metrics.StoreSizes{IndexedMessages: 7}, nil
+	})
+	fail = true
+	if body := scrape(t, m); strings.Contains(body, "switchboard_recall_indexed_messages") {
+		t.Fatalf("a gauge shown before any reading succeeded:\n%s", body)
+	}
+	fail = false
+	scrape(t, m)
+	fail = true
+	if body := scrape(t, m); !strings.Contains(body, "switchboard_recall_indexed_messages 7\n") || reads != 3 {
+		t.Fatalf("after a failed reading (%d readings), the last values are not kept:\n%s", reads, body)
 	}
 }

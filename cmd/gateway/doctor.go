@@ -38,6 +38,7 @@ import (
 	"github.com/switchboard-gw/switchboard/listeners/slack"
 	"github.com/switchboard-gw/switchboard/providers"
 	"github.com/switchboard-gw/switchboard/providers/openai"
+	"github.com/switchboard-gw/switchboard/storage"
 	"github.com/switchboard-gw/switchboard/tools/mcp"
 	"github.com/switchboard-gw/switchboard/tools/sandbox"
 )
@@ -186,6 +187,7 @@ func (d *doctor) run(ctx context.Context, sets []string) []checkResult {
 	wg.Go(func() { mcpResults = d.checkMCP(ctx) })
 
 	db := d.checkDatabase()
+	recall := d.checkRecallIndex(ctx) // after checkDatabase, which finds out whether a gateway holds the file
 	httpRes := d.checkPort(ctx, "http.addr", d.cfg.HTTP.Addr, "/healthz")
 	var metricsRes checkResult
 	if d.cfg.Metrics.Addr == "" {
@@ -198,7 +200,7 @@ func (d *doctor) run(ctx context.Context, sets []string) []checkResult {
 	wg.Wait()
 
 	results = append(results, provResults...)
-	results = append(results, db, httpRes, metricsRes)
+	results = append(results, db, recall, httpRes, metricsRes)
 	results = append(results, listeners...)
 	results = append(results, bwrap)
 	results = append(results, mcpResults...)
@@ -670,6 +672,72 @@ func (d *doctor) checkDatabase() checkResult {
 	}
 	res.Sev = sevOK
 	res.Detail = fmt.Sprintf("%s: %s, schema version %d; no gateway is using it\n%s is writable and WAL works there", path, info, version, dir)
+	return res
+}
+
+// checkRecallIndex checks the recall index (messages_fts): FTS5's
+// integrity check and its rows against the stored messages
+// (storage.CheckRecallIndex), reading the file only. With no gateway on it
+// the file is opened as schemaVersion opens it, immutable (the last writes
+// a crash left in the -wal are not seen); beside a running gateway it is
+// opened read-only through its WAL, a reader among the gateway's readers:
+// nothing is written and no file is created (the -wal and -shm are the
+// gateway's), though the read (seconds for a million messages) holds the
+// WAL's checkpoint back meanwhile. A broken index is a PROBLEM, since it
+// fails the writes of new messages; messages missing from it a WARN, since
+// recall alone misses them. Either's fix is storage.RebuildRecallSQL.
+func (d *doctor) checkRecallIndex(ctx context.Context) checkResult {
+	res := checkResult{Name: "recall index"}
+	dsn := d.cfg.Storage.DSN
+	path := absPath(dsn)
+	if dsn == ":memory:" {
+		res.Sev, res.Detail = sevInfo, "nothing to check: storage.dsn is :memory:"
+		return res
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		res.Sev, res.Detail = sevOK, "not created yet: the gateway creates it with the database"
+		return res
+	}
+	if _, err := dbFileInfo(path); err != nil {
+		res.Sev, res.Detail = sevInfo, "not checked: the database cannot be read (see the database row)"
+		return res
+	}
+	uri := "file:" + escapePath(path) + "?mode=ro&immutable=1"
+	if d.dbHeld {
+		uri = "file:" + escapePath(path) + "?mode=ro&_pragma=busy_timeout(5000)&_pragma=query_only(1)"
+	}
+	db, err := sql.Open("sqlite", uri)
+	if err != nil {
+		res.Sev, res.Detail = sevWarn, fmt.Sprintf("not checked: %v", err)
+		return res
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	c, err := storage.CheckRecallIndex(ctx, db)
+	fix := fmt.Sprintf("stop the gateway, back up %s, then rebuild the index from the stored messages in the sqlite3 shell (sqlite3 %s): %s",
+		path, path, storage.RebuildRecallSQL)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		res.Sev, res.Detail = sevInfo, "no recall index yet: the gateway builds it from the stored messages (migration 0012) at its next start"
+	case err != nil && ctx.Err() != nil:
+		res.Sev = sevWarn
+		res.Detail = fmt.Sprintf("not checked: the check reads the whole index and did not finish within %s", d.timeout)
+		res.Fix = "run gateway doctor --timeout 10m when there is time (about 4 s a million messages)"
+	case err != nil:
+		res.Sev, res.Detail = sevWarn, fmt.Sprintf("not checked: %v", err)
+	case c.Problem != "":
+		res.Sev = sevProblem
+		res.Detail = fmt.Sprintf("FTS5's integrity check failed: %s\nwhile it is broken, storing new messages fails (their text is indexed as they are stored), and recall misses what it lost", c.Problem)
+		res.Fix = fix
+	case c.Missing > 0 || c.Orphans > 0:
+		res.Sev = sevWarn
+		res.Detail = fmt.Sprintf("%d messages indexed; %d stored messages are not in the index (recall cannot find them), %d index rows have no message", c.Indexed, c.Missing, c.Orphans)
+		res.Fix = fix
+	default:
+		res.Sev = sevOK
+		res.Detail = fmt.Sprintf("%d messages indexed, every stored one; FTS5's integrity check passed; %s on disk", c.Indexed, byteSize(c.Bytes))
+	}
 	return res
 }
 

@@ -243,6 +243,12 @@ func TestHTTPServesWidgetWebSocketHealthAndMetrics(t *testing.T) {
 		`switchboard_turns_total{outcome="answered"} 1`,
 		`switchboard_websocket_connections 1`,
 		`switchboard_sessions_live 1`,
+		// The turn's two messages, the user's and the answer, indexed
+		// for recall; nothing remembered or compacted.
+		"switchboard_recall_indexed_messages 2\n",
+		"switchboard_memories_stored 0\n",
+		"switchboard_summaries_stored 0\n",
+		"switchboard_recall_index_bytes ",
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)

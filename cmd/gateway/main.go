@@ -179,6 +179,17 @@ Flags:
 	}
 	mets := metrics.New()
 	parts := newHealth(mets) // health.go: /readyz, switchboard_component_up
+	// Memories, summaries and the recall index grow with use: their sizes
+	// are read during a scrape, at most once a minute (the index's bytes
+	// walk its pages: ~60 ms for a million messages).
+	mets.StoreSizes(time.Minute, func(ctx context.Context) (metrics.StoreSizes, error) {
+		f, err := db.Footprint(ctx)
+		if err != nil {
+			log.Warn("the store's sizes are not read for /metrics", "err", err)
+			return metrics.StoreSizes{}, err
+		}
+		return metrics.StoreSizes{Memories: f.Memories, Summaries: f.Summaries, IndexedMessages: f.IndexedMessages, IndexBytes: f.IndexBytes}, nil
+	})
 	// One breaker per provider, shared by every copy a guide's fallback
 	// makes of it (sessions.provider), so failures count across turns.
 	for _, p := range provs {
