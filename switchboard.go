@@ -259,6 +259,13 @@ type TurnWrite struct {
 	Summary *Summary
 }
 
+// MaxMemories is how many memories one person may keep: a store refuses
+// the next with ErrMemoriesFull, and /memory lists them all.
+const MaxMemories = 200
+
+// ErrMemoriesFull: the person keeps MaxMemories already.
+var ErrMemoriesFull = errors.New("the most memories a person may keep are kept already")
+
 // Memory is something a person asked the assistant to remember about them
 // ("I prefer metric units"): theirs alone (Owner is their Author.Key),
 // with where and when they said it.

@@ -107,7 +107,7 @@ func (s *session) recallNote(ctx context.Context, t *turn) string {
 
 // listMemories answers /memory: the asker's memories, to them alone.
 func (s *session) listMemories(ctx context.Context, by switchboard.Author) {
-	mems, err := s.m.cfg.Store.Memories(ctx, by.Key(), 200)
+	mems, err := s.m.cfg.Store.Memories(ctx, by.Key(), switchboard.MaxMemories)
 	if err != nil {
 		s.log.Error("memories not read", "err", err)
 		s.tell(by, switchboard.ErrCodeInternal, "Your memories could not be read just now; try again.")

@@ -13,6 +13,13 @@ import (
 // AddMemory keeps something a person asked the assistant to remember.
 func (db *DB) AddMemory(ctx context.Context, m switchboard.Memory) error {
 	err := db.inBatch(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM memories WHERE owner = ?`, m.Owner).Scan(&n); err != nil {
+			return err
+		}
+		if n >= switchboard.MaxMemories {
+			return fmt.Errorf("%w (%d)", switchboard.ErrMemoriesFull, n)
+		}
 		_, err := db.execWrite(ctx, tx, `INSERT INTO memories (id, owner, text, session_id, channel, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 			m.ID, m.Owner, m.Text, m.SessionID, m.Channel, m.CreatedAt.UnixMilli())
 		return err

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -43,5 +44,37 @@ func TestMemories(t *testing.T) {
 	}
 	if mems, _ := db.Memories(ctx, "slack:U2", 10); len(mems) != 1 {
 		t.Fatalf("Bob's memories: %+v", mems)
+	}
+}
+
+// A person keeps at most MaxMemories; the next is refused and nothing of
+// it is stored, and someone else's are not counted.
+func TestMemoriesAreBounded(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openFile(t)
+	at := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	add := func(owner string, i int) error {
+		return db.AddMemory(ctx, switchboard.Memory{ID: fmt.Sprintf("mem_%s_%d", owner, i), Owner: owner, Text: "fact", SessionID: "s1", Channel: "web", CreatedAt: at})
+	}
+	for i := range switchboard.MaxMemories {
+		if err := add("web:alice", i); err != nil {
+			t.Fatalf("memory %d: %v", i, err)
+		}
+	}
+	if err := add("web:alice", switchboard.MaxMemories); !errors.Is(err, switchboard.ErrMemoriesFull) {
+		t.Fatalf("memory %d: %v, want ErrMemoriesFull", switchboard.MaxMemories+1, err)
+	}
+	if err := add("slack:U2", 0); err != nil {
+		t.Fatalf("Bob's first memory: %v", err)
+	}
+	if mems, err := db.Memories(ctx, "web:alice", 1000); err != nil || len(mems) != switchboard.MaxMemories {
+		t.Fatalf("alice keeps %d memories (%v)", len(mems), err)
+	}
+	// One forgotten makes room for one.
+	if err := db.ForgetMemory(ctx, "web:alice", "mem_web:alice_7"); err != nil {
+		t.Fatal(err)
+	}
+	if err := add("web:alice", switchboard.MaxMemories); err != nil {
+		t.Fatalf("after a forget: %v", err)
 	}
 }

@@ -86,7 +86,9 @@ func remember(store Memories, now func() time.Time) Tool {
 			_, _ = rand.Read(id[:])
 			m := switchboard.Memory{ID: "mem_" + hex.EncodeToString(id[:]), Owner: who.Key(), Text: text,
 				SessionID: SessionOf(ctx), Channel: who.Channel, CreatedAt: now().UTC()}
-			if err := store.AddMemory(ctx, m); err != nil {
+			if err := store.AddMemory(ctx, m); errors.Is(err, switchboard.ErrMemoriesFull) {
+				return Result{}, fmt.Errorf("%s keeps %d memories, the most a person may: tell them to remove one they no longer need (/memory lists them, /forget <id> removes one), then remember this", who.DisplayName(), switchboard.MaxMemories)
+			} else if err != nil {
 				return Result{}, fmt.Errorf("the memory could not be kept: %w", err)
 			}
 			return Result{Content: fmt.Sprintf("Remembered for %s (id %s). They can list their memories with /memory and remove one with /forget %s.", who.DisplayName(), m.ID, m.ID)}, nil
