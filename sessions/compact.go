@@ -67,8 +67,21 @@ func (s *session) maybeCompact(ctx, turnCtx context.Context, t *turn, system str
 		}
 		cut = i
 	}
+	// The summary request itself must fit: after summaries failed for a
+	// while, the window may hold more than the model takes at once. Then
+	// the oldest part that fits is summarised now, the rest next time.
+	for budget > 0 && cut > 0 && s.fitting.tokens(providers.EstimateTokens(s.summaryRequest(s.window[:cut]))) > budget {
+		prev := 0
+		for i := cut - 1; i > 0; i-- {
+			if s.window[i].Role == switchboard.RoleUser {
+				prev = i
+				break
+			}
+		}
+		cut = prev
+	}
 	if cut <= 0 {
-		return // nothing before the last exchange
+		return // nothing before the last exchange, or not one exchange fits
 	}
 	summary, usage, err := s.summarise(turnCtx, s.window[:cut])
 	t.Usage = t.Usage.Add(usage)
@@ -94,6 +107,29 @@ func (s *session) maybeCompact(ctx, turnCtx context.Context, t *turn, system str
 
 // summarise asks the model for notes on msgs, after the session's summary.
 func (s *session) summarise(ctx context.Context, msgs []switchboard.Message) (string, switchboard.Usage, error) {
+	req := s.summaryRequest(msgs)
+	var out strings.Builder
+	var usage switchboard.Usage
+	for ev, err := range s.provider().Stream(ctx, req) {
+		if err != nil {
+			return "", usage, err
+		}
+		switch ev.Kind {
+		case providers.EventTextDelta:
+			out.WriteString(ev.Text)
+		case providers.EventUsage:
+			usage = usage.Add(ev.Usage)
+		}
+	}
+	text := strings.TrimSpace(out.String())
+	if text == "" {
+		return "", usage, fmt.Errorf("sessions: the summary came back empty")
+	}
+	return text, usage, nil
+}
+
+// summaryRequest asks for notes on msgs, after the session's summary.
+func (s *session) summaryRequest(msgs []switchboard.Message) providers.Request {
 	var b strings.Builder
 	if s.summary != "" {
 		b.WriteString("Earlier notes:\n" + s.summary + "\n\nThe conversation since:\n")
@@ -113,29 +149,11 @@ func (s *session) summarise(ctx context.Context, msgs []switchboard.Message) (st
 			fmt.Fprintf(&b, "%s returned: %s\n", cmp.Or(m.ToolName, "A tool"), quoted(m.Content))
 		}
 	}
-	req := providers.Request{
+	return providers.Request{
 		Model:    cmp.Or(s.guide.Memory.SummaryModel, s.guide.Model),
 		System:   summaryPrompt,
 		Messages: []switchboard.Message{{Role: switchboard.RoleUser, Content: b.String()}},
 	}
-	var out strings.Builder
-	var usage switchboard.Usage
-	for ev, err := range s.provider().Stream(ctx, req) {
-		if err != nil {
-			return "", usage, err
-		}
-		switch ev.Kind {
-		case providers.EventTextDelta:
-			out.WriteString(ev.Text)
-		case providers.EventUsage:
-			usage = usage.Add(ev.Usage)
-		}
-	}
-	text := strings.TrimSpace(out.String())
-	if text == "" {
-		return "", usage, fmt.Errorf("sessions: the summary came back empty")
-	}
-	return text, usage, nil
 }
 
 // quoted is a message's text for a summary, cut to maxQuoted bytes.

@@ -1,6 +1,8 @@
 package sessions_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -184,5 +186,66 @@ func TestARestartMidCompaction(t *testing.T) {
 	}
 	if compactions != 1 || answers != 4 {
 		t.Fatalf("stored %d compactions and %d answers, want 1 and 4", compactions, answers)
+	}
+}
+
+// After summaries failed for a while the window holds more than the model
+// takes at once: once they work again, the summary request itself fits
+// the budget (the oldest part is summarised first, the rest next), so the
+// model never refuses it and the window shrinks back.
+func TestASummaryRequestFitsTheBudget(t *testing.T) {
+	h := newHarness(t, func(c *sessions.Config) { c.Providers["main"].ContextWindow = 12_000 })
+	h.llm.SetContextLimit(8_000)
+	var failing atomic.Bool
+	failing.Store(true)
+	h.llm.Respond(func(r openaitest.Request) openaitest.Reply {
+		if isSummaryRequest(r) {
+			if failing.Load() {
+				return openaitest.Reply{Status: 500}
+			}
+			return openaitest.Reply{Text: []string{"NOTES: the facts so far."}}
+		}
+		return openaitest.Reply{Text: []string{"Noted."}}
+	})
+	c := h.attach(sessions.AttachOptions{Author: alice, Guide: "compacting"})
+	for i := range 14 {
+		c.say(long(i, 3<<10))
+		if got := c.reply().Content; got != "Noted." {
+			t.Fatalf("turn %d answered %q", i, got)
+		}
+	}
+	failing.Store(false)
+	for i := 14; i < 20; i++ {
+		c.say(long(i, 3<<10))
+		if got := c.reply().Content; got != "Noted." {
+			t.Fatalf("turn %d answered %q", i, got)
+		}
+	}
+	// The model may refuse the first request too long, while the estimate
+	// learns its count (TestALongConversationFitsTheContext); never a
+	// summary.
+	refused := 0
+	for _, r := range h.llm.Requests() {
+		body, _ := json.Marshal(r)
+		if n := openaitest.PromptTokens(body); n > 8_000 && isSummaryRequest(r) {
+			t.Errorf("a summary request of %d tokens was refused as too long", n)
+		} else if n > 8_000 {
+			refused++
+		}
+	}
+	if refused > 1 {
+		t.Errorf("%d requests were refused as too long; at most the first may be", refused)
+	}
+	compactions := 0
+	for _, ev := range c.stored() {
+		if ev.Type == switchboard.EventCompaction {
+			compactions++
+		}
+	}
+	if compactions == 0 {
+		t.Fatal("no compaction once summaries worked again")
+	}
+	if _, msgs, err := h.db.Context(context.Background(), c.id, 1000); err != nil || len(msgs) > 12 {
+		t.Fatalf("the model's context still holds %d messages (%v)", len(msgs), err)
 	}
 }
