@@ -138,6 +138,9 @@ func TestCheckRecallIndex(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), "corrupt") {
 					t.Fatalf("%d messages stored with the index broken (%v): the doctor's PROBLEM overstates it", stored, err)
 				}
+				if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "gateway doctor") {
+					t.Fatalf("the failed write does not point at gateway doctor: %v", err)
+				}
 				t.Logf("message %d failed: %v", stored+1, err)
 			}
 

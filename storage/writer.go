@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"time"
 
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
 	"github.com/switchboard-gw/switchboard"
 )
 
@@ -269,8 +272,23 @@ func (db *DB) writeBatch(parts []*part, durable bool) {
 		}
 	}
 	for i, p := range parts {
-		p.err = cmp.Or(errs[i], err)
+		p.err = damaged(cmp.Or(errs[i], err))
 	}
+}
+
+// ErrDamaged is what a write that SQLite found the database damaged for
+// wraps: the log says what to run.
+var ErrDamaged = errors.New("the database file is damaged: stop the gateway and run gateway doctor, which says what to repair")
+
+// damaged wraps a write's error with ErrDamaged when SQLite says the
+// database is malformed (a damaged recall index fails every message
+// write, for one).
+func damaged(err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CORRUPT {
+		return fmt.Errorf("%w: %w", ErrDamaged, err)
+	}
+	return err
 }
 
 // setDurable switches the write connection between synchronous=FULL,
