@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"unicode"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/metrics"
 	"github.com/switchboard-gw/switchboard/providers"
 	"github.com/switchboard-gw/switchboard/providers/openai"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
@@ -470,5 +472,26 @@ func TestQuestionsBounded(t *testing.T) {
 	}
 	if st := e.r.Stats(); st.TextOnly != 1 || st.Hybrid != 1 {
 		t.Errorf("stats: %+v", st)
+	}
+}
+
+// Register's metrics reach a Prometheus scrape.
+func TestMetrics(t *testing.T) {
+	e := newEnv(t, nil)
+	e.conversation("alices", []string{"web:alice"}, fact)
+	e.indexAll()
+	e.search("web:alice", paraphrase)
+	m := metrics.New()
+	e.r.Register(m)
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{
+		"switchboard_recall_embedder_up 1", "switchboard_recall_vectors_pending 0", "switchboard_recall_vectors_indexed_total 1",
+		"switchboard_recall_embed_failures_total 0", "switchboard_recall_vector_cache_limit_bytes 1.048576e+06",
+		"switchboard_recall_vector_cache_conversations 1", "switchboard_recall_searches_total 1", "switchboard_recall_searches_text_only_total 0",
+	} {
+		if !strings.Contains(rec.Body.String(), want+"\n") {
+			t.Errorf("the scrape lacks %q", want)
+		}
 	}
 }
