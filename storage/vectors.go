@@ -112,6 +112,29 @@ func (db *DB) CountUnembedded(ctx context.Context, space string, after int64) (i
 	return n, nil
 }
 
+// CountUnembeddedIn counts, in a database opened elsewhere (gateway
+// doctor's read-only open of a file no gateway holds), the messages
+// semantic recall embeds and how many of them have no vector of space.
+// A database from before semantic recall has no vectors at all: every
+// message waits.
+func CountUnembeddedIn(ctx context.Context, db *sql.DB, space string) (pending, total int64, err error) {
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM messages m WHERE m.role IN ('user', 'assistant')
+		AND COALESCE(json_extract(m.data, '$.content'), '') != ''`).Scan(&total); err != nil {
+		return 0, 0, fmt.Errorf("storage: count messages: %w", err)
+	}
+	var tables int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'message_vectors'`).Scan(&tables); err != nil {
+		return 0, 0, fmt.Errorf("storage: count unembedded messages: %w", err)
+	}
+	if tables == 0 {
+		return total, total, nil
+	}
+	if err := db.QueryRowContext(ctx, `SELECT count(*) `+unembedded, space, 0).Scan(&pending); err != nil {
+		return 0, 0, fmt.Errorf("storage: count unembedded messages: %w", err)
+	}
+	return pending, total, nil
+}
+
 // Vector is a message's vector; an empty one marks a message with nothing
 // to embed, so it is not offered again.
 type Vector struct {

@@ -110,6 +110,9 @@ func TestVectors(t *testing.T) {
 	if n := count(); n != 3 {
 		t.Fatalf("%d vectors stored", n)
 	}
+	if pending, total, err := CountUnembeddedIn(ctx, db.read, "m2"); err != nil || pending != 2 || total != 3 {
+		t.Fatalf("CountUnembeddedIn = %d of %d, %v", pending, total, err)
+	}
 	if err := db.DeleteSessions(ctx, []string{"alices"}); err != nil {
 		t.Fatal(err)
 	}

@@ -181,9 +181,12 @@ func (d *doctor) run(ctx context.Context, sets []string) []checkResult {
 			Fix:    "add a provider to the config's providers list (see config.yaml)"})
 	}
 
-	// MCP servers are started (stdio) or called (HTTP) meanwhile too.
+	// MCP servers are started (stdio) or called (HTTP) meanwhile too, and
+	// the embedding model is asked for a vector.
 	var mcpResults []checkResult
 	wg.Go(func() { mcpResults = d.checkMCP(ctx) })
+	var embeddings checkResult
+	wg.Go(func() { embeddings = d.checkEmbeddings(ctx) })
 
 	db := d.checkDatabase()
 	httpRes := d.checkPort(ctx, "http.addr", d.cfg.HTTP.Addr, "/healthz")
@@ -198,7 +201,7 @@ func (d *doctor) run(ctx context.Context, sets []string) []checkResult {
 	wg.Wait()
 
 	results = append(results, provResults...)
-	results = append(results, db, httpRes, metricsRes)
+	results = append(results, embeddings, db, httpRes, metricsRes)
 	results = append(results, listeners...)
 	results = append(results, bwrap)
 	results = append(results, mcpResults...)
@@ -293,7 +296,7 @@ func (d *doctor) checkGuides(provs map[string]*providers.Resilient, buildErr err
 	// an unset ${VAR} of theirs too, are each on a row of their own.
 	noMCP := d.cfg
 	noMCP.Tools.MCP = nil
-	tb, err := buildTools(noMCP, d.environ, nil, slog.New(slog.DiscardHandler))
+	tb, err := buildTools(noMCP, d.environ, nil, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		res.Sev, res.Detail = sevProblem, err.Error()
 		return catalog, res

@@ -152,12 +152,23 @@ Flags:
 		return err
 	}
 	defer db.Close()
+	// Semantic recall, when embeddings are configured: its indexer stops
+	// before the store closes.
+	recall, err := buildRecall(cfg, environ, db, log)
+	if err != nil {
+		return err
+	}
+	var store sessions.Store = db
+	if recall != nil {
+		store = recallStore{db, recall}
+		defer runIndexer(ctx, recall)()
+	}
 
 	catalog, err := guides.LoadDir(cfg.Guides.Dir)
 	if err != nil {
 		return err
 	}
-	tb, err := buildTools(cfg, environ, db, log)
+	tb, err := buildTools(cfg, environ, db, store, log)
 	if err != nil {
 		return err
 	}
@@ -178,6 +189,9 @@ Flags:
 		return err
 	}
 	mets := metrics.New()
+	if recall != nil {
+		recall.Register(mets)
+	}
 	parts := newHealth(mets) // health.go: /readyz, switchboard_component_up
 	// One breaker per provider, shared by every copy a guide's fallback
 	// makes of it (sessions.provider), so failures count across turns.
@@ -215,7 +229,7 @@ Flags:
 	sessionsCtx, stopSessions := context.WithCancel(context.Background())
 	manager := sessions.NewManager(sessionsCtx, sessions.Config{
 		Metrics: mets,
-		Store:   db, Guides: catalog, DefaultGuide: cfg.Guides.Default,
+		Store:   store, Guides: catalog, DefaultGuide: cfg.Guides.Default,
 		Providers: provs, DefaultProvider: defaultProvider, Tools: registry,
 		QueueSize: cfg.Sessions.QueueSize, SubscriberBuffer: cfg.Sessions.SubscriberBuffer,
 		IdleTimeout: time.Duration(cfg.Sessions.IdleTimeout), ApprovalTimeout: time.Duration(cfg.Sessions.ApprovalTimeout),
@@ -223,7 +237,12 @@ Flags:
 		MaxLive: cfg.Sessions.MaxLive, NewPerMinute: cfg.Sessions.NewPerMinute,
 		Retention: time.Duration(cfg.Storage.Retention), MaxBindings: cfg.Sessions.MaxBindings,
 		PublicURL: inviteHTTP.InviteBase(),
-		Files:     tb.files, Forget: tb.forget,
+		Files:     tb.files, Forget: func(ids []string) {
+			tb.forget(ids)
+			if recall != nil {
+				recall.Forget(ids)
+			}
+		},
 	})
 	// Sessions stop after the listeners, so a turn in flight can still be
 	// stored; then the store flushes on Close.
