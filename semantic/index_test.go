@@ -3,6 +3,7 @@ package semantic
 import (
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"testing"
 )
 
@@ -138,5 +139,51 @@ func TestUnit(t *testing.T) {
 	}
 	if got := unit([]float32{0, 0}); len(got) != 0 {
 		t.Errorf("a zero vector: %v", got)
+	}
+}
+
+// A search shared between goroutines finds what one goroutine finds.
+func TestScanAllInParallel(t *testing.T) {
+	const dims = 1024
+	r := rand.New(rand.NewPCG(1, 2))
+	var segs []segment
+	id := int64(0)
+	for _, n := range []int{5000, 1, 0, 3000} { // 8001×1024 numbers: over parallelWork
+		s := segment{}
+		for range n {
+			id++
+			s.ids = append(s.ids, id)
+			for range dims {
+				s.flat = append(s.flat, r.Float32()-0.5)
+			}
+		}
+		segs = append(segs, s)
+	}
+	q := segs[0].flat[:dims]
+	one := scanAll(q, segs, 20, -10, 1)
+	many := scanAll(q, segs, 20, -10, 4)
+	if len(one) != 20 || !reflect.DeepEqual(one, many) {
+		t.Fatalf("one goroutine: %v\nfour: %v", one, many)
+	}
+	if one[0].id != 1 {
+		t.Errorf("the query's own vector is not first: %v", one[0])
+	}
+}
+
+// BenchmarkScan is the brute force of a search: 100,000 vectors of 1,536.
+func BenchmarkScan(b *testing.B) {
+	const n, dims = 100_000, 1536
+	r := rand.New(rand.NewPCG(1, 2))
+	flat := make([]float32, n*dims)
+	for i := range flat {
+		flat[i] = r.Float32() - 0.5
+	}
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = int64(i)
+	}
+	segs := []segment{{ids, flat}}
+	for b.Loop() {
+		scanAll(flat[:dims], segs, 20, -1, runtime.GOMAXPROCS(0))
 	}
 }

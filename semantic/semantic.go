@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -217,7 +218,7 @@ func (r *Recall) nearest(ctx context.Context, reader, query string, k int) (near
 		r.log.Warn("semantic recall: a search went on full-text alone", "err", err)
 		return nil, false
 	}
-	best := nearest{k: k, floor: r.cfg.MinSimilarity}
+	segs := make([]segment, 0, len(sessions))
 	for _, s := range sessions {
 		ids, flat, held := r.idx.get(s, len(q))
 		if !held {
@@ -229,9 +230,11 @@ func (r *Recall) nearest(ctx context.Context, reader, query string, k int) (near
 			}
 			r.idx.put(s, len(q), ids, flat, gen)
 		}
-		best.scan(q, ids, flat)
+		if len(ids) > 0 {
+			segs = append(segs, segment{ids, flat})
+		}
 	}
-	return best.best, true
+	return scanAll(q, segs, k, r.cfg.MinSimilarity, runtime.GOMAXPROCS(0)), true
 }
 
 // errDown is the cause of a call not made: the provider failed and its
