@@ -67,6 +67,8 @@ func run(ctx context.Context, args []string) error {
 	warmup := fs.Duration("warmup", time.Second, "unmeasured time before each run")
 	idle := fs.Int("idle", 10000, "idle connections for the memory measurement (0 to skip)")
 	contextSizes := fs.String("context", "10000,1000000", "stored messages for the context-build measurement ('' to skip)")
+	vectors := fs.Int("vectors", 100_000, "vectors a semantic recall search scans (0 to skip)")
+	vectorDims := fs.String("vector-dims", "768,1536,3072", "their lengths, each measured")
 	profiles := fs.String("cpuprofile", "", "directory for a CPU profile of each gateway run, gateway-<sessions>.prof ('' for none)")
 	soak := fs.Duration("soak", 0, "instead of the benchmarks: a soak of this long (sessions opened, used and closed), reporting memory and goroutines over time")
 	soakClients := fs.Int("soak-clients", 300, "concurrent clients in the soak")
@@ -205,6 +207,20 @@ func run(ctx context.Context, args []string) error {
 		}
 		for _, c := range rep.context {
 			log("context build with %d stored messages: median %v, p99 %v; recall median %v, p99 %v", c.messages, c.median, c.p99, c.recallMedian, c.recallP99)
+		}
+	}
+
+	if *vectors > 0 {
+		dims, err := parseInts(*vectorDims)
+		if err != nil {
+			return fmt.Errorf("--vector-dims: %w", err)
+		}
+		if rep.vectors, err = measureVectors(ctx, dir, *vectors, dims); err != nil {
+			return fmt.Errorf("semantic recall: %w", err)
+		}
+		for _, v := range rep.vectors {
+			log("semantic recall over %d vectors of %d: median %v, p99 %v, %.0f MiB held; cold read of %d: median %v",
+				v.vectors, v.dims, v.median, v.p99, v.heldMiB, v.coldVectors, v.coldMedian)
 		}
 	}
 

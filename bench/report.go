@@ -70,6 +70,7 @@ type report struct {
 	discord       []discordRow
 	idle          idleResult
 	context       []contextResult
+	vectors       []vectorResult // vectors.go
 }
 
 func (r report) markdown() string {
@@ -146,6 +147,9 @@ func (r report) markdown() string {
 				c.recallMedian.Round(time.Microsecond), c.recallP99.Round(time.Microsecond))
 		}
 		p("\n")
+	}
+	if len(r.vectors) > 0 {
+		r.vectorsSection(p)
 	}
 	return b.String()
 }
