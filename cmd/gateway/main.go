@@ -152,8 +152,7 @@ Flags:
 		return err
 	}
 	defer db.Close()
-	// Semantic recall, when embeddings are configured: its indexer stops
-	// before the store closes.
+	// Semantic recall, when embeddings are configured (embeddings.go).
 	recall, err := buildRecall(cfg, environ, db, log)
 	if err != nil {
 		return err
@@ -161,7 +160,6 @@ Flags:
 	var store sessions.Store = db
 	if recall != nil {
 		store = recallStore{db, recall}
-		defer runIndexer(ctx, recall)()
 	}
 
 	catalog, err := guides.LoadDir(cfg.Guides.Dir)
@@ -190,7 +188,10 @@ Flags:
 	}
 	mets := metrics.New()
 	if recall != nil {
+		// Its indexer starts once the configuration is known to be
+		// good, and stops before the store closes.
 		recall.Register(mets)
+		defer runIndexer(ctx, recall)()
 	}
 	parts := newHealth(mets) // health.go: /readyz, switchboard_component_up
 	// One breaker per provider, shared by every copy a guide's fallback
