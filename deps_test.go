@@ -48,7 +48,7 @@ func TestImportDirection(t *testing.T) {
 		t.Errorf("the domain package imports %v: it must stand alone", own)
 	}
 	core := []string{"/sessions", "/storage", "/guides", "/tools", "/providers", "/providers/openai", "/providers/anthropic",
-		"/providers/gemini", "/providers/demo", "/collaboration", "/config", "/metrics", "/health", "/places"}
+		"/providers/gemini", "/providers/demo", "/collaboration", "/config", "/metrics", "/health", "/places", "/semantic"}
 	for _, pkg := range core {
 		forbidden(pkg, func(d string) bool {
 			return strings.HasPrefix(d, "/listeners") || strings.HasPrefix(d, "/web") || strings.HasPrefix(d, "/cmd")
@@ -56,7 +56,7 @@ func TestImportDirection(t *testing.T) {
 	}
 	// The core counts through an interface of its own (sessions.Metrics):
 	// Prometheus stays in metrics/, which only the gateway wires in.
-	for _, pkg := range []string{"/sessions", "/places", "/health"} {
+	for _, pkg := range []string{"/sessions", "/places", "/health", "/semantic"} {
 		forbidden(pkg, func(d string) bool { return d == "/metrics" })
 		out, err := exec.Command("go", "list", "-deps", module+pkg).Output()
 		if err != nil {

@@ -51,7 +51,7 @@ func TestReportRuns(t *testing.T) {
 	out := filepath.Join(dir, "benchmarks.md")
 	err := run(t.Context(), []string{
 		"--gateway", gateway, "--levels", "1,2", "--warmup", "50ms", "--duration", "200ms",
-		"--idle", "5", "--context", "50,500", "--slack-levels", "1,2", "--discord-levels", "1,2",
+		"--idle", "5", "--context", "50,500", "--vectors", "2000", "--vector-dims", "64,128", "--slack-levels", "1,2", "--discord-levels", "1,2",
 		"--compaction", "200,16384", "--compaction-turns", "30", "--out", out,
 	})
 	if err != nil {
@@ -137,6 +137,7 @@ func TestReportRuns(t *testing.T) {
 		"5 WebSocket connections, each its own session",
 		"Median and p99 of 20 loads.",
 		"| 50 | ", "| 500 | ",
+		"## Semantic recall", "| 2000 | 64 | ", "| 2000 | 128 | ",
 	} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q:\n%s", want, report)

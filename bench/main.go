@@ -69,6 +69,8 @@ func run(ctx context.Context, args []string) error {
 	contextSizes := fs.String("context", "10000,1000000", "stored messages for the context-build measurement ('' to skip)")
 	compactionSizes := fs.String("compaction", "200,2048,16384", "message sizes in bytes for the compaction measurement ('' to skip)")
 	compactionTurns := fs.Int("compaction-turns", 300, "turns of each compaction conversation")
+	vectors := fs.Int("vectors", 100_000, "vectors a semantic recall search scans (0 to skip)")
+	vectorDims := fs.String("vector-dims", "768,1536,3072", "their lengths, each measured")
 	profiles := fs.String("cpuprofile", "", "directory for a CPU profile of each gateway run, gateway-<sessions>.prof ('' for none)")
 	soak := fs.Duration("soak", 0, "instead of the benchmarks: a soak of this long (sessions opened, used and closed), reporting memory and goroutines over time")
 	soakClients := fs.Int("soak-clients", 300, "concurrent clients in the soak")
@@ -222,6 +224,19 @@ func run(ctx context.Context, args []string) error {
 		for _, c := range rep.compaction {
 			log("compaction with %d-byte messages: %d turns in %v, %.1f summaries per 100 turns, %.1f %% of tokens, %.0f tokens a turn, %d refused",
 				c.messageBytes, c.turns, c.elapsed.Round(time.Millisecond), c.summariesPer100(), c.summaryShare(), c.tokensPerTurn(), c.refused)
+		}
+	}
+	if *vectors > 0 {
+		dims, err := parseInts(*vectorDims)
+		if err != nil {
+			return fmt.Errorf("--vector-dims: %w", err)
+		}
+		if rep.vectors, err = measureVectors(ctx, dir, *vectors, dims); err != nil {
+			return fmt.Errorf("semantic recall: %w", err)
+		}
+		for _, v := range rep.vectors {
+			log("semantic recall over %d vectors of %d: median %v, p99 %v, %.0f MiB held; cold read of %d: median %v",
+				v.vectors, v.dims, v.median, v.p99, v.heldMiB, v.coldVectors, v.coldMedian)
 		}
 	}
 

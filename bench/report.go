@@ -71,6 +71,7 @@ type report struct {
 	idle          idleResult
 	context       []contextResult
 	compaction    []compactionResult
+	vectors       []vectorResult // vectors.go
 }
 
 func (r report) markdown() string {
@@ -163,6 +164,9 @@ func (r report) markdown() string {
 			p("| %s | %d | %.1f | %.1f %% | %.0f | %d |\n", byteLabel(c.messageBytes), c.turns, c.summariesPer100(), c.summaryShare(), c.tokensPerTurn(), c.refused)
 		}
 		p("\n")
+	}
+	if len(r.vectors) > 0 {
+		r.vectorsSection(p)
 	}
 	return b.String()
 }

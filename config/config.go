@@ -37,6 +37,68 @@ type Config struct {
 	Metrics   Metrics    `koanf:"metrics"`
 	Log       Log        `koanf:"log"`
 	Tools     Tools      `koanf:"tools"`
+	// Embeddings turns on semantic recall; off while its provider is
+	// empty.
+	Embeddings Embeddings `koanf:"embeddings"`
+}
+
+// Embeddings is semantic recall (docs/operating.md, "Semantic recall"):
+// every person's and the assistant's message gets a vector from an
+// embedding model, and memory_search and memory.recall merge the messages
+// nearest a question in meaning with the full-text matches. Off while
+// Provider is empty: recall is full-text alone then.
+type Embeddings struct {
+	// Provider names a configured provider (of kind openai, gemini or
+	// ollama) whose endpoint and key make the vectors.
+	Provider string `koanf:"provider"`
+	// Model is the embedding model; empty: text-embedding-3-small for
+	// openai, gemini-embedding-001 for gemini (ollama has no default).
+	Model string `koanf:"model"`
+	// Dimensions asks the model for vectors that long (models that can
+	// shorten theirs: text-embedding-3-*, gemini-embedding-001); 0 takes
+	// the model's own.
+	Dimensions int `koanf:"dimensions"`
+	// CacheMB bounds the vectors held in memory between searches, in MiB;
+	// 0 holds none (each search reads its conversations' from the
+	// database).
+	CacheMB int `koanf:"cache_mb"`
+	// MinSimilarity is the cosine similarity a message needs to count as
+	// near a question (-1 to 1; it depends on the model).
+	MinSimilarity float64 `koanf:"min_similarity"`
+	// Timeout bounds one embedding request; a question not embedded in
+	// time is searched full-text alone.
+	Timeout Duration `koanf:"timeout"`
+}
+
+// DefaultEmbeddingModel is the embedding model taken when
+// embeddings.model is empty, by provider kind ("" for ollama: a local
+// server has the models pulled into it).
+func DefaultEmbeddingModel(kind string) string {
+	switch kind {
+	case KindOpenAI:
+		return "text-embedding-3-small"
+	case KindGemini:
+		return "gemini-embedding-001"
+	}
+	return ""
+}
+
+// MaxEmbeddingDimensions bounds embeddings.dimensions (the largest models
+// make 3,072).
+const MaxEmbeddingDimensions = 8192
+
+// EmbeddingProvider is the provider embeddings.provider names, and
+// whether there is one.
+func (c Config) EmbeddingProvider() (Provider, int, bool) {
+	if c.Embeddings.Provider == "" {
+		return Provider{}, -1, false
+	}
+	for i, p := range c.Providers {
+		if p.Name == c.Embeddings.Provider {
+			return p, i, true
+		}
+	}
+	return Provider{}, -1, false
 }
 
 // Tools configures the tools that reach beyond the gateway: the sandboxed
@@ -488,6 +550,9 @@ func defaults() map[string]any {
 		"sessions.tool_timeout":                   Duration(30 * time.Second),
 		"sessions.subscriber_buffer":              256,
 		"sessions.shutdown_grace":                 Duration(10 * time.Second),
+		"embeddings.cache_mb":                     256,
+		"embeddings.min_similarity":               0.3,
+		"embeddings.timeout":                      Duration(10 * time.Second),
 		"log.level":                               "info",
 		"log.format":                              "text",
 	}
@@ -672,6 +737,9 @@ func (c *Config) normalize() {
 		if c.Providers[i].Timeout == 0 {
 			c.Providers[i].Timeout = DefaultProviderTimeout
 		}
+	}
+	if p, _, ok := c.EmbeddingProvider(); ok && c.Embeddings.Model == "" {
+		c.Embeddings.Model = DefaultEmbeddingModel(p.Kind)
 	}
 }
 
@@ -906,6 +974,8 @@ func (c Config) Validate() error {
 		}
 	}
 
+	c.validateEmbeddings(bad)
+
 	switch strings.ToLower(c.Log.Level) {
 	case "debug", "info", "warn", "error":
 	default:
@@ -917,6 +987,41 @@ func (c Config) Validate() error {
 		bad("log.format", "want text or json, not %q", c.Log.Format)
 	}
 	return errors.Join(errs...)
+}
+
+// validateEmbeddings checks the embeddings section when it is on.
+func (c Config) validateEmbeddings(bad func(key, format string, args ...any)) {
+	e := c.Embeddings
+	if e.Provider == "" {
+		return
+	}
+	p, i, ok := c.EmbeddingProvider()
+	switch {
+	case !ok:
+		var names []string
+		for _, p := range c.Providers {
+			names = append(names, p.Name)
+		}
+		bad("embeddings.provider", "no provider is named %q (have: %s): name the provider whose endpoint and key make the vectors", e.Provider, strings.Join(names, ", "))
+	case p.Kind == KindAnthropic:
+		bad("embeddings.provider", "%q (providers[%d]) is an anthropic provider, and Anthropic has no embeddings API: name an openai, gemini or ollama provider (one may be added for embeddings alone)", e.Provider, i)
+	case p.Kind == KindDemo:
+		bad("embeddings.provider", "%q (providers[%d]) is the offline demo model, which makes no embeddings: name an openai, gemini or ollama provider", e.Provider, i)
+	case e.Model == "":
+		bad("embeddings.model", "name the embedding model %q serves, e.g. nomic-embed-text (ollama pull nomic-embed-text)", e.Provider)
+	}
+	if e.Dimensions < 0 || e.Dimensions > MaxEmbeddingDimensions {
+		bad("embeddings.dimensions", "want 0 (the model's own) or a length up to %d, not %d", MaxEmbeddingDimensions, e.Dimensions)
+	}
+	if e.CacheMB < 0 {
+		bad("embeddings.cache_mb", "want the MiB of vectors held in memory (0 holds none), not %d", e.CacheMB)
+	}
+	if e.MinSimilarity < -1 || e.MinSimilarity > 1 {
+		bad("embeddings.min_similarity", "want a cosine similarity from -1 to 1, not %v", e.MinSimilarity)
+	}
+	if e.Timeout <= 0 {
+		bad("embeddings.timeout", "must be positive, e.g. \"10s\"")
+	}
 }
 
 // validImageHost: a host name or IP, optionally with a port, optionally

@@ -15,6 +15,7 @@ func FuzzLoad(f *testing.F) {
 		"providers:\n  - name: main\n    kind: openai\n    api_key_env: X\n    fallback: demo\n",
 		"listeners:\n  slack: { enabled: true, mode: socket }\n", "tools:\n  mcp:\n    - {name: a, command: [x]}\n",
 		"http: [\n", "sessions: { queue_size: -1 }\n", "",
+		"providers:\n  - {name: main, kind: openai}\nembeddings: {provider: main, dimensions: 768, min_similarity: 0.5}\n",
 	} {
 		f.Add(s)
 	}

@@ -549,3 +549,90 @@ func TestToolsSection(t *testing.T) {
 		t.Errorf("mcp = %+v", c.Tools.MCP)
 	}
 }
+
+// embeddings: off while its provider is empty; on, it names a provider
+// that can embed, with a default model for its kind; bad values are
+// refused with their key.
+func TestEmbeddings(t *testing.T) {
+	c := mustLoad(t, "", nil, nil)
+	want := Embeddings{CacheMB: 256, MinSimilarity: 0.3, Timeout: Duration(10 * time.Second)}
+	if c.Embeddings != want {
+		t.Errorf("defaults: %+v, want %+v", c.Embeddings, want)
+	}
+	if _, _, ok := c.EmbeddingProvider(); ok {
+		t.Error("on without a provider")
+	}
+	file := writeFile(t, `
+providers:
+  - {name: main, kind: openai, model: gpt-4o-mini}
+  - {name: claude, kind: anthropic, model: claude-sonnet-4-5}
+  - {name: gem, kind: gemini, model: gemini-2.5-flash}
+  - {name: local, kind: ollama, model: llama3.2}
+  - {name: offline, kind: demo}
+embeddings:
+  provider: main
+  dimensions: 512
+  min_similarity: 0.25
+`)
+	c = mustLoad(t, file, nil, nil)
+	if e := c.Embeddings; e.Provider != "main" || e.Model != "text-embedding-3-small" || e.Dimensions != 512 || e.MinSimilarity != 0.25 || e.CacheMB != 256 {
+		t.Errorf("embeddings: %+v", e)
+	}
+	if p, i, ok := c.EmbeddingProvider(); !ok || i != 0 || p.Kind != "openai" {
+		t.Errorf("EmbeddingProvider = %+v %d %v", p, i, ok)
+	}
+	c = mustLoad(t, file, nil, []string{"SWITCHBOARD_EMBEDDINGS__PROVIDER=gem", "SWITCHBOARD_EMBEDDINGS__MIN_SIMILARITY=0.6"})
+	if e := c.Embeddings; e.Model != "gemini-embedding-001" || e.MinSimilarity != 0.6 {
+		t.Errorf("from the environment: %+v", e)
+	}
+	c = mustLoad(t, file, []string{"embeddings.provider=local", "embeddings.model=nomic-embed-text"}, nil)
+	if e := c.Embeddings; e.Model != "nomic-embed-text" {
+		t.Errorf("ollama: %+v", e)
+	}
+
+	for _, tc := range []struct {
+		sets []string
+		want string
+	}{
+		{[]string{"embeddings.provider=nope"}, `embeddings.provider: no provider is named "nope" (have: main, claude, gem, local, offline)`},
+		{[]string{"embeddings.provider=claude"}, `embeddings.provider: "claude" (providers[1]) is an anthropic provider, and Anthropic has no embeddings API`},
+		{[]string{"embeddings.provider=offline"}, `"offline" (providers[4]) is the offline demo model, which makes no embeddings`},
+		{[]string{"embeddings.provider=local"}, `embeddings.model: name the embedding model "local" serves, e.g. nomic-embed-text`},
+		{[]string{"embeddings.dimensions=-1"}, `embeddings.dimensions: want 0 (the model's own) or a length up to 8192, not -1`},
+		{[]string{"embeddings.dimensions=10000"}, `embeddings.dimensions: want 0`},
+		{[]string{"embeddings.cache_mb=-1"}, `embeddings.cache_mb: want the MiB of vectors held in memory (0 holds none), not -1`},
+		{[]string{"embeddings.min_similarity=2"}, `embeddings.min_similarity: want a cosine similarity from -1 to 1, not 2`},
+		{[]string{"embeddings.min_similarity=high"}, `embeddings.min_similarity: want a number, not "high"`},
+		{[]string{"embeddings.timeout=0s"}, `embeddings.timeout: must be positive`},
+	} {
+		wantErr(t, file, tc.sets, nil, tc.want)
+	}
+	// Off, the rest is not checked: a provider of the file turned off
+	// from the environment leaves its settings alone.
+	mustLoad(t, file, []string{"embeddings.provider=", "embeddings.dimensions=-1"}, nil)
+}
+
+// The commented embeddings example of config.yaml is valid once
+// uncommented.
+func TestShippedEmbeddingsExample(t *testing.T) {
+	data, err := os.ReadFile("../config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "\n# embeddings:")
+	if !ok {
+		t.Fatal("config.yaml has no commented embeddings example")
+	}
+	example := "embeddings:"
+	for _, line := range strings.Split(rest, "\n")[1:] {
+		body, ok := strings.CutPrefix(line, "#   ")
+		if !ok {
+			break
+		}
+		example += "\n  " + body
+	}
+	c := mustLoad(t, writeFile(t, "providers:\n  - {name: main, kind: openai, model: gpt-4o-mini}\n"+example+"\n"), nil, nil)
+	if e := c.Embeddings; e.Provider != "main" || e.Model != "text-embedding-3-small" || e.CacheMB == 0 {
+		t.Errorf("the example: %+v", e)
+	}
+}

@@ -151,6 +151,13 @@ func (d *decoder) value(t reflect.Type, n *yaml.Node, key string) (any, bool) {
 			return nil, false
 		}
 		return v, true
+	case t.Kind() == reflect.Float64:
+		var v float64
+		if n.Kind != yaml.ScalarNode || n.Decode(&v) != nil {
+			d.fail(n, key, "want a number, not %s", show(n))
+			return nil, false
+		}
+		return v, true
 	case t.Kind() == reflect.Int64:
 		var v int64
 		if n.Kind != yaml.ScalarNode || n.Decode(&v) != nil {

@@ -99,6 +99,15 @@ func (m *Metrics) GaugeFunc(name, help string, f func() float64) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
 }
 
+// CounterFunc registers a counter read at scrape time from a total kept
+// elsewhere, which only grows.
+func (m *Metrics) CounterFunc(name, help string, f func() float64) {
+	if m == nil {
+		return
+	}
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f))
+}
+
 // Event counts one emitted session event.
 func (m *Metrics) Event(typ string) {
 	if m == nil {

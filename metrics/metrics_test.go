@@ -30,6 +30,7 @@ func TestCountersAppearInTheScrape(t *testing.T) {
 	m.Frame("input")
 	live := 3.0
 	m.GaugeFunc("switchboard_sessions_live", "Sessions in memory.", func() float64 { return live })
+	m.CounterFunc("switchboard_things_total", "Things.", func() float64 { return 7 })
 
 	body := scrape(t, m)
 	for _, want := range []string{
@@ -39,6 +40,7 @@ func TestCountersAppearInTheScrape(t *testing.T) {
 		`switchboard_websocket_connections 1`,
 		`switchboard_websocket_frames_received_total{type="input"} 1`,
 		`switchboard_sessions_live 3`,
+		`switchboard_things_total 7`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(body, want) {
@@ -65,6 +67,7 @@ func TestNilMetricsIsANoOp(t *testing.T) {
 	m.TurnEnded("answered", time.Second)
 	m.Frame("input")
 	m.GaugeFunc("x", "y", func() float64 { return 1 })
+	m.CounterFunc("x", "y", func() float64 { return 1 })
 	m.Connected()("done")
 	m.ProviderCircuit("main", true)
 	m.StoreSizes(time.Minute, func(context.Context) (metrics.StoreSizes, error) { return metrics.StoreSizes{}, nil })

@@ -3,11 +3,9 @@ package storage
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 	"unicode"
 
 	"golang.org/x/text/runes"
@@ -26,6 +24,20 @@ const MaxQuery = 32
 // not in. The query is taken as words, any of which may match; FTS5's
 // own syntax is not: a person's quotes and stars are text.
 func (db *DB) Search(ctx context.Context, reader, query string, limit int) ([]switchboard.Found, error) {
+	hits, err := db.SearchHits(ctx, reader, query, limit)
+	if err != nil || len(hits) == 0 {
+		return nil, err
+	}
+	found := make([]switchboard.Found, len(hits))
+	for i, h := range hits {
+		found[i] = h.Found
+	}
+	return found, nil
+}
+
+// SearchHits is Search with each message's id, which semantic recall
+// merges its own matches with.
+func (db *DB) SearchHits(ctx context.Context, reader, query string, limit int) ([]Hit, error) {
 	words, err := db.telling(ctx, queryWords(query))
 	if err != nil {
 		return nil, err
@@ -34,7 +46,7 @@ func (db *DB) Search(ctx context.Context, reader, query string, limit int) ([]sw
 	if match == "" {
 		return nil, nil
 	}
-	rows, err := db.read.QueryContext(ctx, `SELECT m.session_id, m.data, m.created_at FROM messages_fts f
+	rows, err := db.read.QueryContext(ctx, `SELECT m.id, m.session_id, m.data, m.created_at FROM messages_fts f
 		JOIN messages m ON m.id = f.rowid
 		WHERE messages_fts MATCH ?
 		  AND m.session_id IN (SELECT session_id FROM members WHERE author_key = ?)
@@ -43,19 +55,11 @@ func (db *DB) Search(ctx context.Context, reader, query string, limit int) ([]sw
 		return nil, fmt.Errorf("storage: search: %w", err)
 	}
 	defer rows.Close()
-	var hits []switchboard.Found
+	var hits []Hit
 	for rows.Next() {
-		var h switchboard.Found
-		var data string
-		var at int64
-		if err := rows.Scan(&h.SessionID, &data, &at); err != nil {
+		var h Hit
+		if err := scanHit(rows, &h.ID, &h.Found); err != nil {
 			return nil, fmt.Errorf("storage: search: %w", err)
-		}
-		if err := json.Unmarshal([]byte(data), &h.Message); err != nil {
-			return nil, fmt.Errorf("storage: search: %w", err)
-		}
-		if at > 0 {
-			h.At = time.UnixMilli(at).UTC()
 		}
 		hits = append(hits, h)
 	}

@@ -182,9 +182,12 @@ func (d *doctor) run(ctx context.Context, sets []string) []checkResult {
 			Fix:    "add a provider to the config's providers list (see config.yaml)"})
 	}
 
-	// MCP servers are started (stdio) or called (HTTP) meanwhile too.
+	// MCP servers are started (stdio) or called (HTTP) meanwhile too, and
+	// the embedding model is asked for a vector.
 	var mcpResults []checkResult
 	wg.Go(func() { mcpResults = d.checkMCP(ctx) })
+	var embeddings checkResult
+	wg.Go(func() { embeddings = d.checkEmbeddings(ctx) })
 
 	db := d.checkDatabase()
 	recall := d.checkRecallIndex(ctx) // after checkDatabase, which finds out whether a gateway holds the file
@@ -200,7 +203,7 @@ func (d *doctor) run(ctx context.Context, sets []string) []checkResult {
 	wg.Wait()
 
 	results = append(results, provResults...)
-	results = append(results, db, recall, httpRes, metricsRes)
+	results = append(results, embeddings, db, recall, httpRes, metricsRes)
 	results = append(results, listeners...)
 	results = append(results, bwrap)
 	results = append(results, mcpResults...)
@@ -295,7 +298,7 @@ func (d *doctor) checkGuides(provs map[string]*providers.Resilient, buildErr err
 	// an unset ${VAR} of theirs too, are each on a row of their own.
 	noMCP := d.cfg
 	noMCP.Tools.MCP = nil
-	tb, err := buildTools(noMCP, d.environ, nil, slog.New(slog.DiscardHandler))
+	tb, err := buildTools(noMCP, d.environ, nil, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		res.Sev, res.Detail = sevProblem, err.Error()
 		return catalog, res

@@ -152,12 +152,21 @@ Flags:
 		return err
 	}
 	defer db.Close()
+	// Semantic recall, when embeddings are configured (embeddings.go).
+	recall, err := buildRecall(cfg, environ, db, log)
+	if err != nil {
+		return err
+	}
+	var store sessions.Store = db
+	if recall != nil {
+		store = recallStore{db, recall}
+	}
 
 	catalog, err := guides.LoadDir(cfg.Guides.Dir)
 	if err != nil {
 		return err
 	}
-	tb, err := buildTools(cfg, environ, db, log)
+	tb, err := buildTools(cfg, environ, db, store, log)
 	if err != nil {
 		return err
 	}
@@ -178,6 +187,12 @@ Flags:
 		return err
 	}
 	mets := metrics.New()
+	if recall != nil {
+		// Its indexer starts once the configuration is known to be
+		// good, and stops before the store closes.
+		recall.Register(mets)
+		defer runIndexer(ctx, recall)()
+	}
 	parts := newHealth(mets) // health.go: /readyz, switchboard_component_up
 	// Memories, summaries and the recall index grow with use: their sizes
 	// are read during a scrape, at most once a minute (the index's bytes
@@ -226,7 +241,7 @@ Flags:
 	sessionsCtx, stopSessions := context.WithCancel(context.Background())
 	manager := sessions.NewManager(sessionsCtx, sessions.Config{
 		Metrics: mets,
-		Store:   db, Guides: catalog, DefaultGuide: cfg.Guides.Default,
+		Store:   store, Guides: catalog, DefaultGuide: cfg.Guides.Default,
 		Providers: provs, DefaultProvider: defaultProvider, Tools: registry,
 		QueueSize: cfg.Sessions.QueueSize, SubscriberBuffer: cfg.Sessions.SubscriberBuffer,
 		IdleTimeout: time.Duration(cfg.Sessions.IdleTimeout), ApprovalTimeout: time.Duration(cfg.Sessions.ApprovalTimeout),
@@ -234,7 +249,12 @@ Flags:
 		MaxLive: cfg.Sessions.MaxLive, NewPerMinute: cfg.Sessions.NewPerMinute,
 		Retention: time.Duration(cfg.Storage.Retention), MaxBindings: cfg.Sessions.MaxBindings,
 		PublicURL: inviteHTTP.InviteBase(),
-		Files:     tb.files, Forget: tb.forget,
+		Files:     tb.files, Forget: func(ids []string) {
+			tb.forget(ids)
+			if recall != nil {
+				recall.Forget(ids)
+			}
+		},
 	})
 	// Sessions stop after the listeners, so a turn in flight can still be
 	// stored; then the store flushes on Close.

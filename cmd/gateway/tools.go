@@ -30,16 +30,14 @@ type toolbox struct {
 
 // buildTools makes the registry. Nothing is started: MCP servers start
 // with start, once the sessions exist.
-// memories keeps what remember is told (nil for the doctor, which only
-// checks that guides name tools that exist).
-func buildTools(cfg config.Config, environ []string, db *storage.DB, log *slog.Logger) (*toolbox, error) {
+// db keeps what remember is told and recall answers memory_search (the
+// store's full-text search, or semantic recall's); both are nil for the
+// doctor, which only checks that guides name tools that exist.
+func buildTools(cfg config.Config, environ []string, db *storage.DB, recall tools.Recall, log *slog.Logger) (*toolbox, error) {
 	tb := &toolbox{log: log, images: dataDir(cfg, "images")}
-	var (
-		memories tools.Memories
-		recall   tools.Recall
-	)
+	var memories tools.Memories
 	if db != nil {
-		memories, recall = db, db
+		memories = db
 	}
 	all := append(tools.Builtins(time.Now), append(tools.MemoryTools(memories, time.Now), tools.RecallTool(recall))...)
 	if sc := cfg.Tools.Sandbox; sc.Enabled {

@@ -18,7 +18,7 @@ func TestForgetDeletesASessionsFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb, err := buildTools(cfg, nil, nil, slog.New(slog.DiscardHandler))
+	tb, err := buildTools(cfg, nil, nil, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,12 +49,18 @@ func (r recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 // text quotes a chunk it could not read whole, and every detail of an API
 // error): the server's message and the rest are capped.
 func (p *Provider) streamError(ctx context.Context, ex *exchange, err error) error {
+	return callError(ctx, p.name, "stream", ex, err)
+}
+
+// callError is streamError for any call: what names the call in the
+// error's text ("stream", "embeddings").
+func callError(ctx context.Context, name, what string, ex *exchange, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
 		// Make the cause visible to errors.Is (Retryable checks for
 		// context.Canceled) whatever the transport made of it.
 		err = fmt.Errorf("%w: %w", ctxErr, err)
 	}
-	pe := &providers.Error{Provider: p.name}
+	pe := &providers.Error{Provider: name}
 	var apiErr genai.APIError
 	isAPI := errors.As(err, &apiErr)
 	if isAPI {
@@ -72,7 +78,7 @@ func (p *Provider) streamError(ctx context.Context, ex *exchange, err error) err
 	case isAPI:
 		detail := fmt.Sprintf("%d %s: %s", apiErr.Code, apiErr.Status, providers.Truncate(apiErr.Message, providers.MaxErrorBody))
 		if answered {
-			detail = "stream: error: " + detail
+			detail = what + ": error: " + detail
 		}
 		switch {
 		case pe.Status == 0:
@@ -84,7 +90,7 @@ func (p *Provider) streamError(ctx context.Context, ex *exchange, err error) err
 			pe.Err = providers.Redacted(err, detail)
 		}
 	case pe.Status == 0 && answered && ctx.Err() == nil:
-		pe.Err = providers.Redacted(fmt.Errorf("%w: %w", providers.ErrBrokenStream, err), "stream broken: "+providers.Truncate(err.Error(), providers.MaxErrorBody))
+		pe.Err = providers.Redacted(fmt.Errorf("%w: %w", providers.ErrBrokenStream, err), what+" broken: "+providers.Truncate(err.Error(), providers.MaxErrorBody))
 	default:
 		pe.Err = providers.Redacted(err, providers.Truncate(err.Error(), providers.MaxErrorBody))
 	}

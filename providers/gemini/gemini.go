@@ -46,6 +46,17 @@ var _ providers.Provider = (*Provider)(nil)
 // wrapper retries, once, for every vendor.
 func New(cfg providers.Config) (*Provider, error) {
 	name := cmp.Or(cfg.Name, "gemini")
+	client, err := newClient(name, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Provider{name: name, model: cfg.Model, client: client}, nil
+}
+
+// newClient is the SDK's client for cfg: the Gemini Developer API at
+// cfg.BaseURL, without the SDK's retries, through a recorder transport
+// (errors.go).
+func newClient(name string, cfg providers.Config) (*genai.Client, error) {
 	base := cfg.HTTPClient
 	if base == nil {
 		base = &http.Client{}
@@ -68,7 +79,7 @@ func New(cfg providers.Config) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return &Provider{name: name, model: cfg.Model, client: client}, nil
+	return client, nil
 }
 
 // Stream implements providers.Provider.

@@ -26,12 +26,18 @@ import (
 // The error's text is written here rather than taken from the SDK: it names
 // the URL without credentials and only the start of the body.
 func (p *Provider) streamError(ctx context.Context, answered bool, err error) error {
+	return callError(ctx, p.name, "stream", answered, err)
+}
+
+// callError is streamError for any call: what names the call in the
+// error's text ("stream", "embeddings").
+func callError(ctx context.Context, name, what string, answered bool, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
 		// Make the cause visible to errors.Is (Retryable checks for
 		// context.Canceled) whatever the transport made of it.
 		err = fmt.Errorf("%w: %w", ctxErr, err)
 	}
-	pe := &providers.Error{Provider: p.name}
+	pe := &providers.Error{Provider: name}
 	var (
 		apiErr    *sdk.Error
 		streamErr *ssestream.StreamError
@@ -55,16 +61,16 @@ func (p *Provider) streamError(ctx context.Context, answered bool, err error) er
 		pe.Err = providers.Redacted(cause, providers.HTTPDetail(apiErr.Request, apiErr.StatusCode, apiErr.RawJSON()))
 	case errors.As(err, &streamErr):
 		pe.Status = chunkStatus(streamErr.Event.Data)
-		detail := "stream: error chunk: " + providers.Truncate(string(streamErr.Event.Data), providers.MaxErrorBody)
+		detail := what + ": error chunk: " + providers.Truncate(string(streamErr.Event.Data), providers.MaxErrorBody)
 		if pe.Status == 0 {
 			pe.Err = providers.Redacted(fmt.Errorf("%w: %w", providers.ErrBrokenStream, err), detail)
 		} else {
 			pe.Err = providers.Redacted(err, detail)
 		}
 	case answered && ctx.Err() == nil:
-		pe.Err = providers.Redacted(fmt.Errorf("%w: %w", providers.ErrBrokenStream, err), "stream broken: "+err.Error())
+		pe.Err = providers.Redacted(fmt.Errorf("%w: %w", providers.ErrBrokenStream, err), what+" broken: "+err.Error())
 	default:
-		pe.Err = providers.Redacted(err, "stream: "+err.Error())
+		pe.Err = providers.Redacted(err, what+": "+err.Error())
 	}
 	return pe
 }

@@ -57,17 +57,31 @@ var _ providers.Provider = (*Provider)(nil)
 // retries are off, since the providers wrapper retries once for every vendor.
 func New(cfg providers.Config) (*Provider, error) {
 	name := cmp.Or(cfg.Name, "openai")
-	opts := []option.RequestOption{
+	opts, remote, err := clientOptions(name, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Provider{
+		name:            name,
+		model:           cfg.Model,
+		legacyMaxTokens: remote,
+		chat:            sdk.NewChatCompletionService(opts...),
+	}, nil
+}
+
+// clientOptions are a service's options for cfg. compatible reports a
+// base URL that is not OpenAI's own: an OpenAI-compatible server.
+func clientOptions(name string, cfg providers.Config) (opts []option.RequestOption, compatible bool, err error) {
+	opts = []option.RequestOption{
 		option.WithEnvironmentProduction(),
 		option.WithMaxRetries(0),
 	}
-	legacy := false
 	if cfg.BaseURL != "" {
 		u, err := url.Parse(cfg.BaseURL)
 		if err != nil || u.Scheme == "" || u.Host == "" {
-			return nil, fmt.Errorf("%s: base URL %q: not an absolute URL", name, cfg.BaseURL)
+			return nil, false, fmt.Errorf("%s: base URL %q: not an absolute URL", name, cfg.BaseURL)
 		}
-		legacy = u.Hostname() != openAIHost
+		compatible = u.Hostname() != openAIHost
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
 	if cfg.APIKey != "" { // none is sent otherwise, which local servers accept
@@ -76,12 +90,7 @@ func New(cfg providers.Config) (*Provider, error) {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	return &Provider{
-		name:            name,
-		model:           cfg.Model,
-		legacyMaxTokens: legacy,
-		chat:            sdk.NewChatCompletionService(opts...),
-	}, nil
+	return opts, compatible, nil
 }
 
 // NewOllama is New with Ollama's local endpoint as the default base URL.

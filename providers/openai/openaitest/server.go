@@ -1,7 +1,8 @@
 // Package openaitest is a scripted OpenAI chat-completions server for tests
 // and benchmarks: it speaks the real streaming wire (SSE chunks with
 // delta.content and delta.tool_calls by index, a usage chunk, data: [DONE]),
-// so the real SDK adapter talks to it exactly as it would to the API.
+// so the real SDK adapter talks to it exactly as it would to the API. It
+// also embeds (POST /v1/embeddings, embeddings.go), deterministically.
 package openaitest
 
 import (
@@ -74,6 +75,7 @@ type Server struct {
 	limit     int // SetContextLimit's
 	noUsage   bool
 	tooLong   []int
+	emb       embeddings // POST /v1/embeddings (embeddings.go)
 }
 
 // TooLong are the prompt tokens of each request refused as over the
@@ -188,6 +190,10 @@ func Text(raw json.RawMessage) string {
 const MaxTools = 128
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/v1/embeddings" && r.Method == http.MethodPost {
+		s.handleEmbeddings(w, r)
+		return
+	}
 	if r.URL.Path != "/v1/chat/completions" {
 		http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
 		return
