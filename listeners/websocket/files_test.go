@@ -399,3 +399,27 @@ func TestAFileDelaysNoOtherConversation(t *testing.T) {
 }
 
 func lastOf(evs []wireEvent) wireEvent { return evs[len(evs)-1] }
+
+// Two people of a conversation send files at once: the workspace saves
+// one at a time, and both are saved, whichever finishes first.
+func TestTwoPeopleSendFilesAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	g := newGatewayWith(t, websocket.Config{}, withUploads(t, dir, sessions.UploadLimits{}))
+	a, ready, _ := ann(t, g)
+	code := share(a, "member")
+	b, _ := g.hello(map[string]any{"invite": code, "user": map[string]string{"id": "bob", "name": "Bob"}})
+	b.untilIdle()
+
+	annFile := bytes.Repeat([]byte("a"), 3<<15)
+	a.send(map[string]any{"type": "file", "id": "a1", "name": "ann.txt", "size": len(annFile)})
+	a.sendChunks("a1", annFile[:1<<15], 1<<15)
+	eventually(t, "Ann's file is being written", func() bool { return len(uploadsIn(t, dir, ready.Session)) == 1 })
+	b.sendFile("b1", "bob.txt", []byte("bob's\n"), 100) // waits for Ann's
+	a.sendChunks("a1", annFile[1<<15:], 1<<15)
+	if f := a.saved("a1"); f.Path != "uploads/ann.txt" || f.Size != int64(len(annFile)) {
+		t.Fatalf("Ann's file: %+v", f)
+	}
+	if f := b.saved("b1"); f.Path != "uploads/bob.txt" {
+		t.Fatalf("Bob's file: %+v", f)
+	}
+}
