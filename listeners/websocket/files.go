@@ -292,19 +292,21 @@ func (c *conn) chunk(f clientFrame) {
 	c.files.mu.Lock()
 	defer c.files.mu.Unlock()
 	u.got += n
-	switch {
-	case err != nil || int64(w) < n:
+	if err != nil || int64(w) < n {
 		// Upload stopped: its goroutine tells the client why.
 		u.failed = true
 		if u.got >= u.size && c.files.files[u.id] == u {
 			delete(c.files.files, u.id)
 		}
-	case u.got == u.size:
-		u.idle.Stop()
-		_ = u.pw.Close() // the end of the file
-	default:
-		u.idle.Reset(c.h.cfg.FileIdleTimeout)
+		return
 	}
+	if u.got == u.size {
+		_ = u.pw.Close() // the end of the file
+	}
+	// A fresh while for the next chunk, or for saving the file, which
+	// may wait for the workspace (another file, a python run): an input
+	// naming it waits for that, at most this long.
+	u.idle.Reset(c.h.cfg.FileIdleTimeout)
 }
 
 // takeFiles are the saved files an input names, in its order, once those
