@@ -126,12 +126,24 @@ func newGatewayWith(t *testing.T, cfg websocket.Config, opts web.Options) *gatew
 // default).
 func newGatewayGuides(t *testing.T, dir string, cfg websocket.Config, opts web.Options) *gateway {
 	t.Helper()
+	return newGatewayTuned(t, dir, cfg, opts, nil)
+}
+
+// newGatewayTuned is newGatewayGuides with the session manager's
+// configuration changed by tune (files kept in a workspace).
+func newGatewayTuned(t *testing.T, dir string, cfg websocket.Config, opts web.Options, tune func(*sessions.Config)) *gateway {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	mux := http.NewServeMux()
 	srv := httptest.NewUnstartedServer(mux)
 	url := "http://" + srv.Listener.Addr().String()
 	// Invite links point at this gateway, as http.public_url would.
-	sg := sessionstest.NewTuned(t, dir, log, func(c *sessions.Config) { c.PublicURL = url })
+	sg := sessionstest.NewTuned(t, dir, log, func(c *sessions.Config) {
+		c.PublicURL = url
+		if tune != nil {
+			tune(c)
+		}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	wsTries := new(atomic.Int64)
 	ws := websocket.New(ctx, cfg, sg.Manager, log)

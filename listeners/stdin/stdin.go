@@ -76,6 +76,9 @@ type Sessions interface {
 	BindWithRecap(ctx context.Context, channel, address, sessionID string, recap int) (switchboard.Binding, error)
 	Binding(ctx context.Context, channel, address string) (switchboard.Binding, error)
 	Unbind(ctx context.Context, channel, address string) error
+	// Upload saves the files /attach staged (files.go) in the session's
+	// workspace, for the message they go with.
+	Upload(ctx context.Context, sessionID string, in switchboard.Input, files []sessions.Incoming) ([]switchboard.File, error)
 }
 
 // Listener reads lines from In and writes the session's events to Out.
@@ -119,6 +122,8 @@ type Listener struct {
 	// joined one gone) when it is not found by Key: a pipe's new one, or
 	// the one Session named.
 	homeID string
+	// files are what /attach staged for the next message (files.go).
+	files attachments
 }
 
 // Run serves the terminal until ctx ends, input ends or /quit. It returns
@@ -363,22 +368,48 @@ func (l *Listener) serve(ctx context.Context, at attachment, sessionID string, v
 		if !ok || isQuit(line) {
 			return nil, nil
 		}
-		if name, args := command(line); name == "join" {
+		var in switchboard.Input
+		switch name, args := command(line); name {
+		case "join":
 			// The terminal's own business: which session it shows.
 			if next := l.join(ctx, v, at, sessionID, args); next != nil {
 				return next, nil
 			}
 			continue
-		}
-		in, ok := l.interpret(ctx, v, line, src)
-		if !ok {
-			continue
+		case "attach", "detach":
+			// The terminal's own too: files on this machine, staged for
+			// the next message (files.go); "/attach PATH message" sends
+			// that message with them.
+			text, ok := l.files.command(v, name, args)
+			if !ok {
+				continue
+			}
+			in = switchboard.Input{Kind: switchboard.InputText, Author: l.Author, Text: text}
+		default:
+			var ok bool
+			if in, ok = l.interpret(ctx, v, line, src); !ok {
+				continue
+			}
 		}
 		in.Place = place
+		if in.Kind == switchboard.InputText && !isCommand(in.Text) && l.files.staged() {
+			files, ok := l.files.upload(ctx, v, l.Sessions, sessionID, in)
+			if !ok {
+				continue
+			}
+			in.Files = files
+		}
 		r, err := l.Sessions.Submit(ctx, sessionID, in)
 		if err != nil {
+			if len(in.Files) > 0 {
+				v.printf("! Not sent: %s. The files stay attached for your next message.\n", sessions.Reason(err, err.Error()))
+				continue
+			}
 			v.printf("! %v\n", err)
 			continue
+		}
+		if len(in.Files) > 0 {
+			l.files.sent()
 		}
 		seq, ok := l.wait(ctx, sessionID, place, v, r, src)
 		if !ok {
@@ -405,6 +436,8 @@ func (l *Listener) serve(ctx context.Context, at attachment, sessionID string, v
 // joinHelp follows the session's /help: the terminal's own commands.
 const joinHelp = `In the terminal:
   /join CODE                show a conversation someone shared with you (/leave comes back)
+  /attach PATH [message]    a file of this machine for your next message ("quote" a path with spaces)
+  /attach                   list the files attached; /detach drops them
   /quit                     leave the terminal (Ctrl-D too)
 `
 
@@ -1056,7 +1089,11 @@ func (v *view) render(ev switchboard.Event) {
 			}
 		case d.Role == switchboard.RoleUser:
 			if !v.isSelf(d) {
-				v.writeLocked(othersMessage(d) + "\n")
+				v.writeLocked(othersMessage(d) + "\n" + fileLines(d.Files))
+			} else if len(d.Files) > 0 {
+				// One's own line is on the screen; where its files went
+				// is news.
+				v.writeLocked(fileLines(d.Files))
 			}
 		default:
 			v.writeLocked(v.fit(d.Content) + "\n")
@@ -1215,6 +1252,9 @@ func othersMessage(d *switchboard.MessageData) string {
 	if d.Channel != "" {
 		name += " · " + switchboard.ChannelName(d.Channel)
 	}
+	if d.Content == "" {
+		return name + ":" // files alone: they follow
+	}
 	return name + ": " + d.Content
 }
 
@@ -1226,7 +1266,7 @@ func (v *view) isSelf(d *switchboard.MessageData) bool {
 // under a heading; one's own messages too, as they were typed.
 func (v *view) recapLocked(payload any) {
 	d, ok := payload.(*switchboard.MessageData)
-	if !ok || d.Content == "" {
+	if !ok || d.Content == "" && len(d.Files) == 0 {
 		return
 	}
 	base := ""
@@ -1254,6 +1294,12 @@ func (v *view) recapLocked(payload any) {
 		b.WriteString("\x1b[0m")
 	}
 	b.WriteString("\n")
+	for _, line := range strings.SplitAfter(fileLines(d.Files), "\n") {
+		if line != "" && v.styled {
+			line = base + strings.TrimSuffix(line, "\n") + "\x1b[0m\n"
+		}
+		b.WriteString(line)
+	}
 	v.writeLocked(b.String())
 }
 

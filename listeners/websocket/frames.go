@@ -2,6 +2,7 @@ package websocket
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,10 @@ const (
 	frameConfirm = "confirm"
 	frameAction  = "action"
 	frameCancel  = "cancel"
+	// A file a person sends with their next message: announced by a
+	// file frame, its bytes in file_chunk frames (files.go).
+	frameFile      = "file"
+	frameFileChunk = "file_chunk"
 )
 
 // clientFrame is every client frame's fields in one struct; decode checks
@@ -38,9 +43,21 @@ type clientFrame struct {
 		Name string `json:"name"`
 	} `json:"user"`
 
-	// input
+	// input; file and file_chunk (the file's id)
 	ID   string `json:"id"`
 	Text string `json:"text"`
+	// Files are the ids of files saved on this connection, sent with the
+	// message.
+	Files []string `json:"files"`
+
+	// file
+	Name string `json:"name"`
+	Size *int64 `json:"size"`
+
+	// file_chunk: Data is the next bytes in standard base64; Bytes, the
+	// bytes, decoded by decodeFrame.
+	Data  string `json:"data"`
+	Bytes []byte `json:"-"`
 
 	// confirm
 	ConfirmationID string `json:"confirmation_id"`
@@ -58,6 +75,12 @@ type clientFrame struct {
 const (
 	maxIDLen   = 128
 	maxNameLen = 100
+	// maxFileNameLen bounds a file's name as sent; the session shortens
+	// it to 100 characters for saving.
+	maxFileNameLen = 1024
+	// maxInputFiles bounds a message's file ids; the session's own limit
+	// (10 by default) is the one that counts.
+	maxInputFiles = 100
 )
 
 var errBadFrame = errors.New("bad frame")
@@ -95,12 +118,59 @@ func decodeFrame(data []byte) (clientFrame, error) {
 			return bad("invite longer than %d bytes", maxIDLen)
 		}
 	case frameInput:
-		if strings.TrimSpace(f.Text) == "" {
-			return bad("text is empty")
+		if strings.TrimSpace(f.Text) == "" && len(f.Files) == 0 {
+			return bad("text is empty (it may be, with files)")
 		}
 		if len(f.ID) > maxIDLen {
 			return bad("id longer than %d bytes", maxIDLen)
 		}
+		if len(f.Files) > maxInputFiles {
+			return bad("%d files; a message takes far fewer", len(f.Files))
+		}
+		seen := make(map[string]bool, len(f.Files))
+		for _, id := range f.Files {
+			switch {
+			case id == "":
+				return bad("files: an empty id")
+			case len(id) > maxIDLen:
+				return bad("files: an id longer than %d bytes", maxIDLen)
+			case seen[id]:
+				return bad("files: %s twice", quote(id))
+			}
+			seen[id] = true
+		}
+		if len(f.Files) > 0 && strings.HasPrefix(strings.TrimSpace(f.Text), "/") {
+			return bad("files go with a message, not with a command")
+		}
+	case frameFile:
+		switch {
+		case f.ID == "":
+			return bad("id is missing")
+		case len(f.ID) > maxIDLen:
+			return bad("id longer than %d bytes", maxIDLen)
+		case strings.TrimSpace(f.Name) == "":
+			return bad("name is missing")
+		case len(f.Name) > maxFileNameLen:
+			return bad("name longer than %d bytes", maxFileNameLen)
+		case f.Size == nil:
+			return bad("size (in bytes) is missing")
+		case *f.Size <= 0:
+			return bad("size must be 1 byte or more, not %d", *f.Size)
+		}
+	case frameFileChunk:
+		switch {
+		case f.ID == "":
+			return bad("id is missing")
+		case len(f.ID) > maxIDLen:
+			return bad("id longer than %d bytes", maxIDLen)
+		case f.Data == "":
+			return bad("data is empty")
+		}
+		b, err := base64.StdEncoding.DecodeString(f.Data)
+		if err != nil {
+			return bad("data is not standard base64: %v", err)
+		}
+		f.Bytes, f.Data = b, ""
 	case frameConfirm:
 		if f.ConfirmationID == "" {
 			return bad("confirmation_id is missing")
@@ -126,11 +196,22 @@ func decodeFrame(data []byte) (clientFrame, error) {
 		}
 	case frameCancel:
 	case "":
-		return f, fmt.Errorf("%w: no type (want hello, input, confirm, action or cancel)", errBadFrame)
+		return f, fmt.Errorf("%w: no type (want %s)", errBadFrame, frameTypes)
 	default:
-		return f, fmt.Errorf("%w: unknown type %q (want hello, input, confirm, action or cancel)", errBadFrame, f.Type)
+		return f, fmt.Errorf("%w: unknown type %s (want %s)", errBadFrame, quote(f.Type), frameTypes)
 	}
 	return f, nil
+}
+
+const frameTypes = "hello, input, confirm, action, cancel, file or file_chunk"
+
+// quote is a client's string for an error message: quoted, and cut
+// short when long.
+func quote(s string) string {
+	if len(s) > 40 {
+		s = s[:40] + "…"
+	}
+	return fmt.Sprintf("%q", s)
 }
 
 // actionValue is an action's value as the session takes it: a JSON string

@@ -44,6 +44,9 @@ type Sessions interface {
 	Submit(ctx context.Context, sessionID string, in switchboard.Input) (*sessions.Receipt, error)
 	// Join redeems an invite code: hello.invite.
 	Join(ctx context.Context, code string, author switchboard.Author) (string, collaboration.Role, error)
+	// Upload saves a file a client sends (files.go) in the session's
+	// workspace.
+	Upload(ctx context.Context, sessionID string, in switchboard.Input, files []sessions.Incoming) ([]switchboard.File, error)
 }
 
 // Config tunes the listener; zero values take the defaults noted.
@@ -80,8 +83,16 @@ type Config struct {
 	WriteTimeout    time.Duration // one frame's write (10s)
 	PingInterval    time.Duration // keepalive (30s); a peer silent for two is gone
 	HelloTimeout    time.Duration // time to send hello after connecting (10s)
-	Metrics         *metrics.Metrics
-	Now             func() time.Time
+	// Files a client sends (files.go): a file that makes no progress for
+	// FileIdleTimeout (1m) is cut short; at most MaxPendingFiles (10)
+	// files, of MaxPendingFileBytes together (50 MiB: the session's
+	// default for one message), may be saved on a connection and not yet
+	// sent with a message. The session's upload limits still apply.
+	FileIdleTimeout     time.Duration
+	MaxPendingFiles     int
+	MaxPendingFileBytes int64
+	Metrics             *metrics.Metrics
+	Now                 func() time.Time
 }
 
 func (c Config) withDefaults() Config {
@@ -111,6 +122,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.HelloTimeout <= 0 {
 		c.HelloTimeout = 10 * time.Second
+	}
+	if c.FileIdleTimeout <= 0 {
+		c.FileIdleTimeout = time.Minute
+	}
+	if c.MaxPendingFiles <= 0 {
+		c.MaxPendingFiles = sessions.DefaultUploadFiles
+	}
+	if c.MaxPendingFileBytes <= 0 {
+		c.MaxPendingFileBytes = sessions.DefaultUploadMessageBytes
 	}
 	if c.Auth.Mode == "" {
 		c.Auth.Mode = AuthNone
@@ -210,8 +230,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // Upgrade has answered the client
 	}
+	ctx, stop := context.WithCancelCause(h.ctx)
 	c := &conn{
-		h: h, ws: ws, ip: ip, log: h.log.With("remote", r.RemoteAddr),
+		h: h, ws: ws, ip: ip, log: h.log.With("remote", r.RemoteAddr), ctx: ctx, stop: stop,
+		files:      uploads{files: map[string]*upload{}},
 		bearer:     strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "),
 		send:       make(chan []byte, h.cfg.SendBuffer),
 		room:       make(chan struct{}, 1),
@@ -291,6 +313,11 @@ type conn struct {
 	ip     string // the client's address, for the per-address limits
 	log    *slog.Logger
 	bearer string // Authorization header, if the client sent one
+	// ctx ends with the connection (stop), or the gateway: the files it
+	// is receiving are cut short.
+	ctx   context.Context
+	stop  context.CancelCauseFunc
+	files uploads
 
 	send       chan []byte
 	queued     atomic.Int64  // bytes in send
@@ -342,6 +369,11 @@ func (c *conn) serve() {
 	c.mu.Lock()
 	c.ended = true // a /reset still under way must not attach now
 	c.mu.Unlock()
+	// Files still arriving are cut short, and Upload removes what it
+	// wrote of them, before the connection counts as closed.
+	c.stop(errConnGone)
+	c.dropFiles(errConnGone)
+	c.files.wg.Wait()
 	c.detach()
 	counted(c.closeWhy)
 	c.log.Debug("websocket closed", "reason", c.closeWhy, "session", c.sessionID)
@@ -436,8 +468,18 @@ func (c *conn) handle(data []byte) {
 	in := switchboard.Input{Author: c.author}
 	c.mu.Unlock()
 	switch f.Type {
+	case frameFile:
+		c.announce(f, sessionID, in.Author)
+		return
+	case frameFileChunk:
+		c.chunk(f)
+		return
 	case frameInput:
-		in.Kind, in.ClientID, in.Text = switchboard.InputText, f.ID, f.Text
+		files, ok := c.takeFiles(f, sessionID)
+		if !ok {
+			return
+		}
+		in.Kind, in.ClientID, in.Text, in.Files = switchboard.InputText, f.ID, f.Text, files
 	case frameConfirm:
 		in.Kind, in.ConfirmationID, in.Approved, in.Scope = switchboard.InputConfirm, f.ConfirmationID, *f.Approved, f.Scope
 	case frameAction:
@@ -458,11 +500,17 @@ func (c *conn) handle(data []byte) {
 		c.close(gws.CloseGoingAway, "gateway shutting down", reasonShutdown, true)
 	case errors.Is(err, sessions.ErrNotStored):
 		c.errorEvent(switchboard.ErrCodeStorage, sessions.ErrNotStored.Error())
+	case isFileRefusal(err):
+		// The message's files together are more than a message may bring.
+		c.errorEvent(ErrCodeFileRefused, sessions.Reason(err, "the gateway does not take these files")+"; the message was not sent")
 	case err != nil:
 		c.log.Error("submit failed", "session", sessionID, "err", err)
 		c.errorEvent(switchboard.ErrCodeInternal, "the gateway could not take that input; try again")
 	case in.Kind == switchboard.InputText && isReset(in.Text):
 		go c.followReset(sessionID, receipt)
+	}
+	if err == nil {
+		c.sent(f.Files)
 	}
 }
 
@@ -715,7 +763,8 @@ func (c *conn) followReset(from string, r *sessions.Receipt) {
 		return
 	}
 	c.detach()
-	c.attach(sub) // closes sub if the connection ended meanwhile
+	c.dropFiles(errMoved) // saved in the conversation it leaves
+	c.attach(sub)         // closes sub if the connection ended meanwhile
 }
 
 // enqueue queues a frame. A queue that stays full, by frames

@@ -91,6 +91,18 @@
     roleApprover: "approver",
     roleMember: "member",
     roleViewer: "viewer",
+    attach: "Attach files",
+    filesToSend: "Files to send with your next message",
+    removeFile: "Remove {name}",
+    sharedFiles: "Files",
+    dropFiles: "Drop files to send them with your next message",
+    fileEmpty: "{name} is empty, so it was not attached.",
+    fileNotSaved: "not saved",
+    fileProgress: "Sending {name}",
+    fileUnreadable: "{name} could not be read: {error}",
+    bytes: "{n} B",
+    kib: "{n} KiB",
+    mib: "{n} MiB",
   });
 
   // fill puts vars into a string's {name} places.
@@ -105,6 +117,14 @@
   // ever opening before the widget asks whether the gateway is up at all
   // (probe, below).
   const REFUSAL_TRIES = 3;
+
+  // CHUNK is how much of a file one file_chunk frame carries: its base64
+  // (43,692 characters) keeps the frame well under the gateway's 64 KiB.
+  // While more than QUEUED bytes wait in the socket's buffer, the next
+  // chunk waits: the gateway reads a chunk only once the one before is on
+  // its way to its disk, so this is how fast it takes them.
+  const CHUNK = 32768;
+  const QUEUED = 1 << 20;
 
   const script = document.currentScript;
   // The gateway that served this script is the default server.
@@ -223,6 +243,22 @@ button.chosen { outline: 2px solid var(--sb-fg); opacity: 1; }
 .state { min-height: 20px; padding: 0 12px; font-size: 13px; color: var(--sb-muted); }
 form.compose { display: flex; gap: 8px; padding: 10px 12px; border-top: 1px solid var(--sb-border); }
 form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; padding: 9px; border: 1px solid var(--sb-border); border-radius: 8px; background: var(--sb-bg); }
+.attach { display: flex; align-items: center; justify-content: center; flex: none; width: 42px; padding: 0; border: 1px solid var(--sb-border); border-radius: 8px; background: var(--sb-bg); color: var(--sb-fg); font-size: 20px; cursor: pointer; }
+.tray, .files { display: flex; flex-wrap: wrap; gap: 6px; margin: 0; padding: 0; list-style: none; }
+.tray { padding: 8px 12px 0; }
+.files { margin-top: 6px; }
+.file { display: flex; align-items: center; gap: 6px; max-width: 100%; min-width: 0; padding: 4px 8px; border: 1px solid var(--sb-border); border-radius: 8px; background: var(--sb-bg); color: var(--sb-fg); font-size: 13px; }
+.file img { width: 40px; height: 40px; object-fit: cover; border-radius: 4px; flex: none; }
+.file .icon { flex: none; color: var(--sb-muted); }
+.file .name { min-width: 0; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; max-width: 180px; }
+.file .size { color: var(--sb-muted); white-space: nowrap; }
+.file .remove { border: 0; background: none; color: var(--sb-fg); cursor: pointer; font-size: 16px; line-height: 1; padding: 0 2px; }
+.file progress { width: 56px; height: 6px; }
+.file[data-state="failed"] { border-color: var(--sb-danger); }
+.file .failed { color: var(--sb-danger); white-space: nowrap; }
+.msg .body:empty { display: none; }
+.panel.dragging { outline: 3px dashed var(--sb-link); outline-offset: -6px; }
+.dropzone { padding: 6px 12px; font-size: 13px; color: var(--sb-link); text-align: center; }
 .sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 @media (max-width: 480px) {
   .panel { inset: 0; width: 100%; height: 100%; max-height: none; border-radius: 0; border: 0; }
@@ -253,6 +289,8 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
     check: ["M5 12.5l4.5 4.5L19 7"],
     warning: ["M12 3L22 20H2z", "M12 9v5", "M12 17.2v.01"],
     image: ["M4 5h16v14H4z", "M4 17l5-5 4 4 3-3 4 4", "M14.5 9a1.5 1.5 0 1 0 3 0a1.5 1.5 0 1 0-3 0"],
+    clip: ["M20.5 11.5l-8.2 8.2a5 5 0 0 1-7.1-7.1l8.5-8.5a3.3 3.3 0 0 1 4.7 4.7l-8.5 8.5a1.7 1.7 0 0 1-2.4-2.4l7.8-7.8"],
+    file: ["M14 3H7a2 2 0 0 0-2 2v14a2 2 0 0 0 2 2h10a2 2 0 0 0 2-2V8z", "M14 3v5h5"],
   };
 
   // icon is a decorative SVG (hidden from screen readers), 1em square.
@@ -275,6 +313,35 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
     if (crypto.randomUUID) return crypto.randomUUID();
     const b = crypto.getRandomValues(new Uint8Array(16));
     return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+  }
+
+  // base64 is an ArrayBuffer's bytes in standard base64.
+  function base64(buf) {
+    const b = new Uint8Array(buf);
+    let s = "";
+    for (let i = 0; i < b.length; i += 0x8000) s += String.fromCharCode.apply(null, b.subarray(i, i + 0x8000));
+    return btoa(s);
+  }
+
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+  // thumbnail draws a picture the person chose, from its bytes, as a small
+  // data: URL (no blob: URL: a page's Content-Security-Policy often
+  // allows data: images only); null for a file that is no picture.
+  async function thumbnail(file) {
+    if (!/^image\/(png|jpeg|gif|webp)$/.test(file.type) || !window.createImageBitmap) return null;
+    try {
+      const bmp = await createImageBitmap(file);
+      const scale = Math.min(1, 96 / Math.max(bmp.width, bmp.height));
+      const cv = document.createElement("canvas");
+      cv.width = Math.max(1, Math.round(bmp.width * scale));
+      cv.height = Math.max(1, Math.round(bmp.height * scale));
+      cv.getContext("2d").drawImage(bmp, 0, 0, cv.width, cv.height);
+      bmp.close();
+      return cv.toDataURL("image/png");
+    } catch {
+      return null;
+    }
   }
 
   function pretty(args) {
@@ -349,6 +416,9 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       this.built = false;
       this.welcome = null;    // the greeting and suggestions, while the conversation is empty
       this.listed = false;    // we were in the last list of people: leaving it means we left
+      this.fileWaiters = new Map(); // file id → the upload waiting for file_saved: {ws, resolve, reject, stopped}
+      this.chain = Promise.resolve(); // this connection's messages with files (and those after them), in order
+      this.outgoing = 0;      // messages in the chain
     }
 
     // t is one of the widget's texts, translated if the page says so.
@@ -465,21 +535,60 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
         },
       });
       this.sendButton = el("button", { class: "send", type: "submit" });
+      // Files: the attach button opens the file picker; a file dropped on
+      // the panel or a picture pasted into the message box does the same.
+      // Each waits as a chip in the tray until the message is sent.
+      this.staged = [];
+      this.fileInput = el("input", {
+        type: "file", multiple: true, hidden: true, tabindex: "-1",
+        onchange: () => { this.addFiles(this.fileInput.files); this.fileInput.value = ""; },
+      });
+      this.attachButton = el("button", { class: "attach", type: "button", onclick: () => this.fileInput.click() }, icon("clip"));
+      this.input.addEventListener("paste", (e) => {
+        const files = e.clipboardData ? [...e.clipboardData.files] : [];
+        if (!files.length) return;
+        this.addFiles(files);
+        // A picture alone is taken; text that came with it is pasted too.
+        if (![...e.clipboardData.types].includes("text/plain")) e.preventDefault();
+      });
+      this.tray = el("ul", { class: "tray", hidden: true });
+      this.dropzone = el("div", { class: "dropzone", role: "status", hidden: true });
       this.compose = el("form", { class: "compose", onsubmit: (e) => { e.preventDefault(); this.sendInput(); } },
-        this.input, this.sendButton);
+        this.attachButton, this.fileInput, this.input, this.sendButton);
       // The people of a shared conversation, and the owner's Share button.
       this.people = el("ul", { class: "people", hidden: true });
       this.shareButton = el("button", { class: "share", type: "button", hidden: true, onclick: () => this.share() });
       this.linkBox = el("div", { class: "share-link", role: "group", hidden: true });
       this.titleEl = el("h2");
       this.closeButton = el("button", { class: "close", type: "button", text: "×", onclick: () => this.setOpen(false, true) });
+      const dragging = (e) => e.dataTransfer && [...e.dataTransfer.types].includes("Files") && !this.input.disabled;
       this.panel = el("section", {
         class: "panel", id: panelID, role: "dialog", hidden: true,
         onkeydown: (e) => { if (e.key === "Escape") { this.setOpen(false, true); } },
+        ondragover: (e) => {
+          if (!dragging(e)) return;
+          e.preventDefault();
+          e.dataTransfer.dropEffect = "copy";
+          this.panel.classList.add("dragging");
+          this.dropzone.hidden = false;
+        },
+        ondragleave: (e) => {
+          if (e.relatedTarget && this.panel.contains(e.relatedTarget)) return;
+          this.panel.classList.remove("dragging");
+          this.dropzone.hidden = true;
+        },
+        ondrop: (e) => {
+          this.panel.classList.remove("dragging");
+          this.dropzone.hidden = true;
+          if (!dragging(e)) return;
+          e.preventDefault();
+          this.addFiles(e.dataTransfer.files);
+          this.input.focus();
+        },
       },
       el("header", {}, el("span", { class: "dot", "aria-hidden": "true" }), this.titleEl,
         this.people, this.shareButton, this.closeButton),
-      this.linkBox, this.log, this.stateLine, this.compose);
+      this.linkBox, this.log, this.stateLine, this.dropzone, this.tray, this.compose);
       this.placeholderKey = "placeholder"; // which string the empty message box shows
       this.applyStrings();
       root.append(this.launcher, this.panel);
@@ -500,6 +609,17 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       this.shareButton.title = this.t("shareTitle");
       this.linkBox.setAttribute("aria-label", this.t("inviteLink"));
       this.closeButton.setAttribute("aria-label", this.t("closeChat"));
+      this.attachButton.setAttribute("aria-label", this.t("attach"));
+      this.attachButton.title = this.t("attach");
+      this.tray.setAttribute("aria-label", this.t("filesToSend"));
+      this.dropzone.textContent = this.t("dropFiles");
+    }
+
+    // setWritable enables or disables what writes: the message box and
+    // the attach button.
+    setWritable(on) {
+      this.input.disabled = !on;
+      this.attachButton.disabled = !on;
     }
 
     // setPlaceholder shows one of the strings in the empty message box.
@@ -538,6 +658,8 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       }
       this.ws = ws;
       this.attached = false;
+      this.chain = Promise.resolve();
+      this.outgoing = 0;
       let opened = false;
       this.setStatus(this.t(this.wasAttached ? "reconnecting" : "connecting"));
       ws.onopen = () => {
@@ -551,6 +673,13 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
         this.handle(ev);
       };
       ws.onclose = (e) => {
+        // Files on their way are sent again on the next connection.
+        for (const [id, w] of this.fileWaiters) {
+          if (w.ws !== ws) continue;
+          this.fileWaiters.delete(id);
+          w.stopped = true;
+          w.reject({ code: "closed" });
+        }
         if (this.ws !== ws) return;
         this.ws = null;
         this.attached = false;
@@ -616,7 +745,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       this.wanted = false;
       clearTimeout(this.timer);
       this.setStatus("");
-      this.input.disabled = true;
+      this.setWritable(false);
       this.setPlaceholder("originRefused");
       while (this.pending.length) this.failPending(0);
       this.notice(this.t("originRefused"));
@@ -671,6 +800,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
         case "error": return this.onError(ev, d);
         case "members": return this.onMembers(d);
         case "compaction": return this.show(el("div", { class: "compaction", text: this.t("compacted") }));
+        case "file_saved": return this.onFileSaved(d);
       }
     }
 
@@ -695,7 +825,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       this.showPeople(d.members || []);
       this.shareButton.hidden = d.role !== "owner";
       const viewer = d.role === "viewer";
-      this.input.disabled = viewer;
+      this.setWritable(!viewer);
       this.setPlaceholder(viewer ? "placeholderViewer" : "placeholder");
       // Send what waits, and again what may not have arrived: the gateway
       // answers a repeated id once.
@@ -743,7 +873,19 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
         return;
       }
       if (d.code === "duplicate") return; // a resend after a reconnect: expected, and answered once
-      if ((d.code === "busy" || d.code === "forbidden") && this.attached) {
+      if (d.file_id) {
+        // A file of ours was not saved: the message it was for is not
+        // sent (upload), and the notice says why.
+        const w = this.fileWaiters.get(d.file_id);
+        if (w) {
+          this.fileWaiters.delete(d.file_id);
+          w.stopped = true;
+          w.reject(d);
+        }
+        this.notice(d.message || d.code || this.t("error"));
+        return;
+      }
+      if ((d.code === "busy" || d.code === "forbidden" || d.code === "file_refused") && this.attached) {
         // Refused, not taken (a tool call waits for approval, a full
         // queue): the oldest message sent is the one refused. It is not
         // sent again by itself; the notice says why.
@@ -756,7 +898,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
         this.stopped = true;
         this.wanted = false;
         if (this.ws) this.ws.close(1000);
-        this.input.disabled = true;
+        this.setWritable(false);
         this.setPlaceholder("inviteUnusableShort");
         this.setStatus("");
         while (this.pending.length) this.failPending(0);
@@ -814,6 +956,16 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       const body = b.querySelector(".body");
       if (d.html !== undefined) body.innerHTML = d.html; // rendered and sanitised by the gateway
       else body.textContent = d.content || "";
+      if (d.files && d.files.length) {
+        const shown = b.querySelector(".files");
+        if (shown) {
+          // Our own, sent from here: its chips (with the pictures' thumbnails) stay.
+          shown.querySelectorAll("progress, .failed").forEach((x) => x.remove());
+          shown.querySelectorAll(".file").forEach((x) => { delete x.dataset.state; });
+        } else {
+          body.after(this.fileList(d.files, false));
+        }
+      }
       if (d.role === "user") {
         b.dataset.mine = String(Boolean(mine));
         // Written elsewhere: "Carol · Slack".
@@ -830,7 +982,8 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
     // its bubble becomes d's (moved to the end: the session's order).
     confirmPending(d) {
       const text = (d.content || "").trim();
-      const i = this.pending.findIndex((p) => !p.command && p.text === text);
+      const n = (d.files || []).length;
+      const i = this.pending.findIndex((p) => !p.command && p.text === text && p.files.length === n);
       if (i < 0) return; // written in another tab
       const [p] = this.pending.splice(i, 1);
       const b = p.bubble;
@@ -848,13 +1001,180 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
     // connection. A command is not a message of the conversation (its
     // answer is): once sent it is no longer shown, nor kept.
     sendPending(p) {
-      if (!this.attached || !this.send({ type: "input", id: p.id, text: p.text })) return false;
+      if (!this.attached) return false;
+      if (p.files.length || this.outgoing) {
+        // Its files go first; and a message after one with files waits
+        // for it, so the conversation has them in the order written.
+        this.queue(p);
+        return true;
+      }
+      return this.sendNow(p);
+    }
+
+    sendNow(p) {
+      const f = { type: "input", id: p.id, text: p.text };
+      if (p.files.length) f.files = p.files.map((x) => x.wireID);
+      if (!this.send(f)) return false;
       p.sent = true;
       if (p.command) {
         p.bubble.remove();
         this.pending.splice(this.pending.indexOf(p), 1);
       }
       return true;
+    }
+
+    // queue sends p on this connection once the messages queued before it
+    // are sent, its files first.
+    queue(p) {
+      const ws = this.ws;
+      if (p.queuedOn === ws) return; // under way on this connection
+      p.queuedOn = ws;
+      this.outgoing++;
+      this.chain = this.chain.then(() => this.uploadAndSend(p, ws)).catch(() => {}).finally(() => {
+        if (this.ws === ws) this.outgoing--;
+      });
+    }
+
+    // uploadAndSend sends p's files one by one (those not saved on this
+    // connection yet), then p. A file refused fails the message: its chip
+    // and the notice say why. A connection lost meanwhile leaves p for
+    // the next one (onReady sends what is pending again).
+    async uploadAndSend(p, ws) {
+      if (this.ws !== ws || !this.pending.includes(p)) return;
+      for (const f of p.files) {
+        if (f.savedOn === ws) continue;
+        try {
+          f.saved = await this.sendFile(ws, f);
+          f.savedOn = ws;
+        } catch (e) {
+          if (e && e.code === "closed") return;
+          if (f.chip) {
+            f.chip.dataset.state = "failed";
+            f.chip.querySelector("progress")?.remove();
+            if (!f.chip.querySelector(".failed")) f.chip.append(el("span", { class: "failed", text: this.t("fileNotSaved") }));
+          }
+          const i = this.pending.indexOf(p);
+          if (i >= 0) this.failPending(i);
+          return;
+        }
+      }
+      if (this.ws === ws && this.attached && this.pending.includes(p)) this.sendNow(p);
+    }
+
+    // sendFile announces f and sends its bytes in chunks; it resolves with
+    // the saved file (file_saved) or rejects with the error about it, or
+    // {code: "closed"} when the connection goes first.
+    sendFile(ws, f) {
+      return new Promise((resolve, reject) => {
+        const id = "f-" + newID();
+        f.wireID = id;
+        const w = { ws, resolve, reject, stopped: false };
+        this.fileWaiters.set(id, w);
+        const progress = f.chip && f.chip.querySelector("progress");
+        if (progress) progress.value = 0;
+        if (!this.send({ type: "file", id, name: f.name, size: f.size })) {
+          this.fileWaiters.delete(id);
+          reject({ code: "closed" });
+          return;
+        }
+        (async () => {
+          for (let off = 0; off < f.size; off += CHUNK) {
+            while (ws.readyState === WebSocket.OPEN && ws.bufferedAmount > QUEUED && !w.stopped) await sleep(20);
+            if (w.stopped || ws.readyState !== WebSocket.OPEN) return;
+            const buf = await f.file.slice(off, off + CHUNK).arrayBuffer();
+            if (w.stopped || ws.readyState !== WebSocket.OPEN) return;
+            ws.send(JSON.stringify({ type: "file_chunk", id, data: base64(buf) }));
+            if (progress) progress.value = Math.min(f.size, off + CHUNK);
+          }
+        })().catch((e) => {
+          // The file cannot be read any more (moved, deleted): the gateway
+          // drops what it has of it.
+          if (w.stopped) return;
+          w.stopped = true;
+          this.fileWaiters.delete(id);
+          this.notice(this.t("fileUnreadable", { name: f.name, error: e && e.message ? e.message : String(e) }));
+          reject({ code: "unreadable" });
+        });
+      });
+    }
+
+    onFileSaved(d) {
+      const w = this.fileWaiters.get(d.id);
+      if (!w) return;
+      this.fileWaiters.delete(d.id);
+      w.stopped = true;
+      w.resolve(d.file || {});
+    }
+
+    // size is a byte count as people read it.
+    size(n) {
+      if (!(n >= 1024)) return this.t("bytes", { n: n || 0 });
+      if (n < 1048576) return this.t("kib", { n: (n / 1024).toFixed(1) });
+      return this.t("mib", { n: (n / 1048576).toFixed(1) });
+    }
+
+    // fileChip is one file: a thumbnail of a picture this page has the
+    // bytes of (one the person chose here), else a file icon; its name
+    // and size.
+    fileChip(f) {
+      const li = el("li", { class: "file", title: f.name });
+      const img = el("img", { alt: "", hidden: true });
+      const generic = icon("file");
+      const show = (url) => {
+        if (!url) return;
+        img.src = url;
+        img.hidden = false;
+        generic.remove();
+      };
+      li.append(img, generic, el("span", { class: "name", text: f.name }), " ", el("span", { class: "size", text: this.size(f.size) }));
+      if (f.thumb) show(f.thumb);
+      else if (f.thumbing) f.thumbing.then(show);
+      return li;
+    }
+
+    // fileList is the files shared with a message, under it.
+    fileList(files, sending) {
+      return el("ul", { class: "files", "aria-label": this.t("sharedFiles") }, ...files.map((f) => {
+        const li = this.fileChip(f);
+        if (sending) {
+          f.chip = li;
+          li.append(el("progress", { max: String(f.size), value: "0", "aria-label": this.t("fileProgress", { name: f.name }) }));
+        }
+        return li;
+      }));
+    }
+
+    // addFiles stages files for the next message (the attach button, a
+    // drop, a paste), as chips in the tray.
+    addFiles(list) {
+      if (this.input.disabled) return;
+      for (const file of list) {
+        if (!file.size) {
+          this.notice(this.t("fileEmpty", { name: file.name }));
+          continue;
+        }
+        const f = { file, name: file.name || "file", size: file.size, type: file.type };
+        f.thumbing = thumbnail(file).then((url) => (f.thumb = url));
+        this.staged.push(f);
+      }
+      this.showTray();
+    }
+
+    // showTray shows the staged files, each with a button to remove it.
+    showTray() {
+      this.tray.replaceChildren(...this.staged.map((f) => {
+        const li = this.fileChip(f);
+        li.append(el("button", {
+          class: "remove", type: "button", text: "×", "aria-label": this.t("removeFile", { name: f.name }),
+          onclick: () => {
+            this.staged.splice(this.staged.indexOf(f), 1);
+            this.showTray();
+            this.input.focus();
+          },
+        }));
+        return li;
+      }));
+      this.tray.hidden = !this.staged.length;
     }
 
     // failPending marks pending[i] "not sent" and forgets it.
@@ -986,7 +1306,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       if (this.ws) this.ws.close(1000);
       this.people.hidden = true;
       this.shareButton.hidden = true;
-      this.input.disabled = true;
+      this.setWritable(false);
       this.setPlaceholder("left");
       this.setStatus("");
       this.notice(this.t("left"));
@@ -1098,20 +1418,29 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
 
     sendInput() {
       const text = this.input.value.trim();
-      if (!text || this.input.disabled) return;
+      if (this.input.disabled) return;
+      // Files go with a message; a command leaves them for the next one.
+      const files = text.startsWith("/") ? [] : this.staged;
+      if (!text && !files.length) return;
       this.input.value = "";
-      this.sendText(text);
+      if (files.length) {
+        this.staged = [];
+        this.showTray();
+      }
+      this.sendText(text, files);
     }
 
     // sendText sends text as the user's message (typed, or a suggestion
     // clicked). Until the session echoes it, it is pending: shown at once,
     // greyed, "sending…"; sent when connected, and again after every
     // reconnect with the same id (the gateway answers a repeated id once).
-    sendText(text) {
+    sendText(text, files) {
       this.clearWelcome();
-      const p = { id: newID(), text, sent: false, command: text.startsWith("/") };
+      files = files || [];
+      const p = { id: newID(), text, sent: false, command: text.startsWith("/"), files };
       p.bubble = el("div", { class: "msg", "data-role": "user", "data-mine": "true", "data-pending": "sending" },
         el("div", { class: "body", text }),
+        files.length ? this.fileList(files, true) : null,
         el("span", { class: "sending", text: this.t("sending") }));
       this.pending.push(p);
       if (this.sendPending(p)) {
