@@ -239,6 +239,13 @@ func New(cfg Config, logger *slog.Logger) (*Sandbox, error) {
 	if err := os.Chmod(dir, mode); err != nil {
 		return nil, fmt.Errorf("tools.sandbox.dir: %w", err)
 	}
+	// Uploads a crash cut short are nobody's now.
+	if err := os.RemoveAll(s.staging()); err != nil {
+		return nil, fmt.Errorf("tools.sandbox.dir: %w", err)
+	}
+	if err := os.Mkdir(s.staging(), 0o700); err != nil {
+		return nil, fmt.Errorf("tools.sandbox.dir: %w", err)
+	}
 	return s, nil
 }
 

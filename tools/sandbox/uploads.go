@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/switchboard-gw/switchboard"
@@ -39,6 +40,11 @@ func (s *Sandbox) Uploads() Uploads { return Uploads{s} }
 // switchboard.ErrFileTooLarge past limit bytes and
 // switchboard.ErrWorkspaceFull past the workspace's quota, leaving
 // nothing behind.
+//
+// r is read (a download, as slow as the network) into a staging file
+// outside every workspace, without the workspace's lock: a python run or
+// another upload of the conversation does not wait for it. Only the copy
+// into the workspace, from the local disk, holds the lock.
 func (u Uploads) Save(ctx context.Context, sessionID, name string, r io.Reader, limit int64) (string, int64, error) {
 	s := u.s
 	if err := validSession(sessionID); err != nil {
@@ -47,38 +53,21 @@ func (u Uploads) Save(ctx context.Context, sessionID, name string, r io.Reader, 
 	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00") {
 		return "", 0, fmt.Errorf("sandbox: upload: %q is not a file name", name)
 	}
-	defer s.lock(sessionID)()
-	ws, err := s.ensureWorkspace(sessionID)
+	room, err := u.room(sessionID)
 	if err != nil {
 		return "", 0, err
 	}
-	snap, err := s.snapshot(ws)
-	if err != nil {
-		return "", 0, err
-	}
-	room := s.cfg.QuotaBytes - snap.bytes
-	if snap.full || snap.entries+2 > maxEntries || room <= 0 {
+	if room <= 0 {
 		return "", 0, fmt.Errorf("sandbox: upload %s: %w", name, switchboard.ErrWorkspaceFull)
 	}
-	root, err := os.OpenRoot(ws)
+	staged, err := os.CreateTemp(s.staging(), "upload-*")
 	if err != nil {
-		return "", 0, fmt.Errorf("sandbox: workspace: %w", err)
+		return "", 0, fmt.Errorf("sandbox: upload %s: %w", name, err)
 	}
-	defer root.Close()
-	if err := s.mkdirs(root, UploadsDir); err != nil {
-		return "", 0, rootError(UploadsDir, err)
-	}
-	tmp := path.Join(UploadsDir, ".partial-"+randomHex())
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return "", 0, rootError(tmp, err)
-	}
-	defer root.Remove(tmp) // linked under its name once whole
+	defer os.Remove(staged.Name())
+	defer staged.Close()
 	bound := min(limit, room)
-	n, err := copyCtx(ctx, f, io.LimitReader(r, bound+1))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	n, err := copyCtx(ctx, staged, io.LimitReader(r, bound+1))
 	switch {
 	case err != nil:
 		return "", 0, fmt.Errorf("sandbox: upload %s: %w", name, err)
@@ -87,9 +76,72 @@ func (u Uploads) Save(ctx context.Context, sessionID, name string, r io.Reader, 
 	case n > bound:
 		return "", 0, fmt.Errorf("sandbox: upload %s: %w", name, switchboard.ErrWorkspaceFull)
 	}
+	if _, err := staged.Seek(0, io.SeekStart); err != nil {
+		return "", 0, fmt.Errorf("sandbox: upload %s: %w", name, err)
+	}
+	p, err := u.place(ctx, sessionID, name, staged, n)
+	return p, n, err
+}
+
+// room is how many bytes the session's workspace may still take.
+func (u Uploads) room(sessionID string) (int64, error) {
+	s := u.s
+	defer s.lock(sessionID)()
+	ws, err := s.ensureWorkspace(sessionID)
+	if err != nil {
+		return 0, err
+	}
+	snap, err := s.snapshot(ws)
+	if err != nil {
+		return 0, err
+	}
+	if snap.full || snap.entries+2 > maxEntries {
+		return 0, nil
+	}
+	return s.cfg.QuotaBytes - snap.bytes, nil
+}
+
+// place copies n staged bytes into the session's uploads/, under the
+// workspace's lock, and returns the path it got.
+func (u Uploads) place(ctx context.Context, sessionID, name string, staged io.Reader, n int64) (string, error) {
+	s := u.s
+	defer s.lock(sessionID)()
+	ws, err := s.ensureWorkspace(sessionID)
+	if err != nil {
+		return "", err
+	}
+	// The code may have written meanwhile: the quota is checked again.
+	snap, err := s.snapshot(ws)
+	if err != nil {
+		return "", err
+	}
+	if snap.full || snap.entries+2 > maxEntries || snap.bytes+n > s.cfg.QuotaBytes {
+		return "", fmt.Errorf("sandbox: upload %s: %w", name, switchboard.ErrWorkspaceFull)
+	}
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return "", fmt.Errorf("sandbox: workspace: %w", err)
+	}
+	defer root.Close()
+	if err := s.mkdirs(root, UploadsDir); err != nil {
+		return "", rootError(UploadsDir, err)
+	}
+	tmp := path.Join(UploadsDir, ".partial-"+randomHex())
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return "", rootError(tmp, err)
+	}
+	defer root.Remove(tmp) // linked under its name once whole
+	_, err = copyCtx(context.WithoutCancel(ctx), f, staged)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("sandbox: upload %s: %w", name, err)
+	}
 	if s.dropUID >= 0 {
 		if err := root.Lchown(tmp, s.dropUID, s.dropUID); err != nil {
-			return "", 0, fmt.Errorf("sandbox: upload %s: %w", name, err)
+			return "", fmt.Errorf("sandbox: upload %s: %w", name, err)
 		}
 	}
 	ext := path.Ext(name)
@@ -104,11 +156,11 @@ func (u Uploads) Save(ctx context.Context, sessionID, name string, r io.Reader, 
 		if err := root.Link(tmp, p); errors.Is(err, fs.ErrExist) {
 			continue
 		} else if err != nil {
-			return "", 0, rootError(p, err)
+			return "", rootError(p, err)
 		}
-		return p, n, nil
+		return p, nil
 	}
-	return "", 0, fmt.Errorf("sandbox: upload %s: a thousand files of that name already", name)
+	return "", fmt.Errorf("sandbox: upload %s: a thousand files of that name already", name)
 }
 
 // Read returns at most limit bytes of a file of the session's uploads.
@@ -154,6 +206,14 @@ func (u Uploads) Remove(ctx context.Context, sessionID, p string) error {
 	}
 	return nil
 }
+
+// stagingDir holds uploads on their way in, beside the workspaces (not a
+// session id, so never one of them).
+const stagingDir = ".incoming"
+
+// staging is the directory uploads are read into; New empties it, as
+// what a crash left there belongs to no upload.
+func (s *Sandbox) staging() string { return filepath.Join(s.cfg.Dir, stagingDir) }
 
 // isUpload: p names a file directly in uploads/.
 func isUpload(p string) bool {

@@ -128,3 +128,33 @@ func TestUploadsStayInTheWorkspace(t *testing.T) {
 type iotestErr struct{}
 
 func (iotestErr) Read([]byte) (int, error) { return 0, errors.New("connection reset") }
+
+// A slow download does not hold the workspace: the session's other work
+// (here, another upload) goes on while it is read.
+func TestASlowUploadDoesNotHoldTheWorkspace(t *testing.T) {
+	u, _ := newUploads(t, 1<<20)
+	ctx := context.Background()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := u.Save(ctx, upSession, "slow.txt", pr, 1024)
+		done <- err
+	}()
+	if _, err := pw.Write([]byte("first half ")); err != nil { // the slow one is under way
+		t.Fatal(err)
+	}
+	if _, _, err := u.Save(ctx, upSession, "quick.txt", strings.NewReader("here"), 1024); err != nil {
+		t.Fatalf("an upload beside a slow one: %v", err)
+	}
+	if _, err := u.Read(ctx, upSession, "uploads/quick.txt", 10); err != nil {
+		t.Fatalf("a read beside a slow upload: %v", err)
+	}
+	pw.Write([]byte("second half"))
+	pw.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got, err := u.Read(ctx, upSession, "uploads/slow.txt", 100); err != nil || string(got) != "first half second half" {
+		t.Fatalf("the slow upload saved %q (%v)", got, err)
+	}
+}
