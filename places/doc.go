@@ -12,8 +12,12 @@
 // bounded (Config.Depth): when it is full, Run blocks the caller — the
 // platform's event reader — until there is room or the layer stops, so a
 // flood in one place slows its platform's delivery rather than growing
-// memory. Rendering runs on one goroutine per followed place (a Room is
-// never called concurrently), fed by the session's Subscription, whose own
+// memory. Work that may take long, downloading the files a person
+// attached, is set aside (Layer.Aside) on a goroutine of its own: the
+// place's later work waits for it, in order, while the other places on
+// its worker go on (files.go); what waits behind it is bounded by Depth
+// too. Rendering runs on one goroutine per followed place (a Room is never
+// called concurrently), fed by the session's Subscription, whose own
 // bounded buffer drops a follower that cannot keep up to catch up from
 // the store by seq: a slow platform never slows a session.
 package places

@@ -53,9 +53,19 @@ func (l *Layer) Binding(ctx context.Context, address string) (switchboard.Bindin
 // session's own decision (sessions' access.go). The place is noted as
 // where its author asks (AskedIn).
 func (l *Layer) Submit(ctx context.Context, b switchboard.Binding, in switchboard.Input) (*sessions.Receipt, error) {
+	if err := l.admit(ctx, b, &in); err != nil {
+		return nil, err
+	}
+	return l.cfg.Sessions.Submit(ctx, b.SessionID, in)
+}
+
+// admit is what every input passes before the session's own decision:
+// the chat app's Gate; then it is marked with its place, noted as where
+// its author asks (AskedIn).
+func (l *Layer) admit(ctx context.Context, b switchboard.Binding, in *switchboard.Input) error {
 	if l.cfg.Gate != nil {
-		if err := l.cfg.Gate(ctx, b, &in); err != nil {
-			return nil, err
+		if err := l.cfg.Gate(ctx, b, in); err != nil {
+			return err
 		}
 	}
 	in.Place = l.cfg.Channel + ":" + b.Address
@@ -65,7 +75,7 @@ func (l *Layer) Submit(ctx context.Context, b switchboard.Binding, in switchboar
 	}
 	l.asked[b.SessionID+"/"+in.Author.ID] = b.Address
 	l.askedMu.Unlock()
-	return l.cfg.Sessions.Submit(ctx, b.SessionID, in)
+	return nil
 }
 
 // SubmitText gives a place's session a message or command (in.Text),

@@ -10,6 +10,7 @@ import (
 	"context"
 	"hash/fnv"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 type Sessions interface {
 	Attach(ctx context.Context, opts sessions.AttachOptions) (*sessions.Subscription, error)
 	Submit(ctx context.Context, sessionID string, in switchboard.Input) (*sessions.Receipt, error)
+	Upload(ctx context.Context, sessionID string, in switchboard.Input, files []sessions.Incoming) ([]switchboard.File, error)
 	Bind(ctx context.Context, channel, address, sessionID string) (switchboard.Binding, error)
 	Binding(ctx context.Context, channel, address string) (switchboard.Binding, error)
 	Rendered(ctx context.Context, b switchboard.Binding, seq int64) error
@@ -82,6 +84,10 @@ type Config struct {
 	Workers, Depth int
 	// Words are the chat app's markup for the layer's own sentences.
 	Words Words
+	// FileStall gives up a person's file whose download brings nothing
+	// for this long (30 s); FileTime is the longest a download may take
+	// (10 minutes). See Download.
+	FileStall, FileTime time.Duration
 }
 
 // Words is how a chat app writes the layer's sentences: Escape makes a
@@ -104,7 +110,7 @@ type Layer struct {
 	// those the manager named before Resume (live). Guarded by mu, with
 	// work and ctx, Start's: workers and followers live as long.
 	mu        sync.Mutex
-	work      []chan func()
+	work      []chan task
 	ctx       context.Context
 	live      bool
 	following map[string]*follower
@@ -115,6 +121,32 @@ type Layer struct {
 	// ("session/user" → address); see AskedIn.
 	askedMu sync.Mutex
 	asked   map[string]string
+
+	// held are the places whose work waits for work set aside (Aside),
+	// by the address Run was given; guarded by heldMu.
+	heldMu sync.Mutex
+	held   map[string]*hold
+
+	// uploaded are the messages with files taken (session/client id),
+	// so a message a platform delivers again is downloaded once
+	// (files.go); guarded by uploadedMu.
+	uploadedMu sync.Mutex
+	uploaded   map[string]time.Time
+}
+
+// task is a place's work on its worker: f, or, with resume, the end of
+// the work set aside there (Aside).
+type task struct {
+	place  string
+	f      func()
+	resume bool
+}
+
+// hold is a place whose work waits: what was queued for it meanwhile, in
+// order, and released, closed when it goes on.
+type hold struct {
+	queued   []func()
+	released chan struct{}
 }
 
 // New returns a chat app's layer, registered with cfg.Sessions as the
@@ -138,7 +170,14 @@ func New(cfg Config) *Layer {
 	if cfg.Words.Strong == nil {
 		cfg.Words.Strong = cfg.Words.Escape
 	}
-	l := &Layer{cfg: cfg, log: cfg.Log, following: map[string]*follower{}, asked: map[string]string{}}
+	if cfg.FileStall <= 0 {
+		cfg.FileStall = 30 * time.Second
+	}
+	if cfg.FileTime <= 0 {
+		cfg.FileTime = 10 * time.Minute
+	}
+	l := &Layer{cfg: cfg, log: cfg.Log, following: map[string]*follower{}, asked: map[string]string{},
+		held: map[string]*hold{}, uploaded: map[string]time.Time{}}
 	cfg.Sessions.SetFollower(cfg.Channel, l)
 	return l
 }
@@ -146,15 +185,15 @@ func New(cfg Config) *Layer {
 // Start starts the places' workers, which run until ctx ends (Wait waits
 // for them): from now on Run queues work.
 func (l *Layer) Start(ctx context.Context) {
-	work := make([]chan func(), l.cfg.Workers)
+	work := make([]chan task, l.cfg.Workers)
 	for i := range work {
-		ch := make(chan func(), l.cfg.Depth)
+		ch := make(chan task, l.cfg.Depth)
 		work[i] = ch
 		l.wg.Go(func() {
 			for {
 				select {
-				case f := <-ch:
-					f()
+				case t := <-ch:
+					l.do(t)
 				case <-ctx.Done():
 					return
 				}
@@ -211,20 +250,104 @@ func (l *Layer) Wait() {
 // Run queues f on the worker of a place: what happens in one place is
 // handled in order, places in parallel, with no lock shared between them.
 // A full queue makes the caller wait (backpressure on the platform's
-// events), until the layer stops. Before Start, f is dropped.
+// events), until the layer stops; so does a place whose work waits for a
+// download (Aside) with as much queued behind it. Before Start, f is
+// dropped.
 func (l *Layer) Run(place string, f func()) {
+	l.queue(task{place: place, f: f})
+}
+
+func (l *Layer) queue(t task) {
 	l.mu.Lock()
 	ctx, work := l.ctx, l.work
 	l.mu.Unlock()
 	if ctx == nil {
 		return
 	}
+	for !t.resume {
+		l.heldMu.Lock()
+		h := l.held[t.place]
+		full := h != nil && len(h.queued) >= l.cfg.Depth
+		l.heldMu.Unlock()
+		if !full {
+			break
+		}
+		select {
+		case <-h.released:
+		case <-ctx.Done():
+			return
+		}
+	}
 	h := fnv.New32a()
-	h.Write([]byte(place))
+	h.Write([]byte(t.place))
 	select {
-	case work[h.Sum32()%uint32(len(work))] <- f:
+	case work[h.Sum32()%uint32(len(work))] <- t:
 	case <-ctx.Done():
 	}
+}
+
+// do runs a place's work on its worker; work for a place whose work
+// waits (Aside) is kept for when it goes on.
+func (l *Layer) do(t task) {
+	l.heldMu.Lock()
+	h, waits := l.held[t.place]
+	switch {
+	case t.resume && !waits:
+		l.heldMu.Unlock()
+		return
+	case t.resume:
+		delete(l.held, t.place)
+		close(h.released)
+	case waits:
+		h.queued = append(h.queued, t.f)
+		l.heldMu.Unlock()
+		return
+	}
+	l.heldMu.Unlock()
+	if !t.resume {
+		t.f()
+		return
+	}
+	for i, f := range h.queued {
+		f()
+		l.heldMu.Lock()
+		if again, ok := l.held[t.place]; ok { // f set work aside in turn: the rest waits for it
+			again.queued = append(slices.Clone(h.queued[i+1:]), again.queued...)
+			l.heldMu.Unlock()
+			return
+		}
+		l.heldMu.Unlock()
+	}
+}
+
+// Aside runs f on a goroutine of its own, for work of a place that may
+// take long (downloading a person's files): the work queued for the place
+// after it waits until f has returned, so the place's order is kept,
+// while the other places, on the same worker too, go on. Call it from
+// work Run runs for the place, with the address Run was given. f's
+// context ends when the layer stops.
+func (l *Layer) Aside(place string, f func(ctx context.Context)) {
+	l.mu.Lock()
+	ctx := l.ctx
+	l.mu.Unlock()
+	if ctx == nil {
+		return
+	}
+	l.heldMu.Lock()
+	_, waits := l.held[place]
+	if !waits {
+		l.held[place] = &hold{released: make(chan struct{})}
+	}
+	l.heldMu.Unlock()
+	if waits { // not called from the place's work: its order cannot be kept
+		l.log.Error(l.cfg.Channel+": work set aside for a place whose work waits already", "place", place)
+		l.wg.Go(func() { f(ctx) })
+		return
+	}
+	l.wg.Go(func() {
+		defer l.queue(task{place: place, resume: true})
+		f(ctx)
+	})
 }
 
 // Follow is told by the session manager that a bound session is loaded

@@ -72,9 +72,16 @@ func (r *room) Finish(context.Context) {
 
 func newChat(t *testing.T) *chat {
 	t.Helper()
+	return newTunedChat(t, nil, nil)
+}
+
+// newTunedChat is newChat with the session manager's configuration and
+// the layer's changed by manager and layer.
+func newTunedChat(t *testing.T, manager func(*sessions.Config), layer func(*places.Config)) *chat {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c := &chat{t: t, gw: sessionstest.New(t, "../guides", log)}
-	c.layer = places.New(places.Config{
+	c := &chat{t: t, gw: sessionstest.NewTuned(t, "../guides", log, manager)}
+	cfg := places.Config{
 		Channel: "test", Sessions: c.gw.Manager, Log: log, Interval: 10 * time.Millisecond,
 		NewRoom: func(b switchboard.Binding) (places.Room, error) {
 			if strings.HasPrefix(b.Address, "bad") {
@@ -93,7 +100,11 @@ func newChat(t *testing.T) *chat {
 			return c.gate
 		},
 		Words: places.Words{Strong: func(s string) string { return "*" + s + "*" }, JoinHint: "Join in a new thread."},
-	})
+	}
+	if layer != nil {
+		layer(&cfg)
+	}
+	c.layer = places.New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	c.ctx = ctx
 	c.layer.Start(ctx)

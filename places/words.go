@@ -69,6 +69,13 @@ func Refused(err error) string {
 		return "I'm still working on the previous messages here; send this again in a moment."
 	case errors.Is(err, sessions.ErrForbidden):
 		return "Not sent: " + sessions.Reason(err, "you may not do that in this conversation") + "."
+	case errors.Is(err, sessions.ErrFileTooLarge), errors.Is(err, sessions.ErrFileType), errors.Is(err, sessions.ErrWorkspaceFull),
+		errors.Is(err, sessions.ErrNoUploads), errors.Is(err, ErrNotDownloaded):
+		return "Not sent: " + sessions.Reason(err, "your files could not be taken") + "."
+	case errors.Is(err, sessions.ErrNotStored):
+		return "Not sent: " + sessions.ErrNotStored.Error() + "."
+	case errors.Is(err, sessions.ErrDraining):
+		return "Not sent: " + sessions.ErrDraining.Error() + "."
 	}
 	return "Sorry, that did not go through. Please try again."
 }

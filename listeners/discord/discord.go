@@ -68,6 +68,10 @@ type Config struct {
 	// EditInterval is the least time between two edits of a streamed
 	// reply (1s).
 	EditInterval time.Duration
+	// DownloadTimeout gives up a file a person attached whose download
+	// brings nothing for this long (30s): the sender is told to send it
+	// again.
+	DownloadTimeout time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -92,6 +96,7 @@ type Listener struct {
 	places    *places.Layer
 	log       *slog.Logger
 	dg        *discordgo.Session
+	files     *http.Client // people's attachments, from Discord's CDN (files.go)
 	publicKey ed25519.PublicKey
 
 	botUserID string
@@ -130,7 +135,7 @@ func New(cfg Config, s places.Sessions, log *slog.Logger) (*Listener, error) {
 	}
 	l.log = log.With("listener", Channel)
 	l.places = places.New(places.Config{
-		Channel: Channel, Sessions: s, Log: l.log, NewRoom: l.newRoom, Interval: l.cfg.EditInterval, Gate: l.gate,
+		Channel: Channel, Sessions: s, Log: l.log, NewRoom: l.newRoom, Interval: l.cfg.EditInterval, Gate: l.gate, FileStall: l.cfg.DownloadTimeout,
 		Words: places.Words{Escape: mdEscape, Strong: func(s string) string { return "**" + mdEscape(s) + "**" },
 			JoinHint: "Mention me with /join CODE in a channel (a new thread opens from your message), or use it in a DM with me."},
 	})
@@ -169,7 +174,7 @@ func newClient(cfg Config) (*Listener, error) {
 	dg.Client = &http.Client{Timeout: 20 * time.Second,
 		Transport: &reroute{from: discordgo.EndpointAPI, to: cfg.APIURL, next: &globalLimit{next: transport}}}
 	return &Listener{
-		cfg: cfg, log: slog.New(slog.DiscardHandler), dg: dg, publicKey: pub,
+		cfg: cfg, log: slog.New(slog.DiscardHandler), dg: dg, files: newFilesClient(transport), publicKey: pub,
 		names: newNameCache(), tokens: map[string]interactionToken{}, ready: make(chan struct{}),
 	}, nil
 }

@@ -204,10 +204,27 @@ func (f *follow) message(ctx context.Context, d *switchboard.MessageData) {
 		if f.l.places.WrittenHere(f.b, d) {
 			return // written here: it is in the thread already
 		}
-		for _, piece := range splitDiscord("**"+mdEscape(places.Byline(d))+"**: "+toDiscord(d.Content), contentLimit) {
+		for _, piece := range splitDiscord(elsewhere(f.l.places, d), contentLimit) {
 			f.send(ctx, &discordgo.MessageSend{Content: piece})
 		}
 	}
+}
+
+// elsewhere is how a person's message written in another place shows
+// here: who and where, what they wrote, then the files they shared
+// ("📎 **Alice** shared rain.csv (27 B)": the files are in the
+// conversation's workspace, not in Discord). A message of files alone is
+// that line with who and where.
+func elsewhere(layer *places.Layer, d *switchboard.MessageData) string {
+	who := places.Byline(d)
+	if d.Content == "" && len(d.Files) > 0 {
+		return "📎 " + layer.Shared(who, d.Files)
+	}
+	text := "**" + mdEscape(who) + "**: " + toDiscord(d.Content)
+	if len(d.Files) > 0 {
+		text += "\n📎 " + layer.Shared(d.Author, d.Files)
+	}
+	return text
 }
 
 // flush shows the reply as it is now: the first pieces edit the messages

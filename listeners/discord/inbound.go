@@ -57,7 +57,7 @@ func (l *Listener) onMessage(ctx context.Context, m *discordgo.Message) {
 			l.joinFrom(ctx, m, code, author)
 			return
 		}
-		b, err := l.placeOf(ctx, m, mentioned, text, author, roles)
+		b, err := l.placeOf(ctx, m, mentioned, cmp.Or(text, attachmentsTitle(m.Attachments)), author, roles)
 		if err != nil {
 			if !errors.Is(err, switchboard.ErrNotFound) && !errors.Is(err, errNotHere) {
 				l.log.Error("discord: session for a message", "channel", m.ChannelID, "err", err)
@@ -65,6 +65,10 @@ func (l *Listener) onMessage(ctx context.Context, m *discordgo.Message) {
 			if errors.Is(err, errNotHere) && (mentioned || m.GuildID == "") {
 				l.reply(ctx, m, "Sorry, I'm not set up to answer here. Ask the server's admins to add this channel.")
 			}
+			return
+		}
+		if len(m.Attachments) > 0 {
+			l.submitFiles(place, b, author, roles, text, m.ID, m.Attachments)
 			return
 		}
 		l.submitText(ctx, b, author, roles, cmp.Or(text, "Hello!"), m.ID)

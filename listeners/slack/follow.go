@@ -252,12 +252,33 @@ func (f *follow) message(ctx context.Context, d *switchboard.MessageData) {
 		// Written elsewhere: shown with who and where; its answer is
 		// edited into place here (a stream would need a reader here).
 		f.asker, f.stream.answering = "", ""
-		who := places.Byline(d)
-		f.post(ctx, mrkdwnEscape(who+": "+d.Content), []slackapi.Block{
-			slackapi.NewContextBlock("", slackapi.NewTextBlockObject(slackapi.MarkdownType, "*"+mrkdwnEscape(who)+"*", false, false)),
-			slackapi.NewSectionBlock(slackapi.NewTextBlockObject(slackapi.MarkdownType, truncateMrkdwn(toMrkdwn(d.Content), 3000), false, false), nil, nil),
-		})
+		text, blocks := elsewhere(f.l.places, d)
+		f.post(ctx, text, blocks)
 	}
+}
+
+// elsewhere is how a person's message written in another place shows
+// here: who and where in a context line, then what they wrote, then the
+// files they shared ("Alice shared rain.csv (27 B)": the files are in
+// the conversation's workspace, not in Slack). A message of files alone
+// is that line with who and where.
+func elsewhere(layer *places.Layer, d *switchboard.MessageData) (string, []slackapi.Block) {
+	who := places.Byline(d)
+	if d.Content == "" && len(d.Files) > 0 {
+		line := layer.Shared(who, d.Files)
+		return line, []slackapi.Block{slackapi.NewSectionBlock(mrkdwnText(":paperclip: "+line), nil, nil)}
+	}
+	text := mrkdwnEscape(who + ": " + d.Content)
+	blocks := []slackapi.Block{
+		slackapi.NewContextBlock("", slackapi.NewTextBlockObject(slackapi.MarkdownType, "*"+mrkdwnEscape(who)+"*", false, false)),
+		slackapi.NewSectionBlock(slackapi.NewTextBlockObject(slackapi.MarkdownType, truncateMrkdwn(toMrkdwn(d.Content), 3000), false, false), nil, nil),
+	}
+	if len(d.Files) > 0 {
+		line := layer.Shared(d.Author, d.Files)
+		text += "\n" + line
+		blocks = append(blocks, contextLine(":paperclip: "+line))
+	}
+	return text, blocks
 }
 
 // flush shows the streamed reply as it is now: the first pieces edit the

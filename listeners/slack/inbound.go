@@ -66,7 +66,7 @@ func (l *Listener) onEventsAPI(ctx context.Context, ev slackevents.EventsAPIEven
 		}
 		l.onMessage(ctx, incoming{
 			user: e.User, botID: e.BotID, text: e.Text, ts: e.TimeStamp,
-			at: place{channel: e.Channel, threadTS: thread}, start: true,
+			at: place{channel: e.Channel, threadTS: thread}, start: true, files: e.Files,
 		})
 	case *slackevents.MessageEvent:
 		switch e.SubType {
@@ -75,6 +75,9 @@ func (l *Listener) onEventsAPI(ctx context.Context, ev slackevents.EventsAPIEven
 			return // edits, deletions, joins: not messages to answer
 		}
 		in := incoming{user: e.User, botID: e.BotID, text: e.Text, ts: e.TimeStamp}
+		if e.Message != nil {
+			in.files = e.Message.Files // shared with the message (subtype file_share)
+		}
 		switch {
 		case e.ChannelType == "im" || isDM(e.Channel):
 			// A DM needs no mention; its threads (the AI-app surface makes
@@ -125,6 +128,8 @@ type incoming struct {
 	// start: the message may start a session (a mention, a DM); a thread
 	// reply without a mention only continues one.
 	start bool
+	// files are those shared with the message (files.go).
+	files []slackapi.File
 }
 
 // onMessage submits a message to its place's session, creating and
@@ -158,11 +163,17 @@ func (l *Listener) onMessage(ctx context.Context, in incoming) {
 			}
 			return
 		}
-		text = places.TypedAnswer(cmp.Or(text, "Hello!"))
+		if len(in.files) == 0 {
+			text = places.TypedAnswer(cmp.Or(text, "Hello!"))
+		}
 		l.remember(in.at, in.user)
 		// The message's ts is its id: an event Slack redelivers, or the
 		// app_mention and message events of one message, answer it once.
 		l.asks.note(addr, in.at, in.user, text, cmp.Or(in.under, in.ts)) // a stream answers under it
+		if len(in.files) > 0 {
+			l.submitFiles(addr, b, in.at, author, text, in.at.channel+":"+in.ts, in.files)
+			return
+		}
 		l.submitText(ctx, b, in.at, author, text, in.at.channel+":"+in.ts)
 	})
 }

@@ -76,6 +76,10 @@ type Config struct {
 	// to open Socket Mode after Slack refused or failed (2s); it doubles
 	// up to 5 minutes.
 	RetryMin time.Duration
+	// DownloadTimeout gives up a file a person shared whose download
+	// brings nothing for this long (30s): the sender is told to send it
+	// again.
+	DownloadTimeout time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -106,6 +110,7 @@ type Listener struct {
 	log    *slog.Logger
 	api    *slackapi.Client
 	http   *http.Client // the API client's, also for response_url answers
+	files  *http.Client // people's files (files.go)
 
 	// Who the bot is, from auth.test at start.
 	botUserID string
@@ -167,11 +172,12 @@ func New(cfg Config, s places.Sessions, log *slog.Logger) (*Listener, error) {
 		http: client,
 		last: map[string]place{},
 	}
+	l.files = l.newFilesClient(transport)
 	l.users = newUserCache(l.api)
 	l.clicks = newOnceSet()
 	l.nativeOK.Store(!cfg.NoNativeStreaming)
 	l.places = places.New(places.Config{
-		Channel: Channel, Sessions: s, Log: l.log, NewRoom: l.newRoom, Interval: cfg.UpdateInterval, Gate: l.gate,
+		Channel: Channel, Sessions: s, Log: l.log, NewRoom: l.newRoom, Interval: cfg.UpdateInterval, Gate: l.gate, FileStall: cfg.DownloadTimeout,
 		Words: places.Words{Escape: mrkdwnEscape, JoinHint: "Mention me with join CODE at the top level of a channel " +
 			"(a new thread opens under your message), or write join CODE to me in a DM."},
 	})

@@ -47,11 +47,21 @@ func newRig(t *testing.T, tune func(*slack.Config)) *rig {
 // by manager (limits, idle timeout).
 func newTunedRig(t *testing.T, manager func(*sessions.Config), tune func(*slack.Config)) *rig {
 	t.Helper()
+	return newTunedRigWith(t, manager, tune, nil, nil)
+}
+
+// newTunedRigWith is newTunedRig with options for the fake Slack, and the
+// listener's log written to logs as well when it is not nil.
+func newTunedRigWith(t *testing.T, manager func(*sessions.Config), tune func(*slack.Config), fakeOpts []slacktest.Option, logs io.Writer) *rig {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	fake := slacktest.New(t, slacktest.WithUsers(alice, bob))
+	if logs != nil {
+		log = slog.New(slog.NewTextHandler(logs, nil))
+	}
+	fake := slacktest.New(t, append([]slacktest.Option{slacktest.WithUsers(alice, bob)}, fakeOpts...)...)
 	gw := sessionstest.NewTuned(t, "../../guides", log, manager)
 	cfg := slack.Config{BotToken: fake.BotToken(), AppToken: fake.AppToken(), APIURL: fake.APIURL(), UpdateInterval: 20 * time.Millisecond}
 	if tune != nil {
@@ -131,11 +141,14 @@ func (r *rig) acked(env slacktest.Envelope) {
 
 // eventually polls until cond holds; the deadline only turns a hang into a
 // failure.
-func (r *rig) eventually(what string, cond func() bool) {
+func (r *rig) eventually(what string, cond func() bool, seen ...func() string) {
 	r.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
+			for _, s := range seen {
+				r.t.Log(s())
+			}
 			r.t.Fatalf("never happened: %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)

@@ -22,7 +22,9 @@
 //     channels (text, threads with a parent, DMs), users with global names,
 //     members with nicknames and roles, and messages per channel with their
 //     edit history, author, content, embeds, components, flags,
-//     attachments (served back from a fake CDN) and reactions. Payloads are
+//     attachments (served back from a fake CDN at signed URLs that expire,
+//     as Discord's: an unsigned, altered or expired one answers 404 "This
+//     content is no longer available.") and reactions. Payloads are
 //     validated like Discord does (ValidateMessage, ValidateModal, and the
 //     rules of application commands and their options on bulk overwrite):
 //     failures answer 400 {"code":50035,"message":"Invalid Form Body",

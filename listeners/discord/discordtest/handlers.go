@@ -1,10 +1,14 @@
 package discordtest
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -307,7 +311,7 @@ func (s *Server) attachFilesLocked(m *Message, d draft, files []Attachment) {
 			}
 		}
 		f.ID = s.newIDLocked()
-		f.URL = s.http.URL + "/attachments/" + m.ChannelID + "/" + f.ID + "/" + f.Filename
+		f.URL, f.Expires = s.cdnURLLocked(m.ChannelID, f.ID, f.Filename, time.Time{})
 		stored := f.clone()
 		s.files[f.ID] = &stored
 		m.Attachments = append(m.Attachments, f)
@@ -879,11 +883,63 @@ func (s *Server) Commands(guildID string) json.RawMessage {
 
 // --- CDN ---
 
-// handleCDN serves attachment contents at the URLs attachments carry.
+// Download is one request to the CDN for an attachment.
+type Download struct {
+	AttachmentID string
+	Status       int  // 200, or 404 for an attachment gone, expired or unsigned
+	Unsigned     bool // the URL's signature was missing or did not match
+}
+
+// Downloads returns the requests for attachments, in arrival order.
+func (s *Server) Downloads() []Download {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.downloads)
+}
+
+// cdnAttachmentTTL is how long an attachment's signed URL works.
+const cdnAttachmentTTL = 24 * time.Hour
+
+// cdnURLLocked is the signed CDN URL of an attachment, expiring at
+// expires (zero: cdnAttachmentTTL from now), and that expiry.
+func (s *Server) cdnURLLocked(channelID, id, filename string, expires time.Time) (string, time.Time) {
+	issued := s.now()
+	if expires.IsZero() {
+		expires = issued.Add(cdnAttachmentTTL)
+	}
+	path := "/attachments/" + channelID + "/" + id + "/" + url.PathEscape(filename)
+	ex, is := strconv.FormatInt(expires.Unix(), 16), strconv.FormatInt(issued.Unix(), 16)
+	return s.http.URL + path + "?ex=" + ex + "&is=" + is + "&hm=" + s.cdnSign(path, ex, is) + "&", expires
+}
+
+// cdnSign is the signature (hm) of an attachment's path, expiry and issue.
+func (s *Server) cdnSign(path, ex, is string) string {
+	mac := hmac.New(sha256.New, s.cdnKey)
+	mac.Write([]byte(path + "?" + ex + "&" + is))
+	return hex.EncodeToString(mac.Sum(nil))
+}
+
+// handleCDN serves attachment contents at the URLs attachments carry,
+// signed and not expired; anything else is answered as Discord does.
 func (s *Server) handleCDN(w http.ResponseWriter, r *http.Request) {
+	gone := func() {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, "This content is no longer available.")
+	}
 	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/attachments/"), "/")
 	if len(parts) < 2 {
 		http.NotFound(w, r)
+		return
+	}
+	q := r.URL.Query()
+	ex, is, hm := q.Get("ex"), q.Get("is"), q.Get("hm")
+	expires, err := strconv.ParseInt(ex, 16, 64)
+	if err != nil || is == "" || !hmac.Equal([]byte(hm), []byte(s.cdnSign(r.URL.EscapedPath(), ex, is))) {
+		s.mu.Lock()
+		s.downloads = append(s.downloads, Download{AttachmentID: parts[1], Status: http.StatusNotFound, Unsigned: true})
+		s.mu.Unlock()
+		gone()
 		return
 	}
 	s.mu.Lock()
@@ -893,7 +949,17 @@ func (s *Server) handleCDN(w http.ResponseWriter, r *http.Request) {
 	if ok {
 		data, ct = slices.Clone(f.Data), f.ContentType
 	}
+	expired := !s.now().Before(time.Unix(expires, 0))
+	status := http.StatusOK
+	if expired || !ok {
+		status = http.StatusNotFound
+	}
+	s.downloads = append(s.downloads, Download{AttachmentID: parts[1], Status: status})
 	s.mu.Unlock()
+	if expired {
+		gone()
+		return
+	}
 	if !ok {
 		http.NotFound(w, r)
 		return

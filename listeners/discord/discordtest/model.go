@@ -112,7 +112,11 @@ func (c Channel) IsThread() bool {
 }
 
 // Attachment is a file attached to a message. Its URL points at the fake's
-// CDN (URL()+"/attachments/…"), which serves Data.
+// CDN (URL()+"/attachments/…"), which serves Data. The URL is signed, as
+// Discord's have been since December 2023: ?ex=<expiry>&is=<issued>
+// &hm=<signature>, the times in hexadecimal Unix seconds; the CDN answers
+// 404 "This content is no longer available." for a URL unsigned, altered
+// or past its expiry.
 type Attachment struct {
 	ID          string
 	Filename    string
@@ -121,6 +125,10 @@ type Attachment struct {
 	Size        int
 	URL         string
 	Data        []byte
+	// Expires is when URL stops working: 24 hours after it was issued,
+	// unless a person's message (UserMessage.Attachments) sets it, to
+	// post one whose link has expired.
+	Expires time.Time
 }
 
 func (a Attachment) clone() Attachment { a.Data = slices.Clone(a.Data); return a }

@@ -17,8 +17,10 @@ type UserMessage struct {
 	MentionBot bool
 	// ReplyTo is the ID of a message in the same channel this one replies
 	// to (message type 19 with a message_reference).
-	ReplyTo     string
-	Attachments []Attachment // Filename, ContentType and Data; IDs and URLs are assigned
+	ReplyTo string
+	// Attachments: Filename, ContentType and Data (and Expires, to post
+	// one whose link has expired); IDs and signed URLs are assigned.
+	Attachments []Attachment
 	Embeds      json.RawMessage
 }
 
@@ -77,7 +79,7 @@ func (s *Server) PostUserMessage(um UserMessage) (Message, error) {
 		}
 		a.ID = s.newIDLocked()
 		a.Size = len(a.Data)
-		a.URL = s.http.URL + "/attachments/" + ch.ID + "/" + a.ID + "/" + a.Filename
+		a.URL, a.Expires = s.cdnURLLocked(ch.ID, a.ID, a.Filename, a.Expires)
 		stored := a.clone()
 		s.files[a.ID] = &stored
 		m.Attachments = append(m.Attachments, a.clone())

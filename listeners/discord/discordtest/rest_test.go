@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -803,5 +804,43 @@ func TestReactions(t *testing.T) {
 	err := s.MessageReactionAdd(m.ChannelID, m.ID, "notanemoji")
 	if code, _, _ := restErr(t, err); code != discordtest.CodeUnknownEmoji {
 		t.Errorf("bad emoji: %d", code)
+	}
+}
+
+// Attachments' CDN URLs are signed and expire, as Discord's: the file for
+// the URL as given, "This content is no longer available." (404) for it
+// unsigned, altered or past its expiry.
+func TestAttachmentURLsAreSigned(t *testing.T) {
+	srv := newServer(t)
+	m, err := srv.PostUserMessage(discordtest.UserMessage{AuthorID: alice, Content: "see", Attachments: []discordtest.Attachment{
+		{Filename: "rain data.csv", ContentType: "text/csv", Data: []byte("a,b\n")},
+		{Filename: "old.csv", Data: []byte("x"), Expires: time.Now().Add(-time.Minute)},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetch := func(u string) (int, string) {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	u := m.Attachments[0].URL
+	q, _ := url.Parse(u)
+	if q.Query().Get("ex") == "" || q.Query().Get("is") == "" || q.Query().Get("hm") == "" || !m.Attachments[0].Expires.After(time.Now().Add(23*time.Hour)) {
+		t.Fatalf("not a signed URL: %s (expires %s)", u, m.Attachments[0].Expires)
+	}
+	if status, body := fetch(u); status != 200 || body != "a,b\n" {
+		t.Fatalf("signed: %d %q", status, body)
+	}
+	unsigned, _, _ := strings.Cut(u, "?")
+	altered := strings.Replace(u, "ex=", "ex=f", 1)
+	for _, bad := range []string{unsigned, altered, m.Attachments[1].URL} {
+		if status, body := fetch(bad); status != 404 || body != "This content is no longer available." {
+			t.Errorf("%s: %d %q", bad, status, body)
+		}
 	}
 }

@@ -206,7 +206,9 @@ type Server struct {
 	// gateway
 	gw gatewayState
 
-	changed chan struct{} // closed and replaced on every change
+	changed   chan struct{} // closed and replaced on every change
+	cdnKey    []byte        // signs attachments' CDN URLs
+	downloads []Download    // requests to the CDN
 
 	closeOnce sync.Once
 	wg        sync.WaitGroup
@@ -257,7 +259,9 @@ func New(t testing.TB, opts ...Option) *Server {
 		limits:       map[string]routeLimit{},
 		changed:      make(chan struct{}),
 		done:         make(chan struct{}),
+		cdnKey:       make([]byte, 32),
 	}
+	_, _ = rand.Read(s.cdnKey)
 	s.gw.init()
 	s.users[cfg.botID] = &User{ID: cfg.botID, Username: cfg.botName, Bot: true}
 	if !cfg.noDefaultWorkspace {

@@ -21,7 +21,13 @@
 //     slash_commands) and disconnect requests, and records every ack with its
 //     latency;
 //   - the Events API over HTTP: SignedRequest signs bodies the way Slack does,
-//     and the payload builders produce the JSON Slack would send.
+//     and the payload builders produce the JSON Slack would send;
+//   - people's files (UserMessage.Files): the file objects events carry
+//     (subtype file_share; check_file_info, external, hidden and deleted
+//     files as Slack sends them), files.info, and url_private_download,
+//     which gives the file to the bot token with files:read and sends any
+//     other request to the workspace's sign-in page (WithoutFilesRead);
+//     a download can stall (UserFile.Stall) or bring more than announced.
 //
 // Faults are injected per method with FailNext, FailNextStatus and RateLimit,
 // and connections are cut with Disconnect and DropConnections.

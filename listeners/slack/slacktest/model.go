@@ -149,7 +149,8 @@ type Ephemeral struct {
 }
 
 // File is a file uploaded through files.getUploadURLExternal, the upload URL
-// and files.completeUploadExternal (slack-go's UploadFile).
+// and files.completeUploadExternal (slack-go's UploadFile), or one a person
+// shared with a message (UserMessage.Files; User set).
 type File struct {
 	ID             string
 	Name           string
@@ -163,6 +164,17 @@ type File struct {
 	Channels       []string
 	ThreadTS       string
 	InitialComment string
+	// A person's file (UserFile): who shared it, its mimetype, the size
+	// Slack announces, whether it is kept outside Slack, its mode, and how
+	// events and downloads treat it.
+	User          string
+	Mimetype      string
+	Announced     int
+	External      bool
+	Mode          string
+	CheckFileInfo bool
+	Stall         bool
+	Created       int64
 }
 
 func (f File) clone() File {

@@ -21,6 +21,9 @@ type UserMessage struct {
 	Text     string
 	ThreadTS string // reply in this thread when set
 	TS       string // assigned by PostUserMessage when empty
+	// Files are shared with the message: its message event has the
+	// subtype file_share, and both its events carry the file objects.
+	Files []UserFile
 }
 
 // Mention is the bot's mention markup, "<@U…>".
@@ -48,7 +51,7 @@ func (s *Server) PostUserMessage(m UserMessage) UserMessage {
 	}
 	s.ensureUserLocked(m.User)
 	msg := &Message{Channel: m.Channel, TS: m.TS, ThreadTS: m.ThreadTS, User: m.User, Text: m.Text,
-		Blocks: richTextBlocks(m.Text)}
+		Blocks: richTextBlocks(m.Text), Files: s.addUserFilesLocked(m.User, m.Channel, m.Files)}
 	s.storeMessageLocked(msg, "user")
 	if msg.IsReply() {
 		m.ThreadTS = msg.ThreadTS
@@ -65,6 +68,9 @@ func (s *Server) MessageEvent(m UserMessage) map[string]any {
 	ch, _ := s.channelLocked(m.Channel)
 	s.mu.Unlock()
 	ev["channel_type"] = ch.Type()
+	if ev["files"] != nil {
+		ev["subtype"], ev["upload"], ev["display_as_bot"] = "file_share", false, false
+	}
 	return ev
 }
 
@@ -91,13 +97,16 @@ func (s *Server) userEvent(typ string, m UserMessage) map[string]any {
 		"client_msg_id": newEnvelopeID(),
 		"blocks":        richTextBlocks(m.Text),
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if m.ThreadTS != "" && m.ThreadTS != m.TS {
 		ev["thread_ts"] = m.ThreadTS
-		s.mu.Lock()
 		if parent, ok := s.messages[m.Channel][m.ThreadTS]; ok {
 			ev["parent_user_id"] = parent.User
 		}
-		s.mu.Unlock()
+	}
+	if files := s.filesOfLocked(m.Channel, m.TS); len(files) > 0 {
+		ev["files"] = files
 	}
 	return ev
 }

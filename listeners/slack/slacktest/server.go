@@ -49,6 +49,7 @@ type config struct {
 	pingInterval              time.Duration
 	startStreamError          string
 	disconnectGrace           time.Duration
+	noFilesRead               bool
 }
 
 // WithBotToken sets the xoxb- token Web API methods accept.
@@ -116,6 +117,7 @@ type Server struct {
 	messages   map[string]map[string]*Message // channel → ts → message
 	ephemerals []Ephemeral
 	files      map[string]*File
+	downloads  []Download
 	uploads    map[string]string // upload path token → file ID
 	views      map[string]*View
 	triggers   map[string]*trigger
@@ -199,6 +201,8 @@ func New(t testing.TB, opts ...Option) *Server {
 	mux.HandleFunc("/link/", s.handleSocket)
 	mux.HandleFunc("/upload/", s.handleUpload)
 	mux.HandleFunc("/response/", s.handleResponseURL)
+	mux.HandleFunc("/files-pri/", s.handleFile)
+	mux.HandleFunc("/", s.handleSignIn)
 	s.http = httptest.NewServer(mux)
 	if t != nil {
 		t.Cleanup(s.Close)

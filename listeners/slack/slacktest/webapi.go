@@ -256,6 +256,7 @@ func (s *Server) methods() map[string]func(url.Values) apiResult {
 		"assistant.threads.setTitle":            s.assistantSetTitle,
 		"files.getUploadURLExternal":            s.filesGetUploadURLExternal,
 		"files.completeUploadExternal":          s.filesCompleteUploadExternal,
+		"files.info":                            s.filesInfo,
 	}
 }
 
