@@ -64,7 +64,12 @@ func (l *Layer) SubmitFiles(ctx context.Context, b switchboard.Binding, in switc
 		return err
 	}
 	in.Files = saved
-	_, err = l.cfg.Sessions.Submit(ctx, b.SessionID, in)
+	if _, err = l.cfg.Sessions.Submit(ctx, b.SessionID, in); err != nil {
+		// Not taken (busy, draining, not stored): its files go, and the
+		// message may come again whole.
+		l.cfg.Sessions.Discard(context.WithoutCancel(ctx), b.SessionID, saved)
+		l.forgetUpload(b.SessionID, in.ClientID)
+	}
 	return err
 }
 

@@ -274,3 +274,49 @@ func TestSharedAndRefused(t *testing.T) {
 		}
 	}
 }
+
+// A message its session does not take after its files were saved leaves
+// none of them in the workspace, and may come again whole.
+func TestAMessageNotTakenTakesItsFilesAway(t *testing.T) {
+	dir := t.TempDir()
+	busy := false
+	c := newTunedChat(t, withUploads(t, dir), func(cfg *places.Config) {
+		cfg.Sessions = switchable{Sessions: cfg.Sessions, busy: &busy}
+	})
+	b, err := c.layer.SessionAt(c.ctx, "p1", alice, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opened atomic.Int32
+	in := switchboard.Input{Author: alice, ClientID: "m1", Text: "the rain"}
+	busy = true
+	err = c.layer.SubmitFiles(c.ctx, b, in, []places.Incoming{file("rain.csv", []byte("city,rain\n"), &opened)})
+	if !errors.Is(err, sessions.ErrBusy) {
+		t.Fatalf("a busy session: %v", err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, b.SessionID, "uploads")); len(ents) != 0 {
+		t.Fatalf("a message not taken left %d files in the workspace", len(ents))
+	}
+	busy = false
+	if err := c.layer.SubmitFiles(c.ctx, b, in, []places.Incoming{file("rain.csv", []byte("city,rain\n"), &opened)}); err != nil {
+		t.Fatalf("sent again: %v", err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, b.SessionID, "uploads")); len(ents) != 1 || ents[0].Name() != "rain.csv" {
+		t.Fatalf("sent again, the workspace holds %v", ents)
+	}
+}
+
+// switchable is the real sessions, which refuse every message as a full
+// queue does while busy is set (the test sets it between calls, never
+// during one).
+type switchable struct {
+	places.Sessions
+	busy *bool
+}
+
+func (s switchable) Submit(ctx context.Context, id string, in switchboard.Input) (*sessions.Receipt, error) {
+	if *s.busy {
+		return nil, sessions.ErrBusy
+	}
+	return s.Sessions.Submit(ctx, id, in)
+}

@@ -24,6 +24,7 @@ type Sessions interface {
 	Attach(ctx context.Context, opts sessions.AttachOptions) (*sessions.Subscription, error)
 	Submit(ctx context.Context, sessionID string, in switchboard.Input) (*sessions.Receipt, error)
 	Upload(ctx context.Context, sessionID string, in switchboard.Input, files []sessions.Incoming) ([]switchboard.File, error)
+	Discard(ctx context.Context, sessionID string, files []switchboard.File)
 	Bind(ctx context.Context, channel, address, sessionID string) (switchboard.Binding, error)
 	Binding(ctx context.Context, channel, address string) (switchboard.Binding, error)
 	Rendered(ctx context.Context, b switchboard.Binding, seq int64) error

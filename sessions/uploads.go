@@ -332,3 +332,21 @@ func (m *Manager) checkFiles(in switchboard.Input) error {
 	}
 	return nil
 }
+
+// Discard removes files Upload saved that no message brought after all
+// (the message was refused, the connection that sent them closed): they
+// would only fill the workspace. A path that is not an upload is left
+// alone; what cannot be removed is logged, never fatal.
+func (m *Manager) Discard(ctx context.Context, sessionID string, files []switchboard.File) {
+	if m.cfg.Uploads == nil {
+		return
+	}
+	for _, f := range files {
+		if !strings.HasPrefix(f.Path, "uploads/") || strings.Contains(f.Path[len("uploads/"):], "/") {
+			continue
+		}
+		if err := m.cfg.Uploads.Remove(ctx, sessionID, f.Path); err != nil {
+			m.cfg.Logger.Warn("a file no message brought was not removed", "session", sessionID, "path", f.Path, "err", err)
+		}
+	}
+}

@@ -12,15 +12,16 @@ package websocket
 // cannot send faster than its file is saved (the pipe is the
 // backpressure), and nothing is held in memory but the chunk. One file
 // arrives at a time on a connection: the next may be announced once the
-// last bytes of the one before are in. (Two arriving at once could wait on
-// each other for good: the workspace saves one file at a time, and the
-// read loop would be feeding the one that waits.)
+// last bytes of the one before are in, which keeps a connection's
+// uploads in order and its staging files to one. Other connections'
+// files, of the same conversation too, arrive beside it (the workspace
+// is locked only to copy a whole file in).
 //
 // What is left behind: a file refused before its bytes are in has the
 // rest of its chunks dropped quietly; one cut short (the connection
 // closed, no data for FileIdleTimeout) is removed by Upload, as is any
-// partial file. A file saved and never sent with a message stays in the
-// workspace's uploads/, as the python tool sees it.
+// partial file. A file saved and never sent with a message is removed
+// (Manager.Discard) when the connection closes or moves.
 
 import (
 	"context"
@@ -193,6 +194,12 @@ func (c *conn) announce(f clientFrame, sessionID string, author switchboard.Auth
 			err = context.Cause(ctx)
 		}
 		c.files.mu.Lock()
+		// Saved just as the connection dropped it: no message can bring
+		// it now.
+		orphan := err == nil && c.files.files[u.id] != u
+		if orphan {
+			err = errConnGone
+		}
 		if u.err = err; err == nil {
 			u.file = saved[0]
 		} else {
@@ -202,6 +209,9 @@ func (c *conn) announce(f clientFrame, sessionID string, author switchboard.Auth
 			}
 		}
 		c.files.mu.Unlock()
+		if orphan {
+			c.h.sessions.Discard(context.WithoutCancel(ctx), sessionID, saved)
+		}
 		close(u.done)
 		c.uploaded(u, err)
 	}()
@@ -365,10 +375,20 @@ func (c *conn) sent(ids []string) {
 // they cannot go.
 func (c *conn) dropFiles(cause error) {
 	c.files.mu.Lock()
-	defer c.files.mu.Unlock()
+	var unsent []switchboard.File
+	session := ""
 	for id, u := range c.files.files {
 		u.cancel(cause)
+		if u.file.Path != "" {
+			unsent, session = append(unsent, u.file), u.session
+		}
 		delete(c.files.files, id)
+	}
+	c.files.mu.Unlock()
+	// Saved, and no message brought them: they would only fill the
+	// workspace.
+	if len(unsent) > 0 {
+		c.h.sessions.Discard(context.WithoutCancel(c.h.ctx), session, unsent)
 	}
 }
 

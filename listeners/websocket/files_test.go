@@ -330,9 +330,24 @@ func TestAFileCutShortLeavesNothing(t *testing.T) {
 	c, ready2 := g.hello(map[string]any{"user": map[string]string{"id": "cy"}})
 	c.send(map[string]any{"type": "file", "id": "f1", "name": "cut.txt", "size": 1 << 16})
 	c.sendChunks("f1", bytes.Repeat([]byte("c"), 1<<15), 1<<14)
-	eventually(t, "the partial file is written", func() bool { return len(uploadsIn(t, dir, ready2.Session)) == 1 })
+	staged := func() int { ents, _ := os.ReadDir(filepath.Join(dir, ".incoming")); return len(ents) }
+	eventually(t, "the partial file is written", func() bool { return staged() == 1 })
 	c.ws.Close()
-	eventually(t, "the partial file is removed", func() bool { return len(uploadsIn(t, dir, ready2.Session)) == 0 })
+	eventually(t, "the partial file is removed", func() bool { return staged() == 0 })
+	if got := uploadsIn(t, dir, ready2.Session); len(got) != 0 {
+		t.Fatalf("a file cut short left %q", got)
+	}
+
+	// A file saved and never sent with a message goes with the
+	// connection.
+	d, ready3 := g.hello(map[string]any{"user": map[string]string{"id": "dee"}})
+	d.sendFile("f1", "kept.txt", []byte("never sent"), 100)
+	d.saved("f1")
+	if got := uploadsIn(t, dir, ready3.Session); len(got) != 1 {
+		t.Fatalf("the saved file: %q", got)
+	}
+	d.ws.Close()
+	eventually(t, "the file no message brought is removed", func() bool { return len(uploadsIn(t, dir, ready3.Session)) == 0 })
 }
 
 // fullDisk is a store of files whose disk fills up as a file is written.
@@ -400,8 +415,9 @@ func TestAFileDelaysNoOtherConversation(t *testing.T) {
 
 func lastOf(evs []wireEvent) wireEvent { return evs[len(evs)-1] }
 
-// Two people of a conversation send files at once: the workspace saves
-// one at a time, and both are saved, whichever finishes first.
+// Two people of a conversation send files at once: Bob's, sent whole
+// while Ann's is still arriving, is saved without waiting for hers, and
+// both are saved.
 func TestTwoPeopleSendFilesAtOnce(t *testing.T) {
 	dir := t.TempDir()
 	g := newGatewayWith(t, websocket.Config{}, withUploads(t, dir, sessions.UploadLimits{}))
@@ -413,13 +429,17 @@ func TestTwoPeopleSendFilesAtOnce(t *testing.T) {
 	annFile := bytes.Repeat([]byte("a"), 3<<15)
 	a.send(map[string]any{"type": "file", "id": "a1", "name": "ann.txt", "size": len(annFile)})
 	a.sendChunks("a1", annFile[:1<<15], 1<<15)
-	eventually(t, "Ann's file is being written", func() bool { return len(uploadsIn(t, dir, ready.Session)) == 1 })
-	b.sendFile("b1", "bob.txt", []byte("bob's\n"), 100) // waits for Ann's
+	staged := func() int { ents, _ := os.ReadDir(filepath.Join(dir, ".incoming")); return len(ents) }
+	eventually(t, "Ann's file is being written", func() bool { return staged() == 1 })
+	b.sendFile("b1", "bob.txt", []byte("bob's\n"), 100)
+	if f := b.saved("b1"); f.Path != "uploads/bob.txt" {
+		t.Fatalf("Bob's file: %+v", f)
+	}
+	if got := uploadsIn(t, dir, ready.Session); len(got) != 1 || got[0] != "bob.txt" {
+		t.Fatalf("while Ann's file arrives, the workspace holds %q", got)
+	}
 	a.sendChunks("a1", annFile[1<<15:], 1<<15)
 	if f := a.saved("a1"); f.Path != "uploads/ann.txt" || f.Size != int64(len(annFile)) {
 		t.Fatalf("Ann's file: %+v", f)
-	}
-	if f := b.saved("b1"); f.Path != "uploads/bob.txt" {
-		t.Fatalf("Bob's file: %+v", f)
 	}
 }

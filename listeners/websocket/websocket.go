@@ -47,6 +47,7 @@ type Sessions interface {
 	// Upload saves a file a client sends (files.go) in the session's
 	// workspace.
 	Upload(ctx context.Context, sessionID string, in switchboard.Input, files []sessions.Incoming) ([]switchboard.File, error)
+	Discard(ctx context.Context, sessionID string, files []switchboard.File)
 }
 
 // Config tunes the listener; zero values take the defaults noted.
