@@ -40,6 +40,26 @@ type Config struct {
 	// Embeddings turns on semantic recall; off while its provider is
 	// empty.
 	Embeddings Embeddings `koanf:"embeddings"`
+	// Uploads bounds the files people send with their messages.
+	Uploads Uploads `koanf:"uploads"`
+}
+
+// Uploads are the files people send with a message, in every channel
+// (docs/operating.md, "Files from people"): saved in the conversation's
+// workspace (under tools.sandbox.dir, within its quota_mb), whether or not
+// the python tool is enabled, and told to the model; pictures are shown
+// to models with vision.
+type Uploads struct {
+	// Enabled: people may send files. Off, a message with files is refused
+	// with the reason.
+	Enabled      bool `koanf:"enabled"`
+	MaxFileMB    int  `koanf:"max_file_mb"`
+	MaxMessageMB int  `koanf:"max_message_mb"`
+	MaxFiles     int  `koanf:"max_files"`
+	// Types are the media types taken, as a file's bytes show them
+	// ("text/*" takes a family); empty: pictures, text, JSON, PDF and zip
+	// containers (.xlsx, .docx).
+	Types []string `koanf:"types"`
 }
 
 // Embeddings is semantic recall (docs/operating.md, "Semantic recall"):
@@ -225,6 +245,10 @@ type Provider struct {
 	// known window of the model's family (providers.ContextWindow), or
 	// none known.
 	ContextWindow int `koanf:"context_window"`
+	// Vision: the model takes pictures (the files people send) as input;
+	// false gives it what the message says of them alone (a text-only
+	// model behind an OpenAI-compatible server). Default true.
+	Vision bool `koanf:"vision"`
 }
 
 // FallbackDemo is Provider.Fallback's one value.
@@ -390,6 +414,9 @@ type Slack struct {
 	AllowedChannels []string `koanf:"allowed_channels"`
 	AllowedUsers    []string `koanf:"allowed_users"`
 	Approvers       []string `koanf:"approvers"`
+	// DownloadTimeout gives up a file someone shares whose download
+	// brings nothing for this long; its sender is told.
+	DownloadTimeout Duration `koanf:"download_timeout"`
 }
 
 // Secrets returns the bot token, app token and signing secret, each
@@ -421,6 +448,9 @@ type Discord struct {
 	AllowedGuilds   []string `koanf:"allowed_guilds"`
 	AllowedChannels []string `koanf:"allowed_channels"`
 	Approvers       []string `koanf:"approvers"`
+	// DownloadTimeout gives up an attachment whose download brings
+	// nothing for this long; its sender is told.
+	DownloadTimeout Duration `koanf:"download_timeout"`
 }
 
 // BotToken returns the bot token, from Token or the variable TokenEnv
@@ -550,6 +580,13 @@ func defaults() map[string]any {
 		"sessions.tool_timeout":                   Duration(30 * time.Second),
 		"sessions.subscriber_buffer":              256,
 		"sessions.shutdown_grace":                 Duration(10 * time.Second),
+		"listeners.slack.download_timeout":        Duration(30 * time.Second),
+		"listeners.discord.download_timeout":      Duration(30 * time.Second),
+		"uploads.enabled":                         true,
+		"uploads.max_file_mb":                     20,
+		"uploads.max_message_mb":                  50,
+		"uploads.max_files":                       10,
+		"uploads.types":                           []string{},
 		"embeddings.cache_mb":                     256,
 		"embeddings.min_similarity":               0.3,
 		"embeddings.timeout":                      Duration(10 * time.Second),
@@ -709,6 +746,9 @@ func providerDefaults(k *koanf.Koanf) error {
 		}
 		if _, ok := m["max_retries"]; !ok {
 			m["max_retries"] = DefaultProviderMaxRetries
+		}
+		if _, ok := m["vision"]; !ok {
+			m["vision"] = true
 		}
 	}
 	if err := k.Set("providers", list); err != nil {
@@ -940,6 +980,31 @@ func (c Config) Validate() error {
 	}
 	if sb.Timeout < Duration(time.Second) || sb.CPU < Duration(time.Second) {
 		bad("tools.sandbox.timeout", "timeout and cpu must be at least 1s")
+	}
+	up := c.Uploads
+	for _, l := range []struct {
+		key string
+		n   int
+	}{{"uploads.max_file_mb", up.MaxFileMB}, {"uploads.max_message_mb", up.MaxMessageMB}, {"uploads.max_files", up.MaxFiles}} {
+		if l.n < 1 {
+			bad(l.key, "must be at least 1")
+		}
+	}
+	if up.MaxMessageMB < up.MaxFileMB && up.MaxMessageMB >= 1 {
+		bad("uploads.max_message_mb", "is %d, under max_file_mb (%d): one file could never be sent", up.MaxMessageMB, up.MaxFileMB)
+	}
+	for i, t := range up.Types {
+		if typ, sub, ok := strings.Cut(t, "/"); !ok || typ == "" || sub == "" || strings.ContainsAny(t, " ;,") {
+			bad(fmt.Sprintf("uploads.types[%d]", i), "want a media type such as text/csv, or a family such as text/*, not %q", t)
+		}
+	}
+	for _, d := range []struct {
+		key string
+		v   Duration
+	}{{"listeners.slack.download_timeout", c.Listeners.Slack.DownloadTimeout}, {"listeners.discord.download_timeout", c.Listeners.Discord.DownloadTimeout}} {
+		if d.v < Duration(time.Second) {
+			bad(d.key, "must be at least 1s")
+		}
 	}
 	seen := map[string]bool{}
 	for i, srv := range c.Tools.MCP {

@@ -636,3 +636,40 @@ func TestShippedEmbeddingsExample(t *testing.T) {
 		t.Errorf("the example: %+v", e)
 	}
 }
+
+// Files from people: on by default, with the documented bounds; a
+// provider has vision unless it says otherwise; the Slack and Discord
+// downloads give up after 30 s of nothing.
+func TestUploads(t *testing.T) {
+	file := writeFile(t, `
+providers:
+  - {name: main, kind: openai, api_key: sk-x}
+  - {name: local, kind: openai, base_url: "http://127.0.0.1:11434/v1", api_key: x, model: llama3, vision: false}
+`)
+	c := mustLoad(t, file, nil, nil)
+	if u := c.Uploads; !u.Enabled || u.MaxFileMB != 20 || u.MaxMessageMB != 50 || u.MaxFiles != 10 || len(u.Types) != 0 {
+		t.Errorf("uploads defaults: %+v", u)
+	}
+	if !c.Providers[0].Vision || c.Providers[1].Vision {
+		t.Errorf("vision: main %v, local %v", c.Providers[0].Vision, c.Providers[1].Vision)
+	}
+	if c.Listeners.Slack.DownloadTimeout != Duration(30*time.Second) || c.Listeners.Discord.DownloadTimeout != Duration(30*time.Second) {
+		t.Errorf("download timeouts: %v, %v", c.Listeners.Slack.DownloadTimeout, c.Listeners.Discord.DownloadTimeout)
+	}
+	c = mustLoad(t, file, []string{"uploads.types=[text/csv, image/*]", "uploads.max_file_mb=5"}, []string{"SWITCHBOARD_UPLOADS__ENABLED=false"})
+	if u := c.Uploads; u.Enabled || u.MaxFileMB != 5 || len(u.Types) != 2 || u.Types[1] != "image/*" {
+		t.Errorf("uploads set: %+v", u)
+	}
+	for _, tc := range []struct {
+		sets []string
+		want string
+	}{
+		{[]string{"uploads.max_file_mb=0"}, `uploads.max_file_mb: must be at least 1`},
+		{[]string{"uploads.max_message_mb=10"}, `uploads.max_message_mb: is 10, under max_file_mb (20): one file could never be sent`},
+		{[]string{"uploads.types=[csv]"}, `uploads.types[0]: want a media type such as text/csv, or a family such as text/*, not "csv"`},
+		{[]string{"listeners.slack.download_timeout=0s"}, `listeners.slack.download_timeout: must be at least 1s`},
+		{[]string{"providers.0.vision=maybe"}, `vision`},
+	} {
+		wantErr(t, file, tc.sets, nil, tc.want)
+	}
+}

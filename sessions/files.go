@@ -18,7 +18,7 @@ type File struct {
 }
 
 // ErrNoFiles: the gateway keeps no files for sessions (no sandbox).
-var ErrNoFiles = errors.New("this gateway keeps no files for conversations (tools.sandbox is off)")
+var ErrNoFiles = errors.New("this gateway keeps no files for conversations (tools.sandbox and uploads are off)")
 
 // files answers /files to the one who asked: the session's sandbox files.
 func (s *session) files(by switchboard.Author) {
@@ -36,7 +36,7 @@ func (s *session) files(by switchboard.Author) {
 		s.tell(by, switchboard.ErrCodeInternal, "The files could not be listed; try again.")
 		return
 	case len(fs) == 0:
-		s.tell(by, NoticeInfo, "This conversation has no files yet: the python tool and sandbox_fs_write put them in its workspace.")
+		s.tell(by, NoticeInfo, "This conversation has no files yet: files people send, the python tool and sandbox_fs_write put them in its workspace.")
 		return
 	}
 	var b strings.Builder

@@ -221,7 +221,7 @@ func TestFilesListsTheSandboxWorkspace(t *testing.T) {
 	off := newHarness(t)
 	c := off.newSession(alice)
 	c.say("/files")
-	if got := c.info(); !strings.Contains(got, "tools.sandbox is off") {
+	if got := c.info(); !strings.Contains(got, "tools.sandbox and uploads are off") {
 		t.Errorf("/files without a sandbox: %q", got)
 	}
 }

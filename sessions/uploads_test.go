@@ -89,10 +89,30 @@ func TestFilesArriveInTheWorkspaceAndTheModelIsTold(t *testing.T) {
 			t.Errorf("the model's message lacks %q:\n%s", want, text)
 		}
 	}
+	// The picture goes with the message as image input.
+	pics := openaitest.Images(req.Messages[len(req.Messages)-1].Content)
+	if len(pics) != 1 || !strings.HasPrefix(pics[0], "data:image/png;base64,") {
+		t.Fatalf("the model was shown %d pictures: %.80q", len(pics), pics)
+	}
+	// A model without vision reads of the picture in the text alone.
+	h.cfg.Providers["main"].NoVision = true
+	h.llm.Push(openaitest.Reply{Text: []string{"Noted."}})
+	c.say("and now?")
+	c.reply()
+	last := lastRequest(t, h.llm)
+	for _, m := range last.Messages {
+		if len(openaitest.Images(m.Content)) > 0 {
+			t.Fatal("a provider with vision: false was shown a picture")
+		}
+	}
+	if !strings.Contains(openaitest.Text(last.Messages[len(last.Messages)-3].Content), "chart.png (image/png") {
+		t.Errorf("without vision the model does not read of the picture")
+	}
+	h.cfg.Providers["main"].NoVision = false
 	// The stored message is what Alice wrote, with its files.
 	w := c.window()
-	if last := w[len(w)-2]; last.Content != "Which city is wetter?" || len(last.Files) != 2 {
-		t.Fatalf("stored %+v", last)
+	if first := w[0]; first.Content != "Which city is wetter?" || len(first.Files) != 2 {
+		t.Fatalf("stored %+v", first)
 	}
 }
 

@@ -171,6 +171,9 @@ Flags:
 		return err
 	}
 	defer tb.close()
+	if err := tb.openWorkspaces(cfg); err != nil {
+		return err
+	}
 	registry := tb.registry
 	provs, defaultProvider, err := buildProviders(cfg, environ, log)
 	if err != nil {
@@ -249,7 +252,8 @@ Flags:
 		MaxLive: cfg.Sessions.MaxLive, NewPerMinute: cfg.Sessions.NewPerMinute,
 		Retention: time.Duration(cfg.Storage.Retention), MaxBindings: cfg.Sessions.MaxBindings,
 		PublicURL: inviteHTTP.InviteBase(),
-		Files:     tb.files, Forget: func(ids []string) {
+		Uploads:   tb.uploads(), UploadLimits: uploadLimits(cfg.Uploads),
+		Files: tb.files, Forget: func(ids []string) {
 			tb.forget(ids)
 			if recall != nil {
 				recall.Forget(ids)
@@ -468,8 +472,9 @@ func newDiscord(cfg config.Config, environ []string, mgr *sessions.Manager, part
 	return discord.New(discord.Config{
 		Token: token, ApplicationID: dc.ApplicationID, PublicKey: dc.PublicKey, APIURL: dc.APIURL, GuildID: dc.GuildID,
 		AllowedGuilds: dc.AllowedGuilds, AllowedChannels: dc.AllowedChannels, Approvers: dc.Approvers,
-		Health:    parts.Add(discord.Channel, "listener", true),
-		TokenFrom: secretSource(dc.Token, dc.TokenEnv, "listeners.discord.token"),
+		DownloadTimeout: time.Duration(dc.DownloadTimeout),
+		Health:          parts.Add(discord.Channel, "listener", true),
+		TokenFrom:       secretSource(dc.Token, dc.TokenEnv, "listeners.discord.token"),
 	}, mgr, log)
 }
 
@@ -502,7 +507,7 @@ func newSlack(cfg config.Config, environ []string, mgr *sessions.Manager, guide 
 	return slack.New(slack.Config{
 		Mode: sc.Mode, BotToken: bot, AppToken: app, SigningSecret: signing, APIURL: sc.APIURL,
 		AllowedChannels: sc.AllowedChannels, AllowedUsers: sc.AllowedUsers, Approvers: sc.Approvers,
-		Greeting: guide.Greeting, Suggestions: guide.Suggestions,
+		Greeting: guide.Greeting, Suggestions: guide.Suggestions, DownloadTimeout: time.Duration(sc.DownloadTimeout),
 		AppTokenFrom: secretSource(sc.AppToken, sc.AppTokenEnv, "listeners.slack.app_token"),
 		BotTokenFrom: secretSource(sc.BotToken, sc.BotTokenEnv, "listeners.slack.bot_token"),
 		Health:       parts.Add(slack.Channel, "listener", true),
@@ -626,6 +631,7 @@ func buildProviders(cfg config.Config, environ []string, log *slog.Logger) (map[
 			Name: pc.Name, Provider: p, Logger: log.With("provider", pc.Name),
 			Policy:        providers.Policy{MaxRetries: pc.MaxRetries, IdleTimeout: time.Duration(pc.Timeout)},
 			ContextWindow: cmp.Or(pc.ContextWindow, providers.ContextWindow(pc.Model)),
+			NoVision:      !pc.Vision,
 		}
 	}
 	hint := "Set " + strings.Join(missing, ", or ") + " to use a real model."

@@ -23,9 +23,14 @@ import (
 type toolbox struct {
 	registry *tools.Registry
 	sandbox  *sandbox.Sandbox // nil when off
-	mcp      *mcp.Manager     // nil without servers
-	images   string           // the terminal's saved images (dataDir)
-	log      *slog.Logger
+	// workspaces are the conversations' folders, under tools.sandbox.dir:
+	// the sandbox's when it is on, else one for people's files alone (nil
+	// when uploads are off too).
+	workspaces *sandbox.Sandbox
+	uploadsOn  bool
+	mcp        *mcp.Manager // nil without servers
+	images     string       // the terminal's saved images (dataDir)
+	log        *slog.Logger
 }
 
 // buildTools makes the registry. Nothing is started: MCP servers start
@@ -48,6 +53,7 @@ func buildTools(cfg config.Config, environ []string, db *storage.DB, recall tool
 		tb.sandbox = sb
 		all = append(all, sb.Tools()...)
 	}
+	tb.workspaces, tb.uploadsOn = tb.sandbox, cfg.Uploads.Enabled
 	reg, err := tools.NewRegistry(all...)
 	if err != nil {
 		return nil, err
@@ -141,11 +147,42 @@ func (tb *toolbox) close() {
 	}
 }
 
+// openWorkspaces makes the conversations' folders ready for people's
+// files when the python tool's sandbox did not (it is off): the model
+// reads of them, and sees pictures, whether or not python runs. The
+// doctor builds the tools without it, and so creates nothing.
+func (tb *toolbox) openWorkspaces(cfg config.Config) error {
+	if tb.workspaces != nil || !cfg.Uploads.Enabled {
+		return nil
+	}
+	ws, err := sandbox.New(sandboxConfig(cfg), tb.log)
+	if err != nil {
+		return err
+	}
+	tb.workspaces = ws
+	return nil
+}
+
+// uploads is where people's files go; nil when uploads are off.
+func (tb *toolbox) uploads() sessions.Uploads {
+	if !tb.uploadsOn || tb.workspaces == nil {
+		return nil
+	}
+	return tb.workspaces.Uploads()
+}
+
+// uploadLimits is the uploads section in the sessions' terms.
+func uploadLimits(u config.Uploads) sessions.UploadLimits {
+	return sessions.UploadLimits{
+		FileBytes: int64(u.MaxFileMB) << 20, MessageBytes: int64(u.MaxMessageMB) << 20, Files: u.MaxFiles, Types: u.Types,
+	}
+}
+
 // forget deletes what a session kept in files, once retention deleted it.
 func (tb *toolbox) forget(ids []string) {
 	for _, id := range ids {
-		if tb.sandbox != nil {
-			if err := tb.sandbox.Remove(id); err != nil {
+		if tb.workspaces != nil {
+			if err := tb.workspaces.Remove(id); err != nil {
 				tb.log.Warn("retention: a sandbox's files were not deleted", "session", id, "err", err)
 			}
 		}
@@ -160,10 +197,10 @@ func (tb *toolbox) forget(ids []string) {
 
 // files lists a session's sandbox files for /files.
 func (tb *toolbox) files(sessionID string) ([]sessions.File, error) {
-	if tb.sandbox == nil {
+	if tb.workspaces == nil {
 		return nil, sessions.ErrNoFiles
 	}
-	fs, err := tb.sandbox.Files(sessionID)
+	fs, err := tb.workspaces.Files(sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: files of %s: %w", sessionID, err)
 	}

@@ -90,7 +90,7 @@ func (p *Provider) Stream(ctx context.Context, req providers.Request) iter.Seq2[
 			yield(providers.Event{}, fmt.Errorf("%s: no model configured", p.name))
 			return
 		}
-		contents, system, err := history(req.Messages)
+		contents, system, err := history(req.Messages, req.Images)
 		if err != nil {
 			yield(providers.Event{}, fmt.Errorf("%s: %w", p.name, err))
 			return
@@ -164,8 +164,10 @@ func generateConfig(req providers.Request, system []*genai.Part) *genai.Generate
 // history translates the conversation into Gemini contents. System messages
 // inside the conversation have no place there and join the system
 // instruction; consecutive tool results become one user turn with one
-// functionResponse part each, as Gemini expects after parallel calls.
-func history(msgs []switchboard.Message) (contents []*genai.Content, system []*genai.Part, err error) {
+// functionResponse part each, as Gemini expects after parallel calls. A
+// user message's pictures (its files' in images) go after its text as
+// inline data.
+func history(msgs []switchboard.Message, images map[string]providers.Image) (contents []*genai.Content, system []*genai.Part, err error) {
 	for i, m := range msgs {
 		switch m.Role {
 		case switchboard.RoleSystem:
@@ -175,7 +177,13 @@ func history(msgs []switchboard.Message) (contents []*genai.Content, system []*g
 			if m.Author != "" {
 				text = "[" + m.Author + "]: " + text
 			}
-			contents = append(contents, genai.NewContentFromText(text, genai.RoleUser))
+			c := genai.NewContentFromText(text, genai.RoleUser)
+			for _, f := range m.Files {
+				if img, ok := images[f.Path]; ok {
+					c.Parts = append(c.Parts, genai.NewPartFromBytes(img.Data, img.Type))
+				}
+			}
+			contents = append(contents, c)
 		case switchboard.RoleAssistant:
 			var parts []*genai.Part
 			if m.Content != "" {

@@ -2,6 +2,7 @@ package gemini_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -528,4 +529,26 @@ func TestContextTooLong(t *testing.T) {
 			t.Errorf("%s: errors.Is(%v, ErrContextTooLong) = %v, want %v", body, err, got, want)
 		}
 	}
+}
+
+// A user message's pictures go after its text as inline data; a file
+// without a picture is known by the text alone.
+func TestImagesGoAsInlineData(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		sse(w, `{"candidates": [{"content": {"parts": [{"text": "A chart."}],"role": "model"},"finishReason": "STOP","index": 0}]}`)
+	})
+	png := []byte("\x89PNG\r\n\x1a\nfake")
+	_, err := collect(t, newProvider(t, f.URL).Stream(context.Background(), providers.Request{
+		Messages: []switchboard.Message{{Role: switchboard.RoleUser, Content: "What is this?", Files: []switchboard.File{
+			{Name: "chart.png", Path: "uploads/chart.png", Type: "image/png", Size: 12},
+			{Name: "data.csv", Path: "uploads/data.csv", Type: "text/csv", Size: 9},
+		}}},
+		Images: map[string]providers.Image{"uploads/chart.png": {Type: "image/png", Data: png}},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonEqual(t, "contents", f.requests()[0].Body["contents"], `[{"role":"user","parts":[
+		{"text":"What is this?"},
+		{"inlineData":{"mimeType":"image/png","data":"`+base64.StdEncoding.EncodeToString(png)+`"}}]}]`)
 }

@@ -10,6 +10,7 @@ package openai
 import (
 	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -165,7 +166,7 @@ func (p *Provider) params(req providers.Request) (sdk.ChatCompletionNewParams, e
 	if model == "" {
 		return sdk.ChatCompletionNewParams{}, errors.New("no model configured")
 	}
-	msgs, err := history(req.System, req.Messages)
+	msgs, err := history(req.System, req.Messages, req.Images)
 	if err != nil {
 		return sdk.ChatCompletionNewParams{}, err
 	}
@@ -224,7 +225,9 @@ const errorPrefix = "Error: "
 // history translates the conversation: the system prompt first, then every
 // message in order. An assistant message keeps its text and all its tool
 // calls; each tool result becomes a role "tool" message that names its call.
-func history(system string, msgs []switchboard.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
+// A user message whose files have pictures in images is its text, then
+// each picture as a data URL.
+func history(system string, msgs []switchboard.Message, images map[string]providers.Image) ([]sdk.ChatCompletionMessageParamUnion, error) {
 	out := make([]sdk.ChatCompletionMessageParamUnion, 0, len(msgs)+1)
 	if system != "" {
 		out = append(out, sdk.SystemMessage(system))
@@ -238,7 +241,19 @@ func history(system string, msgs []switchboard.Message) ([]sdk.ChatCompletionMes
 			if m.Author != "" { // several people may share a session
 				text = "[" + m.Author + "]: " + text
 			}
-			out = append(out, sdk.UserMessage(text))
+			var parts []sdk.ChatCompletionContentPartUnionParam
+			for _, f := range m.Files {
+				if img, ok := images[f.Path]; ok {
+					parts = append(parts, sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{
+						URL: "data:" + img.Type + ";base64," + base64.StdEncoding.EncodeToString(img.Data),
+					}))
+				}
+			}
+			if len(parts) == 0 {
+				out = append(out, sdk.UserMessage(text))
+				continue
+			}
+			out = append(out, sdk.UserMessage(append([]sdk.ChatCompletionContentPartUnionParam{sdk.TextContentPart(text)}, parts...)))
 		case switchboard.RoleAssistant:
 			a := sdk.ChatCompletionAssistantMessageParam{}
 			if m.Content != "" || len(m.ToolCalls) == 0 {

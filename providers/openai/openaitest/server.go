@@ -6,11 +6,13 @@
 package openaitest
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"time"
 )
@@ -186,6 +188,45 @@ func Text(raw json.RawMessage) string {
 	return out
 }
 
+// Images returns the pictures of a message's content, as the data URLs
+// of its image_url parts.
+func Images(raw json.RawMessage) []string {
+	var parts []struct {
+		Type     string `json:"type"`
+		ImageURL struct {
+			URL string `json:"url"`
+		} `json:"image_url"`
+	}
+	_ = json.Unmarshal(raw, &parts)
+	var out []string
+	for _, p := range parts {
+		if p.Type == "image_url" {
+			out = append(out, p.ImageURL.URL)
+		}
+	}
+	return out
+}
+
+// badImage is what the API says of an image_url part it refuses: data
+// that is not a picture of its four types (base64 in a data URL; the fake
+// fetches no http URL).
+func badImage(req Request) string {
+	for _, m := range req.Messages {
+		for _, u := range Images(m.Content) {
+			meta, data, ok := strings.Cut(strings.TrimPrefix(u, "data:"), ",")
+			typ, isBase64 := strings.CutSuffix(meta, ";base64")
+			_, err := base64.StdEncoding.DecodeString(data)
+			switch {
+			case !strings.HasPrefix(u, "data:") || !ok || !isBase64 || err != nil:
+				return `{"error":{"message":"Invalid image URL: expected a base64-encoded data URL with an image MIME type (e.g. 'data:image/png;base64,aW1nIGJ5dGVzIGhlcmU='), but got an invalid data URL.","type":"invalid_request_error","param":"messages","code":"invalid_image_url"}}`
+			case typ != "image/png" && typ != "image/jpeg" && typ != "image/gif" && typ != "image/webp":
+				return `{"error":{"message":"You uploaded an unsupported image. Please make sure your image has of one the following formats: ['png', 'jpeg', 'gif', 'webp'].","type":"invalid_request_error","param":null,"code":"invalid_image_format"}}`
+			}
+		}
+	}
+	return ""
+}
+
 // MaxTools is the most tools the chat-completions API takes in a request.
 const MaxTools = 128
 
@@ -202,6 +243,12 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	var req Request
 	if err := json.Unmarshal(body, &req); err != nil {
 		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
+		return
+	}
+	if msg := badImage(req); msg != "" {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, msg)
 		return
 	}
 	if len(req.Tools) > MaxTools {
