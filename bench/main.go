@@ -69,6 +69,7 @@ func run(ctx context.Context, args []string) error {
 	contextSizes := fs.String("context", "10000,1000000", "stored messages for the context-build measurement ('' to skip)")
 	compactionSizes := fs.String("compaction", "200,2048,16384", "message sizes in bytes for the compaction measurement ('' to skip)")
 	compactionTurns := fs.Int("compaction-turns", 300, "turns of each compaction conversation")
+	fileRuns := fs.Int("files", 20, "runs of each picture sent with a message (0 to skip)")
 	vectors := fs.Int("vectors", 100_000, "vectors a semantic recall search scans (0 to skip)")
 	vectorDims := fs.String("vector-dims", "768,1536,3072", "their lengths, each measured")
 	profiles := fs.String("cpuprofile", "", "directory for a CPU profile of each gateway run, gateway-<sessions>.prof ('' for none)")
@@ -224,6 +225,16 @@ func run(ctx context.Context, args []string) error {
 		for _, c := range rep.compaction {
 			log("compaction with %d-byte messages: %d turns in %v, %.1f summaries per 100 turns, %.1f %% of tokens, %.0f tokens a turn, %d refused",
 				c.messageBytes, c.turns, c.elapsed.Round(time.Millisecond), c.summariesPer100(), c.summaryShare(), c.tokensPerTurn(), c.refused)
+		}
+	}
+	if *fileRuns > 0 {
+		if rep.files, err = measureFiles(ctx, *gateway, dir, *fileRuns); err != nil {
+			return fmt.Errorf("files: %w", err)
+		}
+		for _, f := range rep.files {
+			u50, _ := quantiles(f.upload)
+			m50, _ := quantiles(f.toLLM)
+			log("a %d-byte picture (%s): upload median %v, input to model request median %v", f.bytes, f.name, u50, m50)
 		}
 	}
 	if *vectors > 0 {

@@ -72,6 +72,7 @@ type report struct {
 	context       []contextResult
 	compaction    []compactionResult
 	vectors       []vectorResult // vectors.go
+	files         []filesResult  // files.go
 }
 
 func (r report) markdown() string {
@@ -167,6 +168,9 @@ func (r report) markdown() string {
 	}
 	if len(r.vectors) > 0 {
 		r.vectorsSection(p)
+	}
+	if len(r.files) > 0 {
+		r.filesSection(p)
 	}
 	return b.String()
 }

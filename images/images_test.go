@@ -173,3 +173,39 @@ func paletted(img *image.NRGBA, level uint8) *image.Paletted {
 	}
 	return p
 }
+
+// A photo's worth of pixels halved, then scaled: what a person's phone
+// picture costs before it goes to the model.
+func BenchmarkScale(b *testing.B) {
+	photo := image.NewRGBA(image.Rect(0, 0, 4032, 3024))
+	for y := range 3024 {
+		for x := range 4032 {
+			photo.SetRGBA(x, y, color.RGBA{uint8(x / 16), uint8(y / 12), uint8((x + y) / 28), 255})
+		}
+	}
+	for b.Loop() {
+		scale(photo, 1568)
+	}
+}
+
+// Halving averages: a checkerboard of black and white becomes grey, not
+// one of the two (which skipping pixels would give).
+func TestHalveAverages(t *testing.T) {
+	img := image.NewRGBA(image.Rect(0, 0, 4, 4))
+	for y := range 4 {
+		for x := range 4 {
+			if (x+y)%2 == 0 {
+				img.SetRGBA(x, y, color.RGBA{255, 255, 255, 255})
+			} else {
+				img.SetRGBA(x, y, color.RGBA{0, 0, 0, 255})
+			}
+		}
+	}
+	h := halve(img)
+	if h.Rect.Dx() != 2 || h.Rect.Dy() != 2 {
+		t.Fatalf("halved to %v", h.Rect)
+	}
+	if c := h.RGBAAt(1, 1); c.R != 128 || c.A != 255 {
+		t.Fatalf("a checkerboard halved to %v, want grey", c)
+	}
+}
