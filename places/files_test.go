@@ -21,20 +21,7 @@ import (
 	"github.com/switchboard-gw/switchboard/places"
 	"github.com/switchboard-gw/switchboard/sessions"
 	"github.com/switchboard-gw/switchboard/sessions/sessionstest"
-	"github.com/switchboard-gw/switchboard/tools/sandbox"
 )
-
-// withUploads keeps people's files in workspaces under dir, as the
-// gateway does.
-func withUploads(t *testing.T, dir string) func(*sessions.Config) {
-	return func(c *sessions.Config) {
-		sb, err := sandbox.New(sandbox.Config{Dir: dir, QuotaBytes: 1 << 20}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Uploads = sb.Uploads()
-	}
-}
 
 // file is a person's file as a chat app hands it over; opened counts its
 // downloads.
@@ -71,7 +58,7 @@ func (c *chat) files(address string) []switchboard.File {
 // refuses.
 func TestSubmitFiles(t *testing.T) {
 	dir := t.TempDir()
-	c := newTunedChat(t, withUploads(t, dir), nil)
+	c := newTunedChat(t, sessionstest.WithUploads(t, dir, sessions.UploadLimits{}), nil)
 	b, err := c.layer.SessionAt(c.ctx, "p1", alice, true)
 	if err != nil {
 		t.Fatal(err)
@@ -280,7 +267,7 @@ func TestSharedAndRefused(t *testing.T) {
 func TestAMessageNotTakenTakesItsFilesAway(t *testing.T) {
 	dir := t.TempDir()
 	busy := false
-	c := newTunedChat(t, withUploads(t, dir), func(cfg *places.Config) {
+	c := newTunedChat(t, sessionstest.WithUploads(t, dir, sessions.UploadLimits{}), func(cfg *places.Config) {
 		cfg.Sessions = switchable{Sessions: cfg.Sessions, busy: &busy}
 	})
 	b, err := c.layer.SessionAt(c.ctx, "p1", alice, true)

@@ -2,6 +2,7 @@ package providers
 
 import (
 	"context"
+	"fmt"
 	"unicode/utf8"
 )
 
@@ -75,4 +76,21 @@ func EmbedBatches(texts []string, maxInputs, maxBytes int) []int {
 		ends = append(ends, len(texts))
 	}
 	return ends
+}
+
+// CheckEmbedder checks what every adapter's NewEmbedder needs of its
+// configuration, and returns the name its errors go by (cfg.Name, else
+// vendor).
+func CheckEmbedder(cfg Config, dimensions int, vendor string) (name string, err error) {
+	name = cfg.Name
+	if name == "" {
+		name = vendor
+	}
+	switch {
+	case cfg.Model == "":
+		return name, fmt.Errorf("%s: no embedding model configured", name)
+	case dimensions < 0:
+		return name, fmt.Errorf("%s: dimensions %d: want 0 (the model's own) or more", name, dimensions)
+	}
+	return name, nil
 }

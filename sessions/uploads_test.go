@@ -16,20 +16,8 @@ import (
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
 	"github.com/switchboard-gw/switchboard/sessions"
-	"github.com/switchboard-gw/switchboard/tools/sandbox"
+	"github.com/switchboard-gw/switchboard/sessions/sessionstest"
 )
-
-// withUploads keeps people's files in workspaces under dir, as the
-// gateway does (the sandbox's, whether or not python can run).
-func withUploads(t *testing.T, dir string, lim sessions.UploadLimits) option {
-	return func(c *sessions.Config) {
-		sb, err := sandbox.New(sandbox.Config{Dir: dir, QuotaBytes: 1 << 20}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Uploads, c.UploadLimits = sb.Uploads(), lim
-	}
-}
 
 // incoming is a file as a listener hands it over; opened counts its
 // downloads.
@@ -55,7 +43,7 @@ func tinyPNG(t *testing.T) []byte {
 // file's content.
 func TestFilesArriveInTheWorkspaceAndTheModelIsTold(t *testing.T) {
 	dir := t.TempDir()
-	h := newHarness(t, withUploads(t, dir, sessions.UploadLimits{}))
+	h := newHarness(t, sessionstest.WithUploads(t, dir, sessions.UploadLimits{}))
 	c := h.newSession(alice)
 	in := switchboard.Input{Author: alice}
 	csv := []byte("city,rain\nLyon,12\nBrest,31\n")
@@ -120,7 +108,7 @@ func TestFilesArriveInTheWorkspaceAndTheModelIsTold(t *testing.T) {
 // a sentence for them, and a refused message leaves no file behind.
 func TestUploadsAreRefusedClearly(t *testing.T) {
 	dir := t.TempDir()
-	h := newHarness(t, withUploads(t, dir, sessions.UploadLimits{FileBytes: 1000, MessageBytes: 1500, Files: 3}))
+	h := newHarness(t, sessionstest.WithUploads(t, dir, sessions.UploadLimits{FileBytes: 1000, MessageBytes: 1500, Files: 3}))
 	ann := h.newSession(alice)
 	b := h.join(ann, bob)
 	ann.say("/role Bob viewer")

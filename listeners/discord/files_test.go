@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,40 +23,9 @@ import (
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
 	"github.com/switchboard-gw/switchboard/sessions"
 	"github.com/switchboard-gw/switchboard/sessions/sessionstest"
-	"github.com/switchboard-gw/switchboard/tools/sandbox"
 )
 
 var rain = []byte("city,rain\nBrest,31\n") // 19 B
-
-// withUploads keeps people's files in workspaces under dir, as the
-// gateway does; lim bounds them.
-func withUploads(t *testing.T, dir string, lim sessions.UploadLimits) func(*sessions.Config) {
-	return func(c *sessions.Config) {
-		sb, err := sandbox.New(sandbox.Config{Dir: dir, QuotaBytes: 1 << 20}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Uploads, c.UploadLimits = sb.Uploads(), lim
-	}
-}
-
-// uploaded is what a conversation's workspace holds in uploads/.
-func uploaded(t *testing.T, dir, sessionID string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	entries, err := os.ReadDir(filepath.Join(dir, sessionID, "uploads"))
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		data, err := os.ReadFile(filepath.Join(dir, sessionID, "uploads", e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[e.Name()] = string(data)
-	}
-	return out
-}
 
 // sessionOf is the session a Discord place shows.
 func (r *rig) sessionOf(place string) string {
@@ -90,7 +57,7 @@ func (r *rig) asked(text string) bool {
 // line for its own shares.
 func TestAttachmentsInAThread(t *testing.T) {
 	dir := t.TempDir()
-	r := newRigWith(t, withUploads(t, dir, sessions.UploadLimits{}), nil)
+	r := newRigWith(t, sessionstest.WithUploads(t, dir, sessions.UploadLimits{}), nil)
 	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Brest is wetter."}}, openaitest.Reply{Text: []string{"Two files now."}}, openaitest.Reply{Text: []string{"Noted."}})
 	m := r.post(discordtest.UserMessage{AuthorID: alice, Content: "which city is wetter?", MentionBot: true,
 		Attachments: []discordtest.Attachment{{Filename: "rain.csv", ContentType: "text/csv", Data: rain}}})
@@ -101,7 +68,7 @@ func TestAttachmentsInAThread(t *testing.T) {
 		return thread != "" && strings.Contains(allContent(r.botMessages(thread)), "Brest is wetter.")
 	})
 	id := r.sessionOf(thread)
-	if got := uploaded(t, dir, id); got["rain.csv"] != string(rain) {
+	if got := sessionstest.Uploaded(t, dir, id); got["rain.csv"] != string(rain) {
 		t.Fatalf("the workspace holds %v", got)
 	}
 	if !r.asked("which city is wetter?") || !r.asked("rain.csv (text/csv, 19 B) at /workspace/uploads/rain.csv") {
@@ -127,7 +94,7 @@ func TestAttachmentsInAThread(t *testing.T) {
 		t.Fatalf("Bob's messages reached the session as %v: the file message first, with its file", order)
 	}
 	r.eventually("the second answer", func() bool { return strings.Contains(allContent(r.botMessages(thread)), "Two files now.") })
-	if got := uploaded(t, dir, id); got["notes.md"] != "# Notes\n" {
+	if got := sessionstest.Uploaded(t, dir, id); got["notes.md"] != "# Notes\n" {
 		t.Fatalf("the workspace holds %v", got)
 	}
 	if text := allContent(r.botMessages(thread)); strings.Contains(text, "shared") {
@@ -138,12 +105,12 @@ func TestAttachmentsInAThread(t *testing.T) {
 // In a DM an attachment alone is a message.
 func TestAnAttachmentInADM(t *testing.T) {
 	dir := t.TempDir()
-	r := newRigWith(t, withUploads(t, dir, sessions.UploadLimits{}), nil)
+	r := newRigWith(t, sessionstest.WithUploads(t, dir, sessions.UploadLimits{}), nil)
 	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Got it."}})
 	dm := r.fake.DM(alice)
 	r.post(discordtest.UserMessage{ChannelID: dm.ID, AuthorID: alice, Attachments: []discordtest.Attachment{{Filename: "rain.csv", Data: rain}}})
 	r.eventually("the answer", func() bool { return strings.Contains(allContent(r.botMessages(dm.ID)), "Got it.") })
-	if got := uploaded(t, dir, r.sessionOf(dm.ID)); got["rain.csv"] != string(rain) {
+	if got := sessionstest.Uploaded(t, dir, r.sessionOf(dm.ID)); got["rain.csv"] != string(rain) {
 		t.Fatalf("the workspace holds %v", got)
 	}
 }
@@ -155,7 +122,7 @@ func TestAnAttachmentInADM(t *testing.T) {
 // workspace, and the thread goes on.
 func TestAttachmentsRefused(t *testing.T) {
 	dir := t.TempDir()
-	r := newRigWith(t, withUploads(t, dir, sessions.UploadLimits{FileBytes: 100}), nil)
+	r := newRigWith(t, sessionstest.WithUploads(t, dir, sessions.UploadLimits{FileBytes: 100}), nil)
 	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Hello there."}})
 	_, thread := r.mention(alice, "hi")
 	r.eventually("the thread", func() bool { return strings.Contains(allContent(r.botMessages(thread)), "Hello there.") })
@@ -193,7 +160,7 @@ func TestAttachmentsRefused(t *testing.T) {
 	if n := len(r.gw.LLM.Requests()); n != asked+1 {
 		t.Fatalf("the model was asked %d times for refused files", n-asked-1)
 	}
-	if got := uploaded(t, dir, id); len(got) != 0 {
+	if got := sessionstest.Uploaded(t, dir, id); len(got) != 0 {
 		t.Fatalf("refused files left in the workspace: %v", got)
 	}
 	if n := len(r.fake.Downloads()); n != 1 {
@@ -205,7 +172,7 @@ func TestAttachmentsRefused(t *testing.T) {
 // a line saying who shared what, with where they are.
 func TestSharesFromElsewhere(t *testing.T) {
 	dir := t.TempDir()
-	r := newRigWith(t, withUploads(t, dir, sessions.UploadLimits{}), nil)
+	r := newRigWith(t, sessionstest.WithUploads(t, dir, sessions.UploadLimits{}), nil)
 	w := r.webConversation()
 	dm := r.joinDM(w.Share("member"))
 	r.gw.LLM.Push(openaitest.Reply{Text: []string{"A chart."}}, openaitest.Reply{Text: []string{"Rain."}})
@@ -237,7 +204,7 @@ func TestSharesFromElsewhere(t *testing.T) {
 // shows that she did; the file is in the conversation's workspace once.
 func TestASlackShareShowsInDiscord(t *testing.T) {
 	dir := t.TempDir()
-	r := newRigWith(t, withUploads(t, dir, sessions.UploadLimits{}), nil)
+	r := newRigWith(t, sessionstest.WithUploads(t, dir, sessions.UploadLimits{}), nil)
 	sl := startSlack(t, r.gw)
 	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Hello Alice."}}, openaitest.Reply{Text: []string{"A file!"}})
 
@@ -267,7 +234,7 @@ func TestASlackShareShowsInDiscord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := uploaded(t, dir, b.SessionID); len(got) != 1 || got["rain.csv"] != string(rain) {
+	if got := sessionstest.Uploaded(t, dir, b.SessionID); len(got) != 1 || got["rain.csv"] != string(rain) {
 		t.Fatalf("the workspace holds %v", got)
 	}
 	r.eventually("the answer in Discord too", func() bool { return strings.Contains(allContent(r.botMessages(dm)), "A file!") })

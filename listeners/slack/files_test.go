@@ -10,8 +10,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -23,40 +21,10 @@ import (
 	"github.com/switchboard-gw/switchboard/listeners/slack/slacktest"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
 	"github.com/switchboard-gw/switchboard/sessions"
-	"github.com/switchboard-gw/switchboard/tools/sandbox"
+	"github.com/switchboard-gw/switchboard/sessions/sessionstest"
 )
 
 var rain = []byte("city,rain\nBrest,31\n") // 19 B
-
-// withUploads keeps people's files in workspaces under dir, as the
-// gateway does; lim bounds them.
-func withUploads(t *testing.T, dir string, lim sessions.UploadLimits) func(*sessions.Config) {
-	return func(c *sessions.Config) {
-		sb, err := sandbox.New(sandbox.Config{Dir: dir, QuotaBytes: 1 << 20}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Uploads, c.UploadLimits = sb.Uploads(), lim
-	}
-}
-
-// uploaded is what a conversation's workspace holds in uploads/.
-func uploaded(t *testing.T, dir, sessionID string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	entries, err := os.ReadDir(filepath.Join(dir, sessionID, "uploads"))
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		data, err := os.ReadFile(filepath.Join(dir, sessionID, "uploads", e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[e.Name()] = string(data)
-	}
-	return out
-}
 
 // sessionOf is the session a Slack place shows.
 func (r *rig) sessionOf(address string) string {
@@ -89,7 +57,7 @@ func (r *rig) asked(text string) bool {
 // gets the files with the messages.
 func TestFilesInAThread(t *testing.T) {
 	dir := t.TempDir()
-	r := newTunedRig(t, withUploads(t, dir, sessions.UploadLimits{}), nil)
+	r := newTunedRig(t, sessionstest.WithUploads(t, dir, sessions.UploadLimits{}), nil)
 	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Brest is wetter."}}, openaitest.Reply{Text: []string{"Two files now."}}, openaitest.Reply{Text: []string{"Noted."}})
 	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "which city is wetter?",
 		Files: []slacktest.UserFile{{Name: "rain.csv", Mimetype: "text/csv", Data: rain}}})
@@ -97,7 +65,7 @@ func TestFilesInAThread(t *testing.T) {
 	root := ev["ts"].(string)
 	r.eventually("the answer", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "Brest is wetter.") })
 	id := r.sessionOf("C1:" + root)
-	if got := uploaded(t, dir, id); got["rain.csv"] != string(rain) {
+	if got := sessionstest.Uploaded(t, dir, id); got["rain.csv"] != string(rain) {
 		t.Fatalf("the workspace holds %v", got)
 	}
 	if !r.asked("which city is wetter?") || !r.asked("rain.csv (text/csv, 19 B) at /workspace/uploads/rain.csv") || !r.asked("Brest,31") {
@@ -124,7 +92,7 @@ func TestFilesInAThread(t *testing.T) {
 		t.Fatalf("Bob's messages reached the session as %v: the file message first, with its file", order)
 	}
 	r.eventually("the second answer", func() bool { return strings.Contains(allText(r.botReplies("C1", root)), "Two files now.") })
-	if got := uploaded(t, dir, id); got["notes.md"] != "# Notes\n" {
+	if got := sessionstest.Uploaded(t, dir, id); got["notes.md"] != "# Notes\n" {
 		t.Fatalf("the workspace holds %v", got)
 	}
 	if text := allText(r.botReplies("C1", root)); strings.Contains(text, "shared") {
@@ -136,14 +104,14 @@ func TestFilesInAThread(t *testing.T) {
 // id alone (check_file_info) is read with files.info first.
 func TestAFileInADM(t *testing.T) {
 	dir := t.TempDir()
-	r := newTunedRig(t, withUploads(t, dir, sessions.UploadLimits{}), nil)
+	r := newTunedRig(t, sessionstest.WithUploads(t, dir, sessions.UploadLimits{}), nil)
 	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Got it."}})
 	const dm = "D0ALICE1"
 	r.fake.AddChannel(slacktest.Channel{ID: dm, User: alice.ID})
 	r.send(r.fake.MessageEvent(slacktest.UserMessage{Channel: dm, User: alice.ID,
 		Files: []slacktest.UserFile{{Name: "rain.csv", Mimetype: "text/csv", Data: rain, CheckFileInfo: true}}}))
 	r.eventually("the answer", func() bool { return strings.Contains(allText(r.botReplies(dm, "")), "Got it.") })
-	if got := uploaded(t, dir, r.sessionOf(dm)); got["rain.csv"] != string(rain) {
+	if got := sessionstest.Uploaded(t, dir, r.sessionOf(dm)); got["rain.csv"] != string(rain) {
 		t.Fatalf("the workspace holds %v", got)
 	}
 	if r.fake.Calls("files.info") != 1 {
@@ -161,7 +129,7 @@ func TestAFileInADM(t *testing.T) {
 // for a download, and a stalled one holds back only its own thread.
 func TestFilesRefused(t *testing.T) {
 	dir := t.TempDir()
-	r := newTunedRig(t, withUploads(t, dir, sessions.UploadLimits{FileBytes: 100}),
+	r := newTunedRig(t, sessionstest.WithUploads(t, dir, sessions.UploadLimits{FileBytes: 100}),
 		func(c *slack.Config) { c.DownloadTimeout = 300 * time.Millisecond })
 	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Hello there."}})
 	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "hi"})
@@ -205,7 +173,7 @@ func TestFilesRefused(t *testing.T) {
 	if r.asked("big.csv") || r.asked("stalled") {
 		t.Fatal("a refused message reached the model")
 	}
-	if got := uploaded(t, dir, id); len(got) != 0 {
+	if got := sessionstest.Uploaded(t, dir, id); len(got) != 0 {
 		t.Fatalf("refused files left in the workspace: %v", got)
 	}
 	for _, e := range r.fake.Ephemerals("C1") {
@@ -224,7 +192,7 @@ func TestFilesRefused(t *testing.T) {
 func TestFilesWithoutTheScope(t *testing.T) {
 	dir := t.TempDir()
 	log := &syncBuffer{}
-	r := newTunedRigWith(t, withUploads(t, dir, sessions.UploadLimits{}), nil, []slacktest.Option{slacktest.WithoutFilesRead()}, log)
+	r := newTunedRigWith(t, sessionstest.WithUploads(t, dir, sessions.UploadLimits{}), nil, []slacktest.Option{slacktest.WithoutFilesRead()}, log)
 	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "look",
 		Files: []slacktest.UserFile{{Name: "rain.csv", Data: rain}}})
 	r.send(ev)
@@ -249,7 +217,7 @@ func TestFilesOfAViewerAndOnAFullDisk(t *testing.T) {
 	dir := t.TempDir()
 	full := &fullDisk{}
 	r := newTunedRig(t, func(c *sessions.Config) {
-		withUploads(t, dir, sessions.UploadLimits{})(c)
+		sessionstest.WithUploads(t, dir, sessions.UploadLimits{})(c)
 		full.Uploads = c.Uploads
 		c.Uploads = full
 	}, nil)
@@ -272,7 +240,7 @@ func TestFilesOfAViewerAndOnAFullDisk(t *testing.T) {
 	r.eventually("Alice told", func() bool {
 		return r.ephemeralFor("C1", alice.ID, "Not sent: "+sessions.ErrNotStored.Error())
 	})
-	if got := uploaded(t, dir, r.sessionOf("C1:"+ev["ts"].(string))); len(got) != 0 {
+	if got := sessionstest.Uploaded(t, dir, r.sessionOf("C1:"+ev["ts"].(string))); len(got) != 0 {
 		t.Fatalf("a file left behind on a full disk: %v", got)
 	}
 }
@@ -296,7 +264,7 @@ func (f *fullDisk) Save(ctx context.Context, sessionID, name string, r io.Reader
 // they wrote.
 func TestSharesFromElsewhere(t *testing.T) {
 	dir := t.TempDir()
-	r := newTunedRig(t, withUploads(t, dir, sessions.UploadLimits{}), nil)
+	r := newTunedRig(t, sessionstest.WithUploads(t, dir, sessions.UploadLimits{}), nil)
 	w := r.webConversation()
 	r.joinDM(w.Share("member"))
 	r.gw.LLM.Push(openaitest.Reply{Text: []string{"A chart."}}, openaitest.Reply{Text: []string{"Rain."}})

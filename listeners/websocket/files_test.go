@@ -22,20 +22,8 @@ import (
 	"github.com/switchboard-gw/switchboard/listeners/websocket"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
 	"github.com/switchboard-gw/switchboard/sessions"
-	"github.com/switchboard-gw/switchboard/tools/sandbox"
+	"github.com/switchboard-gw/switchboard/sessions/sessionstest"
 )
-
-// withUploads keeps people's files in workspaces under dir, as the
-// gateway does (the sandbox's store, whether or not python can run).
-func withUploads(t *testing.T, dir string, lim sessions.UploadLimits) func(*sessions.Config) {
-	return func(c *sessions.Config) {
-		sb, err := sandbox.New(sandbox.Config{Dir: dir, QuotaBytes: 1 << 20}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Uploads, c.UploadLimits = sb.Uploads(), lim
-	}
-}
 
 // sendFile announces a file and sends its bytes in chunks of at most
 // chunk bytes.
@@ -147,7 +135,7 @@ func tinyPNG(t *testing.T) []byte {
 // shows it to everyone in the shared conversation, and the model is told.
 func TestFileLandsInTheWorkspaceAndEveryoneSeesIt(t *testing.T) {
 	dir := t.TempDir()
-	g := newGatewayWith(t, websocket.Config{}, withUploads(t, dir, sessions.UploadLimits{}))
+	g := newGatewayWith(t, websocket.Config{}, sessionstest.WithUploads(t, dir, sessions.UploadLimits{}))
 	a, ready, _ := ann(t, g)
 	code := share(a, "member")
 	b, _ := g.hello(map[string]any{"invite": code, "user": map[string]string{"id": "bob", "name": "Bob"}})
@@ -208,7 +196,7 @@ func TestFileLandsInTheWorkspaceAndEveryoneSeesIt(t *testing.T) {
 // nothing in the workspace; the connection goes on.
 func TestFilesRefusedClearly(t *testing.T) {
 	dir := t.TempDir()
-	g := newGatewayWith(t, websocket.Config{MaxPendingFiles: 2}, withUploads(t, dir, sessions.UploadLimits{FileBytes: 1000, MessageBytes: 1500}))
+	g := newGatewayWith(t, websocket.Config{MaxPendingFiles: 2}, sessionstest.WithUploads(t, dir, sessions.UploadLimits{FileBytes: 1000, MessageBytes: 1500}))
 	a, ready, _ := ann(t, g)
 	small := []byte("hello\n")
 
@@ -293,7 +281,7 @@ func TestFilesRefusedClearly(t *testing.T) {
 // its chunks are dropped without a word.
 func TestAViewersFileIsRefused(t *testing.T) {
 	dir := t.TempDir()
-	g := newGatewayWith(t, websocket.Config{}, withUploads(t, dir, sessions.UploadLimits{}))
+	g := newGatewayWith(t, websocket.Config{}, sessionstest.WithUploads(t, dir, sessions.UploadLimits{}))
 	a, ready, _ := ann(t, g)
 	code := share(a, "viewer")
 	b, _ := g.hello(map[string]any{"invite": code, "user": map[string]string{"id": "bob", "name": "Bob"}})
@@ -315,7 +303,7 @@ func TestAViewersFileIsRefused(t *testing.T) {
 // nothing more is cut short after FileIdleTimeout.
 func TestAFileCutShortLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
-	g := newGatewayWith(t, websocket.Config{FileIdleTimeout: 300 * time.Millisecond}, withUploads(t, dir, sessions.UploadLimits{}))
+	g := newGatewayWith(t, websocket.Config{FileIdleTimeout: 300 * time.Millisecond}, sessionstest.WithUploads(t, dir, sessions.UploadLimits{}))
 	a, ready, _ := ann(t, g)
 	a.send(map[string]any{"type": "file", "id": "f1", "name": "slow.txt", "size": 1000})
 	a.sendChunks("f1", bytes.Repeat([]byte("s"), 600), 600)
@@ -326,7 +314,7 @@ func TestAFileCutShortLeavesNothing(t *testing.T) {
 		t.Fatalf("an idle file left %q", got)
 	}
 
-	g = newGatewayWith(t, websocket.Config{}, withUploads(t, dir, sessions.UploadLimits{}))
+	g = newGatewayWith(t, websocket.Config{}, sessionstest.WithUploads(t, dir, sessions.UploadLimits{}))
 	c, ready2 := g.hello(map[string]any{"user": map[string]string{"id": "cy"}})
 	c.send(map[string]any{"type": "file", "id": "f1", "name": "cut.txt", "size": 1 << 16})
 	c.sendChunks("f1", bytes.Repeat([]byte("c"), 1<<15), 1<<14)
@@ -394,7 +382,7 @@ func TestFilesWithoutAStore(t *testing.T) {
 // A file on its way in one conversation delays no other.
 func TestAFileDelaysNoOtherConversation(t *testing.T) {
 	dir := t.TempDir()
-	g := newGatewayWith(t, websocket.Config{}, withUploads(t, dir, sessions.UploadLimits{}))
+	g := newGatewayWith(t, websocket.Config{}, sessionstest.WithUploads(t, dir, sessions.UploadLimits{}))
 	a, _, _ := ann(t, g)
 	a.send(map[string]any{"type": "file", "id": "f1", "name": "slow.txt", "size": 1 << 20})
 	a.sendChunks("f1", bytes.Repeat([]byte("s"), 1<<14), 1<<14) // and no more for now
@@ -420,7 +408,7 @@ func lastOf(evs []wireEvent) wireEvent { return evs[len(evs)-1] }
 // both are saved.
 func TestTwoPeopleSendFilesAtOnce(t *testing.T) {
 	dir := t.TempDir()
-	g := newGatewayWith(t, websocket.Config{}, withUploads(t, dir, sessions.UploadLimits{}))
+	g := newGatewayWith(t, websocket.Config{}, sessionstest.WithUploads(t, dir, sessions.UploadLimits{}))
 	a, ready, _ := ann(t, g)
 	code := share(a, "member")
 	b, _ := g.hello(map[string]any{"invite": code, "user": map[string]string{"id": "bob", "name": "Bob"}})

@@ -49,12 +49,9 @@ var _ providers.Embedder = (*Embedder)(nil)
 // gemini-embedding-001 makes 3,072 and Google recommends 768 or 1,536 when
 // shorter), 0 takes the model's own.
 func NewEmbedder(cfg providers.Config, dimensions int) (*Embedder, error) {
-	name := cmp.Or(cfg.Name, "gemini")
-	switch {
-	case cfg.Model == "":
-		return nil, fmt.Errorf("%s: no embedding model configured", name)
-	case dimensions < 0:
-		return nil, fmt.Errorf("%s: dimensions %d: want 0 (the model's own) or more", name, dimensions)
+	name, err := providers.CheckEmbedder(cfg, dimensions, "gemini")
+	if err != nil {
+		return nil, err
 	}
 	client, err := newClient(name, cfg)
 	if err != nil {

@@ -48,12 +48,9 @@ var _ providers.Embedder = (*Embedder)(nil)
 // (text-embedding-3 and later shorten theirs; older models and many
 // compatible servers refuse the parameter), 0 takes the model's own.
 func NewEmbedder(cfg providers.Config, dimensions int) (*Embedder, error) {
-	name := cmp.Or(cfg.Name, "openai")
-	switch {
-	case cfg.Model == "":
-		return nil, fmt.Errorf("%s: no embedding model configured", name)
-	case dimensions < 0:
-		return nil, fmt.Errorf("%s: dimensions %d: want 0 (the model's own) or more", name, dimensions)
+	name, err := providers.CheckEmbedder(cfg, dimensions, "openai")
+	if err != nil {
+		return nil, err
 	}
 	opts, _, err := clientOptions(name, cfg)
 	if err != nil {
