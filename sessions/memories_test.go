@@ -2,6 +2,7 @@ package sessions_test
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -165,5 +166,40 @@ func TestRecallFindsOnlyTheReadersConversations(t *testing.T) {
 	}
 	if sys := systemOf(req); strings.Contains(sys, "4711") {
 		t.Fatalf("Bob's recall holds Alice's code:\n%s", sys)
+	}
+}
+
+// A fact given 200 messages ago, long out of the model's window, is found
+// by memory_search, after a restart too.
+func TestAFactFromLongAgoIsFound(t *testing.T) {
+	h := newHarness(t)
+	h.llm.Respond(func(openaitest.Request) openaitest.Reply { return openaitest.Reply{Text: []string{"Noted."}} })
+	a := h.attach(sessions.AttachOptions{Author: alice, Guide: "recalling"})
+	a.say("the locker code is 4711")
+	a.reply()
+	for i := range 100 {
+		a.say(fmt.Sprintf("small talk number %d about the weather", i))
+		a.reply()
+	}
+	h.restart()
+	h.llm.Push(
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "s1", Name: "memory_search", Args: `{"query":"locker code"}`}}},
+		openaitest.Reply{Text: []string{"It is 4711."}},
+	)
+	a2 := h.attach(sessions.AttachOptions{SessionID: a.id, Author: alice, AfterSeq: -1})
+	a2.say("what was the code for the locker?")
+	if got := a2.reply().Content; got != "It is 4711." {
+		t.Fatalf("answered %q", got)
+	}
+	reqs := h.llm.Requests()
+	first := reqs[len(reqs)-2] // the request that called memory_search
+	for _, m := range first.Messages[1:] {
+		if strings.Contains(openaitest.Text(m.Content), "4711") {
+			t.Fatal("the fact was still in the model's window: the test proves nothing")
+		}
+	}
+	last := reqs[len(reqs)-1]
+	if result := openaitest.Text(last.Messages[len(last.Messages)-1].Content); !strings.Contains(result, "the locker code is 4711") {
+		t.Fatalf("memory_search found %q", result)
 	}
 }
