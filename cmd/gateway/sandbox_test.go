@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -26,7 +27,8 @@ print('total', 40 + 2)
 // The sandboxed python tool through the built gateway, as an operator
 // turns it on (tools.sandbox.enabled and a guide that lists it): the model
 // runs code, its output comes back, the chart it saved reaches the web as
-// an image, /files lists it, and the doctor says the sandbox works.
+// an image, /files lists it, a file a person sends is read by the next
+// run, and the doctor says the sandbox works.
 func TestSandboxedPythonThroughTheGateway(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
 		t.Skip("bubblewrap is not installed (apt-get install bubblewrap; .ci/run does)")
@@ -34,9 +36,12 @@ func TestSandboxedPythonThroughTheGateway(t *testing.T) {
 	llm := openaitest.New()
 	t.Cleanup(llm.Close)
 	args, _ := json.Marshal(map[string]string{"code": stdlibChart})
+	readCSV, _ := json.Marshal(map[string]string{"code": "import csv\nrows = list(csv.DictReader(open('/workspace/uploads/rain.csv')))\nprint('rain', sum(int(r['rain']) for r in rows))\n"})
 	llm.Push(
 		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "py1", Name: "python", Args: string(args)}}},
 		openaitest.Reply{Text: []string{"The total is 42; the chart is above."}},
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "py2", Name: "python", Args: string(readCSV)}}},
+		openaitest.Reply{Text: []string{"43 in all."}},
 	)
 	dir := t.TempDir()
 	// The sandbox runs as an unprivileged user when the gateway is root:
@@ -102,6 +107,21 @@ tools:
 	})
 	c.send(map[string]any{"type": "input", "id": "2", "text": "/files"})
 	saw("/files", func(f wsFrame) bool { return f.Type == "error" && strings.Contains(string(f.Data), "chart.png") })
+
+	// A file Ann sends is in the workspace at once: python reads it.
+	csv := "city,rain\nLyon,12\nBrest,31\n"
+	c.send(map[string]any{"type": "file", "id": "f1", "name": "rain.csv", "size": len(csv)})
+	c.send(map[string]any{"type": "file_chunk", "id": "f1", "data": base64.StdEncoding.EncodeToString([]byte(csv))})
+	saw("file_saved", func(f wsFrame) bool { return f.Type == "file_saved" })
+	c.send(map[string]any{"type": "input", "id": "3", "text": "how much rain in all?", "files": []string{"f1"}})
+	res = saw("python's reading", func(f wsFrame) bool {
+		return f.Type == "tool_response" && strings.Contains(string(f.Data), "py2")
+	})
+	_ = json.Unmarshal(res.Data, &tr)
+	if tr.IsError || !strings.Contains(tr.ContentPreview, "rain 43") {
+		t.Fatalf("python reading the upload: %+v", tr)
+	}
+	saw("the answer", func(f wsFrame) bool { return f.Type == "message" && strings.Contains(string(f.Data), "43 in all.") })
 	srv.stop()
 
 	// The workspace is beside the database, one folder per session.
