@@ -72,7 +72,7 @@ func run(ctx context.Context, args []string) error {
 	fileRuns := fs.Int("files", 20, "runs of each picture sent with a message (0 to skip)")
 	vectors := fs.Int("vectors", 100_000, "vectors a semantic recall search scans (0 to skip)")
 	vectorDims := fs.String("vector-dims", "768,1536,3072", "their lengths, each measured")
-	profiles := fs.String("cpuprofile", "", "directory for a CPU profile of each gateway run, gateway-<sessions>.prof ('' for none)")
+	profiles := fs.String("cpuprofile", "", "directory for a CPU profile of each gateway run, gateway-<sessions>.prof, and the heap with the idle connections open, idle.heap ('' for none)")
 	soak := fs.Duration("soak", 0, "instead of the benchmarks: a soak of this long (sessions opened, used and closed), reporting memory and goroutines over time")
 	soakClients := fs.Int("soak-clients", 300, "concurrent clients in the soak")
 	soakTurns := fs.Int("soak-turns", 5, "turns per session in the soak")
@@ -188,11 +188,17 @@ func run(ctx context.Context, args []string) error {
 	}
 
 	if *idle > 0 {
-		gw, err := startGateway(ctx, *gateway, dir, llmURL)
+		var args []string
+		if *profiles != "" {
+			// The heap with every idle connection open: the gateway writes
+			// it when told to stop, which measureIdle does before closing them.
+			args = []string{"--memprofile", filepath.Join(*profiles, "idle.heap")}
+		}
+		gw, err := startGateway(ctx, *gateway, dir, llmURL, args...)
 		if err != nil {
 			return err
 		}
-		rep.idle, err = measureIdle(ctx, gw, *idle)
+		rep.idle, err = measureIdle(ctx, gw, *idle, *profiles != "")
 		gw.stop()
 		if err != nil {
 			return fmt.Errorf("idle connections: %w", err)

@@ -25,7 +25,7 @@ func (r idleResult) perConnKiB() float64 {
 
 // measureIdle opens n connections to the gateway, each a session that
 // said hello and got ready, and reads the gateway's RSS before and after.
-func measureIdle(ctx context.Context, gw *child, n int) (idleResult, error) {
+func measureIdle(ctx context.Context, gw *child, n int, stopOpen bool) (idleResult, error) {
 	url := "ws://" + gw.addr + "/ws"
 	warm, err := dialSession(ctx, url)
 	if err != nil {
@@ -47,6 +47,9 @@ func measureIdle(ctx context.Context, gw *child, n int) (idleResult, error) {
 	after, err := memKiB(gw.pid(), "VmRSS")
 	if err != nil {
 		return idleResult{}, err
+	}
+	if stopOpen {
+		gw.stop() // with the connections open: its heap profile shows them
 	}
 	r := idleResult{conns: len(conns), before: before, after: after, requested: n}
 	if firstErr != nil {

@@ -93,7 +93,7 @@ func (s *session) sendMembersLocked(except *Subscription) {
 			continue // a channel's renderer has no roster to show
 		}
 		select {
-		case sub.notices <- ev:
+		case sub.notices <- &ev:
 		default: // far behind: the next change brings the whole list again
 		}
 	}

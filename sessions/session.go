@@ -60,7 +60,7 @@ type session struct {
 	m   *Manager
 	log *slog.Logger
 
-	inbox chan job
+	inbox chan *job
 
 	// owned by run
 	rec     switchboard.Session
@@ -180,9 +180,9 @@ func (m *Manager) restore(ctx context.Context, id string) (*session, error) {
 	}
 	// What was under way comes first, then what was waiting: in the
 	// order they were accepted.
-	s.takeUp(open, func(j job) { s.inbox <- j })
+	s.takeUp(open, func(j job) { s.inbox <- &j })
 	for _, q := range queued {
-		s.inbox <- job{input: q.Input, inboxID: q.ID, receipt: newReceipt()}
+		s.inbox <- &job{input: q.Input, inboxID: q.ID, receipt: newReceipt()}
 	}
 	if open != nil || len(queued) > 0 {
 		s.log.Info("session resumed", "open_turn", open != nil, "queued_inputs", len(queued))
@@ -194,7 +194,7 @@ func (m *Manager) restore(ctx context.Context, id string) (*session, error) {
 func (m *Manager) newSession(rec switchboard.Session, g guides.Guide, queue int) *session {
 	s := &session{
 		id: rec.ID, m: m, log: m.cfg.Logger.With("session", rec.ID),
-		inbox: make(chan job, queue),
+		inbox: make(chan *job, queue),
 		rec:   rec, guide: g,
 		subs: map[*Subscription]struct{}{}, listeners: map[*Subscription]struct{}{},
 		roles: map[string]collaboration.Role{}, pinned: map[string]bool{}, names: map[string]string{}, seen: map[string]time.Time{}, unsaved: map[string]time.Time{},
@@ -241,9 +241,9 @@ func (s *session) run() {
 		}
 		select {
 		case j := <-s.inbox:
-			s.handle(j)
+			s.handle(*j)
 			if s.failing.Load() {
-				s.repair(j)
+				s.repair(*j)
 			}
 		default:
 			if s.park() {
@@ -391,7 +391,7 @@ func (s *session) submit(ctx context.Context, in switchboard.Input) (*Receipt, e
 		j.stoppedRunning = true
 	}
 	select {
-	case s.inbox <- j:
+	case s.inbox <- &j:
 	default:
 		s.mu.Unlock()
 		return nil, ErrBusy
@@ -476,7 +476,7 @@ func (s *session) accept(ctx context.Context, in switchboard.Input) (*Receipt, e
 		return r, nil
 	}
 	select {
-	case s.inbox <- job{input: in, inboxID: id, receipt: r}:
+	case s.inbox <- &job{input: in, inboxID: id, receipt: r}:
 		s.kick()
 	case <-s.m.ctx.Done():
 		// Stored: the next start takes it up.
@@ -489,7 +489,7 @@ func (s *session) accept(ctx context.Context, in switchboard.Input) (*Receipt, e
 func (s *session) handOver(ctx context.Context, in switchboard.Input) (*Receipt, error) {
 	j := job{input: in, receipt: newReceipt(), stored: make(chan error, 1)}
 	select {
-	case s.inbox <- j:
+	case s.inbox <- &j:
 		s.kick()
 	case <-s.m.ctx.Done():
 		return nil, ErrClosed
@@ -517,7 +517,7 @@ func (s *session) handOver(ctx context.Context, in switchboard.Input) (*Receipt,
 func (s *session) schedule(j job) {
 	go func() {
 		select {
-		case s.inbox <- j:
+		case s.inbox <- &j:
 			s.kick()
 		case <-s.m.ctx.Done():
 		}
@@ -742,7 +742,8 @@ func (s *session) committed(evs []switchboard.Event, err error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, ev := range evs {
+	for _, e := range evs {
+		ev := &e                               // one copy, shared by every subscriber: an event is never changed
 		s.m.cfg.Metrics.Event(string(ev.Type)) // counted once stored, whichever write stored it
 		s.published = ev.Seq
 		for sub := range s.subs {
@@ -823,7 +824,7 @@ func (s *session) sendNoticeLocked(d switchboard.ErrorData) {
 		}
 		sent = true
 		select {
-		case sub.notices <- ev:
+		case sub.notices <- &ev:
 		default: // a listener this far behind gets the history, not notices
 		}
 	}
@@ -861,7 +862,7 @@ func (s *session) passUnsentLocked(sub *Subscription) {
 		case now.Sub(n.at) > unsentTTL: // stale: dropped
 		case strings.HasPrefix(n.to, sub.follow+":"):
 			select {
-			case sub.notices <- n.ev:
+			case sub.notices <- &n.ev:
 			default:
 			}
 		default:
@@ -894,11 +895,13 @@ type Subscription struct {
 	s      *session
 	author string // Author.Key() of who attached
 	out    chan switchboard.Event
-	live   chan switchboard.Event // filled by emit while registered
+	live   chan *switchboard.Event // filled by emit while registered
 	// notices are events outside the history (seq 0), for this listener.
-	notices chan switchboard.Event
-	stop    chan struct{}
-	once    sync.Once
+	notices chan *switchboard.Event
+	// ctx ends the pump: on Close (cancel) or when the manager stops.
+	ctx    context.Context
+	cancel context.CancelFunc
+	once   sync.Once
 	// follow is the channel of a follower (AttachOptions.Follow): it does
 	// not keep the session loaded, and gets the notices for that channel's
 	// people.
@@ -915,7 +918,7 @@ func (sub *Subscription) Events() <-chan switchboard.Event { return sub.out }
 
 // Close detaches the listener.
 func (sub *Subscription) Close() {
-	sub.once.Do(func() { close(sub.stop) })
+	sub.once.Do(func() { sub.cancel() })
 }
 
 // drop ends live delivery; the caller holds the session's mu.
@@ -930,9 +933,11 @@ func (sub *Subscription) drop() {
 // after.
 func (s *session) subscribe(after int64, author, follow string, recap []switchboard.Event) *Subscription {
 	sub := &Subscription{
-		s: s, author: author, follow: follow, out: make(chan switchboard.Event), stop: make(chan struct{}),
-		notices: make(chan switchboard.Event, 16),
+		s: s, author: author, follow: follow, out: make(chan switchboard.Event),
+		notices: make(chan *switchboard.Event, 16),
 	}
+	// Close cancels the pump's context itself: no goroutine waits for it.
+	sub.ctx, sub.cancel = context.WithCancel(s.m.ctx)
 	s.mu.Lock()
 	s.listeners[sub] = struct{}{}
 	if follow != "" {
@@ -948,15 +953,8 @@ func (s *session) subscribe(after int64, author, follow string, recap []switchbo
 func (sub *Subscription) pump(last int64, recap []switchboard.Event) {
 	defer close(sub.out)
 	defer sub.detach()
-	ctx, cancel := context.WithCancel(sub.s.m.ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-sub.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	ctx := sub.ctx
+	defer sub.cancel()
 	for _, ev := range recap {
 		if !sub.send(ctx, ev) {
 			return
@@ -996,7 +994,7 @@ func (sub *Subscription) pump(last int64, recap []switchboard.Event) {
 		for {
 			select {
 			case ev := <-sub.notices:
-				if !sub.send(ctx, ev) {
+				if !sub.send(ctx, *ev) {
 					return
 				}
 				continue
@@ -1004,7 +1002,7 @@ func (sub *Subscription) pump(last int64, recap []switchboard.Event) {
 				if ev.Seq <= last {
 					continue
 				}
-				if !sub.send(ctx, ev) {
+				if !sub.send(ctx, *ev) {
 					return
 				}
 				last = ev.Seq
@@ -1020,7 +1018,7 @@ func (sub *Subscription) pump(last int64, recap []switchboard.Event) {
 			select {
 			case ev := <-sub.live:
 				if ev.Seq > last {
-					if !sub.send(ctx, ev) {
+					if !sub.send(ctx, *ev) {
 						return
 					}
 					last = ev.Seq
@@ -1049,7 +1047,7 @@ func (sub *Subscription) register(last int64) (registered, closed bool) {
 	if s.published != last {
 		return false, false
 	}
-	sub.live = make(chan switchboard.Event, s.m.cfg.SubscriberBuffer)
+	sub.live = make(chan *switchboard.Event, s.m.cfg.SubscriberBuffer)
 	sub.dropped = make(chan struct{})
 	sub.isDropped = false
 	s.subs[sub] = struct{}{}
@@ -1079,7 +1077,7 @@ func (sub *Subscription) passNotices(ctx context.Context) bool {
 	for {
 		select {
 		case ev := <-sub.notices:
-			if !sub.send(ctx, ev) {
+			if !sub.send(ctx, *ev) {
 				return false
 			}
 		default:

@@ -62,8 +62,8 @@ func runCommand(ctx context.Context, fs *flag.FlagSet, out, errOut io.Writer, en
 			}
 		case "session":
 			err = fmt.Errorf("--session chooses the conversation a piped gateway continues; it does not apply to gateway %s", name)
-		case "cpuprofile":
-			err = fmt.Errorf("--cpuprofile profiles the running gateway; it does not apply to gateway %s", name)
+		case "cpuprofile", "memprofile":
+			err = fmt.Errorf("--%s profiles the running gateway; it does not apply to gateway %s", f.Name, name)
 		}
 	})
 	if err != nil {

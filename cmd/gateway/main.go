@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -74,6 +75,20 @@ func startCPUProfile(path string) (stop func(), err error) {
 	}, nil
 }
 
+// writeHeapProfile writes the live heap, after a collection, to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	return f.Close()
+}
+
 // stringList is a repeatable flag.
 type stringList []string
 
@@ -91,6 +106,7 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 	var sets stringList
 	fs.Var(&sets, "set", "override a config key, e.g. --set http.addr=127.0.0.1:9000 (repeatable)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this file until the gateway stops (for go tool pprof)")
+	memProfile := fs.String("memprofile", "", "write a heap profile to this file when the gateway is told to stop, before its connections close (for go tool pprof)")
 	session := fs.String("session", "", "the conversation the terminal chat continues: a session id, or "+stdin.SessionTerminal+
 		" for the terminal's own; without it, piped input starts a new conversation each run")
 	fs.Bool("version", false, "print the version and build, as gateway version does")
@@ -402,6 +418,13 @@ Flags:
 				firstErr = err
 				cancel()
 			}
+		}
+	}
+	if *memProfile != "" {
+		// What the gateway holds while it serves: its connections and
+		// sessions are all still there.
+		if err := writeHeapProfile(*memProfile); err != nil {
+			log.Warn("heap profile not written", "err", err)
 		}
 	}
 	// A signal, the end of stdin or a listener's failure: finish the

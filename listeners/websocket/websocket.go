@@ -226,9 +226,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "too many connections from your address", http.StatusTooManyRequests)
 		return
 	}
-	defer done()
 	ws, err := h.upgrader.Upgrade(w, r, nil)
 	if err != nil {
+		done()
 		return // Upgrade has answered the client
 	}
 	ctx, stop := context.WithCancelCause(h.ctx)
@@ -236,12 +236,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h: h, ws: ws, ip: ip, log: h.log.With("remote", r.RemoteAddr), ctx: ctx, stop: stop,
 		files:      uploads{files: map[string]*upload{}},
 		bearer:     strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "),
-		send:       make(chan []byte, h.cfg.SendBuffer),
+		send:       newFrameQueue(),
 		room:       make(chan struct{}, 1),
 		closing:    make(chan struct{}),
 		writerDone: make(chan struct{}),
 	}
-	c.serve()
+	// The connection runs on a goroutine of its own and ServeHTTP
+	// returns: net/http's goroutine for the request, its deep stack and
+	// its 4 KiB read and write buffers (gorilla has its own) are not kept
+	// for as long as the connection lives.
+	go func() {
+		defer done()
+		c.serve()
+	}()
 }
 
 // originAllowed: same origin as the gateway (its Host, which the
@@ -320,7 +327,7 @@ type conn struct {
 	stop  context.CancelCauseFunc
 	files uploads
 
-	send       chan []byte
+	send       *frameQueue
 	queued     atomic.Int64  // bytes in send
 	room       chan struct{} // the writer took a frame: there may be room
 	closing    chan struct{}
@@ -781,13 +788,11 @@ func (c *conn) enqueue(b []byte) bool {
 		if c.queued.Load() >= limit {
 			return false
 		}
-		select {
-		case c.send <- b:
-			c.queued.Add(n)
-			return true
-		default:
+		if !c.send.push(b, c.h.cfg.SendBuffer) {
 			return false
 		}
+		c.queued.Add(n)
+		return true
 	}
 	select {
 	case <-c.closing:
@@ -813,9 +818,9 @@ func (c *conn) enqueue(b []byte) bool {
 			// reads or the write times out.
 			c.h.cfg.Metrics.Refused("send_buffer")
 			c.log.Info("websocket client too slow: disconnecting (it resumes with resume_after)",
-				"session", c.attached(), "queued_events", len(c.send), "queued_bytes", c.queued.Load())
+				"session", c.attached(), "queued_events", c.send.len(), "queued_bytes", c.queued.Load())
 			c.close(gws.CloseTryAgainLater, fmt.Sprintf("too slow: %d events (%d bytes) waited %s; reconnect with resume_after",
-				len(c.send), c.queued.Load(), c.h.cfg.SendTimeout), reasonTooSlow, false)
+				c.send.len(), c.queued.Load(), c.h.cfg.SendTimeout), reasonTooSlow, false)
 			return false
 		}
 	}
@@ -855,10 +860,12 @@ func (c *conn) writeLoop() {
 	}
 	for {
 		select {
-		case b := <-c.send:
-			c.took(b)
-			if !write(b) {
-				return
+		case <-c.send.ready:
+			for b, ok := c.send.pop(); ok; b, ok = c.send.pop() {
+				c.took(b)
+				if !write(b) {
+					return
+				}
 			}
 		case <-ping.C:
 			if err := c.ws.WriteControl(gws.PingMessage, nil, time.Now().Add(cfg.WriteTimeout)); err != nil {
@@ -868,15 +875,10 @@ func (c *conn) writeLoop() {
 			}
 		case <-c.closing:
 			if c.closeDrain {
-				for drained := false; !drained; {
-					select {
-					case b := <-c.send:
-						c.took(b)
-						if !write(b) {
-							return
-						}
-					default:
-						drained = true
+				for b, ok := c.send.pop(); ok; b, ok = c.send.pop() {
+					c.took(b)
+					if !write(b) {
+						return
 					}
 				}
 			}
