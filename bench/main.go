@@ -70,6 +70,7 @@ func run(ctx context.Context, args []string) error {
 	compactionSizes := fs.String("compaction", "200,2048,16384", "message sizes in bytes for the compaction measurement ('' to skip)")
 	compactionTurns := fs.Int("compaction-turns", 300, "turns of each compaction conversation")
 	fileRuns := fs.Int("files", 20, "runs of each picture sent with a message (0 to skip)")
+	procsSessions := fs.Int("procs", 100, "sessions of the cores measurement, the gateway and the relay at GOMAXPROCS 1, 2, 4, … up to the machine's cores (0 to skip)")
 	vectors := fs.Int("vectors", 100_000, "vectors a semantic recall search scans (0 to skip)")
 	vectorDims := fs.String("vector-dims", "768,1536,3072", "their lengths, each measured")
 	profiles := fs.String("cpuprofile", "", "directory for a CPU profile of each gateway run, gateway-<sessions>.prof, and the heap with the idle connections open, idle.heap ('' for none)")
@@ -156,6 +157,16 @@ func run(ctx context.Context, args []string) error {
 			rep.rows = append(rep.rows, row)
 		}
 		gw.stop()
+	}
+
+	if *procsSessions > 0 {
+		rep.procs, err = measureProcs(ctx, *gateway, dir, llmURL, *procsSessions, *warmup, *duration)
+		if err != nil {
+			return fmt.Errorf("cores: %w", err)
+		}
+		for _, x := range rep.procs {
+			log("%-24s GOMAXPROCS=%d: %8.0f turns/s", x.name, x.procs, x.row.turnsPerSec())
+		}
 	}
 
 	if !*slackOn {
@@ -336,11 +347,15 @@ func (c *child) stop() {
 
 // startChild runs this binary as one of the servers and reads its address.
 func startChild(ctx context.Context, args ...string) (*child, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
+	return startChildEnv(ctx, nil, args...)
+}
+
+// startCommand starts one of the servers with env added to its
+// environment and reads its address.
+func startCommand(cmd *exec.Cmd, env []string) (*child, error) {
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
 	}
-	cmd := exec.CommandContext(ctx, self, args...)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -76,6 +76,7 @@ type report struct {
 	compaction    []compactionResult
 	vectors       []vectorResult // vectors.go
 	files         []filesResult  // files.go
+	procs         []procsRow     // procs.go
 }
 
 func (r report) markdown() string {
@@ -124,6 +125,7 @@ func (r report) markdown() string {
 		p("Gateway turns/s as a share of the thin relay's (sessions): %s. "+
 			"Where the gateway's time goes: [performance.md](performance.md).\n\n", strings.Join(ratios, ", "))
 	}
+	r.procsSection(p)
 	if len(r.slack) > 0 {
 		r.slackSection(p)
 	}
