@@ -52,7 +52,7 @@ func TestReportRuns(t *testing.T) {
 	err := run(t.Context(), []string{
 		"--gateway", gateway, "--levels", "1,2", "--warmup", "50ms", "--duration", "200ms",
 		"--idle", "5", "--context", "50,500", "--vectors", "2000", "--vector-dims", "64,128", "--slack-levels", "1,2", "--discord-levels", "1,2",
-		"--compaction", "200,16384", "--compaction-turns", "30", "--files", "2", "--procs", "2", "--out", out,
+		"--compaction", "200,16384", "--compaction-turns", "30", "--files", "2", "--procs", "2", "--stream", "2", "--stream-tokens", "30", "--stream-pace", "10ms", "--out", out,
 	})
 	if err != nil {
 		t.Fatal(err)

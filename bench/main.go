@@ -70,6 +70,10 @@ func run(ctx context.Context, args []string) error {
 	compactionSizes := fs.String("compaction", "200,2048,16384", "message sizes in bytes for the compaction measurement ('' to skip)")
 	compactionTurns := fs.Int("compaction-turns", 300, "turns of each compaction conversation")
 	fileRuns := fs.Int("files", 20, "runs of each picture sent with a message (0 to skip)")
+	streamSessions := fs.Int("stream", 10, "sessions of the streaming measurement, each sent a reply token by token (0 to skip)")
+	streamTokens := fs.Int("stream-tokens", 500, "tokens of each streamed reply")
+	streamPace := fs.Duration("stream-pace", 20*time.Millisecond, "time between two of its tokens")
+	streamIntervals := fs.String("stream-intervals", "0,200ms", "the sessions.delta_interval values measured")
 	procsSessions := fs.Int("procs", 100, "sessions of the cores measurement, the gateway and the relay at GOMAXPROCS 1, 2, 4, … up to the machine's cores (0 to skip)")
 	vectors := fs.Int("vectors", 100_000, "vectors a semantic recall search scans (0 to skip)")
 	vectorDims := fs.String("vector-dims", "768,1536,3072", "their lengths, each measured")
@@ -242,6 +246,18 @@ func run(ctx context.Context, args []string) error {
 		for _, c := range rep.compaction {
 			log("compaction with %d-byte messages: %d turns in %v, %.1f summaries per 100 turns, %.1f %% of tokens, %.0f tokens a turn, %d refused",
 				c.messageBytes, c.turns, c.elapsed.Round(time.Millisecond), c.summariesPer100(), c.summaryShare(), c.tokensPerTurn(), c.refused)
+		}
+	}
+	if *streamSessions > 0 {
+		ivs, err := parseDurations(*streamIntervals)
+		if err != nil {
+			return fmt.Errorf("--stream-intervals: %w", err)
+		}
+		if rep.stream, err = measureStream(ctx, *gateway, dir, *streamSessions, *streamTokens, *streamPace, ivs); err != nil {
+			return fmt.Errorf("streaming: %w", err)
+		}
+		for _, x := range rep.stream {
+			log("streaming %d tokens %v apart, delta_interval %v: %.0f deltas stored per reply, %.0f bytes (%.0f of text)", x.tokens, x.pace, x.interval, x.deltas, x.deltaBytes, x.replyBytes)
 		}
 	}
 	if *fileRuns > 0 {

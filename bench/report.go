@@ -77,6 +77,7 @@ type report struct {
 	vectors       []vectorResult // vectors.go
 	files         []filesResult  // files.go
 	procs         []procsRow     // procs.go
+	stream        []streamResult // stream.go
 }
 
 func (r report) markdown() string {
@@ -101,7 +102,7 @@ func (r report) markdown() string {
 		r.framesPerTurn)
 	p("A gateway turn is the user's message, state changes, the deltas, the final message and usage. The tokens arrive " +
 		"faster than a session stores and sends them, so a session merges the text that has piled up into fewer deltas " +
-		"(`sessions/readahead.go`; a model streaming at reading pace is passed on token by token): the frames column " +
+		"(`sessions/readahead.go`; a model streaming slowly has its text held for `sessions.delta_interval`, 200 ms, after each delta: see Streaming below): the frames column " +
 		"says how many each target sent per turn.\n\n")
 	p("| target | sessions | turns/s | p50 | p99 | CPU s / 1k turns | peak RSS | frames / turn | errors |\n")
 	p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
@@ -126,6 +127,7 @@ func (r report) markdown() string {
 			"Where the gateway's time goes: [performance.md](performance.md).\n\n", strings.Join(ratios, ", "))
 	}
 	r.procsSection(p)
+	r.streamSection(p)
 	if len(r.slack) > 0 {
 		r.slackSection(p)
 	}

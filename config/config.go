@@ -484,6 +484,10 @@ type Sessions struct {
 	// MaxBindings bounds the places one session is shown in (Slack and
 	// Discord threads, terminals that joined it).
 	MaxBindings int `koanf:"max_bindings"`
+	// DeltaInterval: after a streamed delta, text is held this long to go
+	// as one delta with what follows, so a reply costs a stored event per
+	// interval rather than per token; 0 sends each token at once.
+	DeltaInterval Duration `koanf:"delta_interval"`
 }
 
 // InviteBase is the origin invite links point at: PublicURL, or else the
@@ -564,6 +568,7 @@ func defaults() map[string]any {
 		"sessions.max_live":                       10000,
 		"sessions.new_per_minute":                 20,
 		"sessions.max_bindings":                   20,
+		"sessions.delta_interval":                 Duration(200 * time.Millisecond),
 		"tools.sandbox.enabled":                   false,
 		"tools.sandbox.python":                    "/usr/bin/python3",
 		"tools.sandbox.timeout":                   Duration(30 * time.Second),
@@ -967,6 +972,9 @@ func (c Config) Validate() error {
 	}
 	if ss.MaxBindings < 1 {
 		bad("sessions.max_bindings", "must be at least 1")
+	}
+	if ss.DeltaInterval < 0 || ss.DeltaInterval > Duration(2*time.Second) {
+		bad("sessions.delta_interval", "must be from 0 (each token at once) to 2s, not %s", time.Duration(ss.DeltaInterval))
 	}
 	sb := c.Tools.Sandbox
 	for _, l := range []struct {

@@ -59,7 +59,7 @@ func TestDefaults(t *testing.T) {
 	if l.Slack.APIURL != "https://slack.com/api/" || l.Discord.APIURL != "https://discord.com/api/v10/" {
 		t.Errorf("api urls: %q %q", l.Slack.APIURL, l.Discord.APIURL)
 	}
-	want := Sessions{QueueSize: 64, IdleTimeout: Duration(15 * time.Second), ApprovalTimeout: Duration(10 * time.Minute), ToolTimeout: Duration(30 * time.Second), SubscriberBuffer: 256, ShutdownGrace: Duration(10 * time.Second), MaxLive: 10000, NewPerMinute: 20, MaxBindings: 20}
+	want := Sessions{QueueSize: 64, IdleTimeout: Duration(15 * time.Second), ApprovalTimeout: Duration(10 * time.Minute), ToolTimeout: Duration(30 * time.Second), SubscriberBuffer: 256, ShutdownGrace: Duration(10 * time.Second), MaxLive: 10000, NewPerMinute: 20, MaxBindings: 20, DeltaInterval: Duration(200 * time.Millisecond)}
 	if c.Sessions != want {
 		t.Errorf("sessions: %+v, want %+v", c.Sessions, want)
 	}

@@ -229,7 +229,7 @@ func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (
 		}
 		estimate := providers.EstimateTokens(sent)
 		var err error
-		for ev, e := range readAhead(turnCtx, s.provider(), sent) {
+		for ev, e := range readAhead(turnCtx, s.provider(), sent, s.m.cfg.DeltaInterval) {
 			if e != nil {
 				err = e
 				break

@@ -108,6 +108,12 @@ type Config struct {
 	// session without a role of their own (member).
 	JoinRole collaboration.Role
 
+	// DeltaInterval is how long text streamed after a delta is held to go
+	// as one delta with what follows (readahead.go): a reply costs a
+	// stored event per interval, not per token. 0: each token goes as soon
+	// as the session can take it.
+	DeltaInterval time.Duration
+
 	// MaxLive bounds the sessions loaded at once (0: no bound); past it,
 	// opening one more fails with ErrFull.
 	MaxLive int

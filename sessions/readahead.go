@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"strings"
+	"time"
 
 	"github.com/switchboard-gw/switchboard/providers"
 )
@@ -19,19 +20,24 @@ const (
 
 // readAhead streams a model response like p.Stream does, but reads it on
 // its own goroutine, so decoding the next chunk overlaps with storing and
-// sending the last one, and merges text deltas that have piled up meanwhile
-// into one.
+// sending the last one, and merges text deltas into fewer.
 //
-// A model streaming at reading pace (tens of milliseconds a token) is
-// passed through token by token. When tokens arrive faster than the session
-// can store and send them — a fast local model, a busy gateway — a
-// session that is behind sends what has arrived as one delta instead of
-// falling further behind frame by frame: fewer events to store, fewer
-// frames to write, the same text. Other events keep their order.
+// Two things merge them. Text that piled up while the session was busy
+// storing and sending goes as one delta: a busy gateway or a fast local
+// model does not fall behind frame by frame. And after a delta, text is
+// held for up to interval (sessions' DeltaInterval) and goes as one delta
+// with what else comes meanwhile: a reply streamed token by token costs a
+// stored event per interval, not per token, while people still see it
+// grow several times a second. The first text of a response goes at
+// once, and held text goes before anything that is not text (a tool call,
+// the usage, the end, an error): other events keep their order. Every
+// delta is stored before it is shown, as every event is; held text is
+// neither, so a crash loses nothing anyone saw. interval 0 passes each
+// token on as soon as the session can take it.
 //
 // The goroutine ends before the sequence returns, whether the stream ended
 // or the consumer stopped early.
-func readAhead(ctx context.Context, p providers.Provider, req providers.Request) iter.Seq2[providers.Event, error] {
+func readAhead(ctx context.Context, p providers.Provider, req providers.Request, interval time.Duration) iter.Seq2[providers.Event, error] {
 	return func(yield func(providers.Event, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		stream := p.Stream(ctx, req)
@@ -63,16 +69,68 @@ func readAhead(ctx context.Context, p providers.Provider, req providers.Request)
 			<-done
 		}()
 
-		var text strings.Builder
+		var (
+			text strings.Builder
+			last time.Time // when the last delta went
+			hold *time.Timer
+		)
+		defer func() {
+			if hold != nil {
+				hold.Stop()
+			}
+		}()
 		flush := func() bool {
 			if text.Len() == 0 {
 				return true
 			}
 			ev := providers.Event{Kind: providers.EventTextDelta, Text: text.String()}
 			text.Reset()
+			last = time.Now()
 			return yield(ev, nil)
 		}
-		for it := range items {
+		// due is when held text goes: now for the first of a response or
+		// past the interval, else at the interval's end.
+		due := func() <-chan time.Time {
+			if text.Len() == 0 || interval <= 0 || last.IsZero() {
+				return nil
+			}
+			wait := interval - time.Since(last)
+			if wait <= 0 {
+				return nil
+			}
+			if hold == nil {
+				hold = time.NewTimer(wait)
+			} else {
+				hold.Reset(wait)
+			}
+			return hold.C
+		}
+		for {
+			var it item
+			var ok bool
+			if text.Len() > 0 {
+				wait := due()
+				if wait == nil {
+					if !flush() {
+						return
+					}
+					continue
+				}
+				select {
+				case it, ok = <-items:
+				case <-wait:
+					if !flush() {
+						return
+					}
+					continue
+				}
+			} else {
+				it, ok = <-items
+			}
+			if !ok {
+				flush()
+				return
+			}
 			// Take what else has already arrived, merging adjacent text.
 			for {
 				if it.err == nil && it.ev.Kind == providers.EventTextDelta {
@@ -83,17 +141,14 @@ func readAhead(ctx context.Context, p providers.Provider, req providers.Request)
 				} else if !flush() || !yield(it.ev, it.err) {
 					return
 				}
-				var ok bool
 				select {
 				case it, ok = <-items:
 				default:
+					ok = false
 				}
 				if !ok {
 					break
 				}
-			}
-			if !flush() {
-				return
 			}
 		}
 	}

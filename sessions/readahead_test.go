@@ -3,9 +3,12 @@ package sessions
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/providers"
@@ -40,7 +43,7 @@ func TestReadAheadMergesTextThatArrivedWhileBusy(t *testing.T) {
 	})
 
 	var got []providers.Event
-	for ev, err := range readAhead(t.Context(), p, providers.Request{}) {
+	for ev, err := range readAhead(t.Context(), p, providers.Request{}, 0) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +81,7 @@ func TestReadAheadKeepsMergedDeltasSmall(t *testing.T) {
 		close(arrived)
 	})
 	var got []string
-	for ev := range readAhead(t.Context(), p, providers.Request{}) {
+	for ev := range readAhead(t.Context(), p, providers.Request{}, 0) {
 		if len(got) == 0 {
 			close(gate)
 			<-arrived // everything else piles up behind the first delta
@@ -105,7 +108,7 @@ func TestReadAheadPassesErrorsAfterTheTextBeforeThem(t *testing.T) {
 	})
 	var texts string
 	var gotErr error
-	for ev, err := range readAhead(t.Context(), p, providers.Request{}) {
+	for ev, err := range readAhead(t.Context(), p, providers.Request{}, 0) {
 		if err != nil {
 			gotErr = err
 			break
@@ -126,7 +129,7 @@ func TestReadAheadStopsTheStreamWhenTheConsumerStops(t *testing.T) {
 		ended <- ctx.Err()
 	})
 	n := 0
-	for range readAhead(t.Context(), p, providers.Request{}) {
+	for range readAhead(t.Context(), p, providers.Request{}, 0) {
 		if n++; n == 3 {
 			break
 		}
@@ -140,4 +143,75 @@ func TestReadAheadStopsTheStreamWhenTheConsumerStops(t *testing.T) {
 	default:
 		t.Fatal("the stream was still running after the consumer stopped")
 	}
+}
+
+// A reply streamed a token every 50 ms, with a 200 ms interval: the first
+// token goes at once, then about one delta per interval with the tokens
+// that came in it; held text goes before a tool call and at the end. No
+// text is lost or reordered.
+func TestReadAheadHoldsTextForTheInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		call := providers.Event{Kind: providers.EventToolCall, ToolCall: switchboard.ToolCall{ID: "c1", Name: "current_time"}}
+		p := scriptedStream(func(ctx context.Context, yield func(providers.Event, error) bool) {
+			for i := range 20 {
+				if i > 0 {
+					time.Sleep(50 * time.Millisecond)
+				}
+				if !yield(textDelta(fmt.Sprintf("t%d ", i)), nil) {
+					return
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+			if !yield(call, nil) || !yield(textDelta("after"), nil) {
+				return
+			}
+			yield(providers.Event{Kind: providers.EventDone}, nil)
+		})
+		start := time.Now()
+		type got struct {
+			ev providers.Event
+			at time.Duration
+		}
+		var evs []got
+		for ev, err := range readAhead(t.Context(), p, providers.Request{}, 200*time.Millisecond) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs = append(evs, got{ev, time.Since(start)})
+		}
+		var text strings.Builder
+		deltas := 0
+		for i, g := range evs {
+			if g.ev.Kind != providers.EventTextDelta {
+				continue
+			}
+			deltas++
+			text.WriteString(g.ev.Text)
+			if i == 0 && g.at != 0 {
+				t.Errorf("the first token went after %v, want at once", g.at)
+			}
+		}
+		want := ""
+		for i := range 20 {
+			want += fmt.Sprintf("t%d ", i)
+		}
+		if text.String() != want+"after" {
+			t.Fatalf("the text came as %q", text.String())
+		}
+		// 20 tokens over 950 ms: the first at once, then one per 200 ms
+		// (5), the rest before the tool call, and "after" at the end.
+		if deltas < 5 || deltas > 8 {
+			t.Fatalf("%d deltas for 20 tokens over 950 ms with a 200 ms interval: %+v", deltas, evs)
+		}
+		for i, g := range evs {
+			if g.ev.Kind == providers.EventToolCall {
+				if prev := evs[i-1]; prev.ev.Kind != providers.EventTextDelta || !strings.HasSuffix(prev.ev.Text, "t19 ") {
+					t.Fatalf("the held text did not go before the tool call: %+v", evs)
+				}
+			}
+		}
+		if last := evs[len(evs)-1]; last.ev.Kind != providers.EventDone || evs[len(evs)-2].ev.Text != "after" {
+			t.Fatalf("the end: %+v", evs[len(evs)-2:])
+		}
+	})
 }

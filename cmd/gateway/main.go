@@ -265,7 +265,7 @@ Flags:
 		QueueSize: cfg.Sessions.QueueSize, SubscriberBuffer: cfg.Sessions.SubscriberBuffer,
 		IdleTimeout: time.Duration(cfg.Sessions.IdleTimeout), ApprovalTimeout: time.Duration(cfg.Sessions.ApprovalTimeout),
 		ToolTimeout: time.Duration(cfg.Sessions.ToolTimeout), Logger: log,
-		MaxLive: cfg.Sessions.MaxLive, NewPerMinute: cfg.Sessions.NewPerMinute,
+		MaxLive: cfg.Sessions.MaxLive, NewPerMinute: cfg.Sessions.NewPerMinute, DeltaInterval: time.Duration(cfg.Sessions.DeltaInterval),
 		Retention: time.Duration(cfg.Storage.Retention), MaxBindings: cfg.Sessions.MaxBindings,
 		PublicURL: inviteHTTP.InviteBase(),
 		Uploads:   tb.uploads(), UploadLimits: uploadLimits(cfg.Uploads),
