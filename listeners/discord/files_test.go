@@ -37,19 +37,6 @@ func (r *rig) sessionOf(place string) string {
 	return b.SessionID
 }
 
-// asked reports whether a request to the model had a user message
-// containing text.
-func (r *rig) asked(text string) bool {
-	for _, req := range r.gw.LLM.Requests() {
-		for _, m := range req.Messages {
-			if m.Role == "user" && strings.Contains(openaitest.Text(m.Content), text) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // An attachment with a mention lands in the new thread's workspace,
 // downloaded from its signed CDN URL, and the model reads it with the
 // question; a message in the thread with an attachment and no text comes
@@ -71,7 +58,7 @@ func TestAttachmentsInAThread(t *testing.T) {
 	if got := sessionstest.Uploaded(t, dir, id); got["rain.csv"] != string(rain) {
 		t.Fatalf("the workspace holds %v", got)
 	}
-	if !r.asked("which city is wetter?") || !r.asked("rain.csv (text/csv, 19 B) at /workspace/uploads/rain.csv") {
+	if !r.gw.LLM.Asked("which city is wetter?") || !r.gw.LLM.Asked("rain.csv (text/csv, 19 B) at /workspace/uploads/rain.csv") {
 		t.Fatal("the model was not told of the file")
 	}
 	if d := r.fake.Downloads(); len(d) != 1 || d[0].Status != 200 {

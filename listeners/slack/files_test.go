@@ -36,19 +36,6 @@ func (r *rig) sessionOf(address string) string {
 	return b.SessionID
 }
 
-// asked reports whether a request to the model had a user message
-// containing text.
-func (r *rig) asked(text string) bool {
-	for _, req := range r.gw.LLM.Requests() {
-		for _, m := range req.Messages {
-			if m.Role == "user" && strings.Contains(openaitest.Text(m.Content), text) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // A file shared with a mention lands in the new thread's workspace,
 // downloaded with the bot token, and the model reads it with the
 // question; a reply in the thread with a file and no text comes the same
@@ -68,7 +55,7 @@ func TestFilesInAThread(t *testing.T) {
 	if got := sessionstest.Uploaded(t, dir, id); got["rain.csv"] != string(rain) {
 		t.Fatalf("the workspace holds %v", got)
 	}
-	if !r.asked("which city is wetter?") || !r.asked("rain.csv (text/csv, 19 B) at /workspace/uploads/rain.csv") || !r.asked("Brest,31") {
+	if !r.gw.LLM.Asked("which city is wetter?") || !r.gw.LLM.Asked("rain.csv (text/csv, 19 B) at /workspace/uploads/rain.csv") || !r.gw.LLM.Asked("Brest,31") {
 		t.Fatalf("the model was not told of the file: %q", r.lastUserText())
 	}
 	if d := r.fake.Downloads(); len(d) != 1 || d[0].Token != r.fake.BotToken() || d[0].Status != 200 {
@@ -117,7 +104,7 @@ func TestAFileInADM(t *testing.T) {
 	if r.fake.Calls("files.info") != 1 {
 		t.Fatalf("files.info called %d times", r.fake.Calls("files.info"))
 	}
-	if !r.asked("[The person sent 1 file") {
+	if !r.gw.LLM.Asked("[The person sent 1 file") {
 		t.Fatalf("the model was told %q", r.lastUserText())
 	}
 }
@@ -170,7 +157,7 @@ func TestFilesRefused(t *testing.T) {
 	if n := len(r.gw.LLM.Requests()); n != asked+1 {
 		t.Fatalf("the model was asked %d times for refused files", n-asked-1)
 	}
-	if r.asked("big.csv") || r.asked("stalled") {
+	if r.gw.LLM.Asked("big.csv") || r.gw.LLM.Asked("stalled") {
 		t.Fatal("a refused message reached the model")
 	}
 	if got := sessionstest.Uploaded(t, dir, id); len(got) != 0 {

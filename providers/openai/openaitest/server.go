@@ -188,6 +188,19 @@ func Text(raw json.RawMessage) string {
 	return out
 }
 
+// Asked reports whether a request so far had a user message containing
+// text.
+func (s *Server) Asked(text string) bool {
+	for _, req := range s.Requests() {
+		for _, m := range req.Messages {
+			if m.Role == "user" && strings.Contains(Text(m.Content), text) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Images returns the pictures of a message's content, as the data URLs
 // of its image_url parts.
 func Images(raw json.RawMessage) []string {
