@@ -159,6 +159,9 @@ type Guide struct {
 	MaxTokens int
 	// Fallback names a provider used when the main one's retries run out.
 	Fallback string
+	// NoVision: the guide's model takes no pictures (vision: false), though
+	// its provider's may; people's pictures reach it in words alone.
+	NoVision bool
 	// MembersMayStop: members (not only the owner and approvers) may stop
 	// a running turn with /stop. Denying a tool call waiting for approval
 	// always needs an approver.
@@ -279,6 +282,10 @@ func (p parser) frontMatter(g *Guide, src string) error {
 			err = p.str(v, key, &g.Model)
 		case "fallback":
 			err = p.str(v, key, &g.Fallback)
+		case "vision":
+			var on bool
+			err = p.boolean(v, key, &on)
+			g.NoVision = !on
 		case "temperature":
 			g.Temperature, err = p.temperature(v)
 		case "memory":

@@ -68,6 +68,7 @@ max_tokens: 500
 members_may_stop: false
 tools_max: 3
 tools_pinned: [t2]
+vision: false
 ---
 
   You are full.
@@ -95,6 +96,9 @@ tools_pinned: [t2]
 	if g.ToolsMax != 3 || !slices.Equal(g.ToolsPinned, []string{"t2"}) {
 		t.Errorf("tools_max %d, tools_pinned %v", g.ToolsMax, g.ToolsPinned)
 	}
+	if !g.NoVision {
+		t.Errorf("vision: false was read as true")
+	}
 	if g.Prompt != "You are full." || g.File != "guides/full.md" {
 		t.Errorf("prompt %q, file %q", g.Prompt, g.File)
 	}
@@ -121,6 +125,9 @@ func TestParseDefaults(t *testing.T) {
 	}
 	if !g.MembersMayStop {
 		t.Errorf("members may stop a running turn unless the guide says otherwise")
+	}
+	if g.NoVision {
+		t.Errorf("a guide has vision unless it says otherwise")
 	}
 	if g.ToolsMax != DefaultToolsMax || g.ToolsPinned != nil {
 		t.Errorf("tools_max defaults to %d with nothing pinned: %d, %v", DefaultToolsMax, g.ToolsMax, g.ToolsPinned)

@@ -124,9 +124,9 @@ func trimPartialRune(data []byte) []byte {
 
 // pictures are the images a request shows the model: those of the latest
 // messages' files, newest first, at most maxPictures; none when the
-// guide's provider takes no image input.
+// guide's provider or the guide's model takes no image input.
 func (s *session) pictures(ctx context.Context, msgs []switchboard.Message) map[string]providers.Image {
-	if p := s.provider(); s.m.cfg.Uploads == nil || p == nil {
+	if p := s.provider(); s.m.cfg.Uploads == nil || p == nil || s.guide.NoVision {
 		return nil
 	} else if r, ok := p.(*providers.Resilient); ok && r.NoVision {
 		return nil

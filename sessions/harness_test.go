@@ -90,6 +90,14 @@ approval: { default: auto, ask: [calculator, gh.delete_repository] }
 You use the code host.
 `
 
+// textOnlyGuide's model takes no pictures, though its provider's may.
+const textOnlyGuide = `---
+name: textonly
+vision: false
+---
+You read text.
+`
+
 const otherGuide = `---
 name: other
 description: Another persona
@@ -146,7 +154,7 @@ func buildHarness(t *testing.T, model providers.Provider, opts []option) *harnes
 	if err := os.MkdirAll(gdir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, body := range map[string]string{"tester.md": testGuide, "other.md": otherGuide, "servers.md": serversGuide, "compacting.md": compactingGuide, "remembering.md": rememberingGuide, "recalling.md": recallingGuide, "many.md": manyToolsGuide} {
+	for name, body := range map[string]string{"tester.md": testGuide, "other.md": otherGuide, "servers.md": serversGuide, "compacting.md": compactingGuide, "remembering.md": rememberingGuide, "recalling.md": recallingGuide, "many.md": manyToolsGuide, "textonly.md": textOnlyGuide} {
 		if err := os.WriteFile(filepath.Join(gdir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -197,3 +197,26 @@ func TestUploadsWithoutAStore(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// A guide whose model takes no pictures (vision: false) is told of them
+// in words, on a provider that has vision.
+func TestAGuideWithoutVisionReadsOfPictures(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, sessionstest.WithUploads(t, dir, sessions.UploadLimits{}))
+	c := h.attach(sessions.AttachOptions{Author: alice, Guide: "textonly"})
+	files, err := h.m.Upload(context.Background(), c.id, switchboard.Input{Author: alice}, []sessions.Incoming{incoming("chart.png", tinyPNG(t), -1, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.llm.Push(openaitest.Reply{Text: []string{"A chart, I am told."}})
+	c.send(switchboard.Input{Kind: switchboard.InputText, Text: "what is it?", Files: files})
+	c.reply()
+	req := lastRequest(t, h.llm)
+	user := req.Messages[len(req.Messages)-1]
+	if pics := openaitest.Images(user.Content); len(pics) != 0 {
+		t.Fatalf("a guide with vision: false was shown %d pictures", len(pics))
+	}
+	if !strings.Contains(openaitest.Text(user.Content), "chart.png (image/png") {
+		t.Fatalf("the model was not told of the picture: %s", openaitest.Text(user.Content))
+	}
+}
