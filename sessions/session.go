@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/collaboration"
 	"github.com/switchboard-gw/switchboard/guides"
+	"github.com/switchboard-gw/switchboard/internal/queue"
 )
 
 // job is one unit of work for a session goroutine.
@@ -747,9 +748,7 @@ func (s *session) committed(evs []switchboard.Event, err error) {
 		s.m.cfg.Metrics.Event(string(ev.Type)) // counted once stored, whichever write stored it
 		s.published = ev.Seq
 		for sub := range s.subs {
-			select {
-			case sub.live <- ev:
-			default:
+			if !sub.live.Push(ev, s.m.cfg.SubscriberBuffer) {
 				// Too slow: drop it from live delivery; it catches up
 				// from the store and never holds the session back.
 				delete(s.subs, sub)
@@ -895,7 +894,9 @@ type Subscription struct {
 	s      *session
 	author string // Author.Key() of who attached
 	out    chan switchboard.Event
-	live   chan *switchboard.Event // filled by emit while registered
+	// live is filled by committed while registered, up to
+	// SubscriberBuffer events; it holds no buffer while nothing waits.
+	live *queue.Queue[*switchboard.Event]
 	// notices are events outside the history (seq 0), for this listener.
 	notices chan *switchboard.Event
 	// ctx ends the pump: on Close (cancel) or when the manager stops.
@@ -998,14 +999,16 @@ func (sub *Subscription) pump(last int64, recap []switchboard.Event) {
 					return
 				}
 				continue
-			case ev := <-sub.live:
-				if ev.Seq <= last {
-					continue
+			case <-sub.live.Ready():
+				for ev, ok := sub.live.Pop(); ok; ev, ok = sub.live.Pop() {
+					if ev.Seq <= last {
+						continue
+					}
+					if !sub.send(ctx, *ev) {
+						return
+					}
+					last = ev.Seq
 				}
-				if !sub.send(ctx, *ev) {
-					return
-				}
-				last = ev.Seq
 				continue
 			case <-sub.dropped:
 			case <-ctx.Done():
@@ -1014,17 +1017,12 @@ func (sub *Subscription) pump(last int64, recap []switchboard.Event) {
 			break
 		}
 		// Drain what was delivered live before the drop, then catch up.
-		for drained := false; !drained; {
-			select {
-			case ev := <-sub.live:
-				if ev.Seq > last {
-					if !sub.send(ctx, *ev) {
-						return
-					}
-					last = ev.Seq
+		for ev, ok := sub.live.Pop(); ok; ev, ok = sub.live.Pop() {
+			if ev.Seq > last {
+				if !sub.send(ctx, *ev) {
+					return
 				}
-			default:
-				drained = true
+				last = ev.Seq
 			}
 		}
 		sub.s.mu.Lock()
@@ -1047,7 +1045,7 @@ func (sub *Subscription) register(last int64) (registered, closed bool) {
 	if s.published != last {
 		return false, false
 	}
-	sub.live = make(chan *switchboard.Event, s.m.cfg.SubscriberBuffer)
+	sub.live = queue.New[*switchboard.Event]()
 	sub.dropped = make(chan struct{})
 	sub.isDropped = false
 	s.subs[sub] = struct{}{}

@@ -31,6 +31,7 @@ import (
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/collaboration"
+	"github.com/switchboard-gw/switchboard/internal/queue"
 	"github.com/switchboard-gw/switchboard/metrics"
 	"github.com/switchboard-gw/switchboard/sessions"
 )
@@ -236,7 +237,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h: h, ws: ws, ip: ip, log: h.log.With("remote", r.RemoteAddr), ctx: ctx, stop: stop,
 		files:      uploads{files: map[string]*upload{}},
 		bearer:     strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "),
-		send:       newFrameQueue(),
+		send:       queue.New[[]byte](),
 		room:       make(chan struct{}, 1),
 		closing:    make(chan struct{}),
 		writerDone: make(chan struct{}),
@@ -327,9 +328,9 @@ type conn struct {
 	stop  context.CancelCauseFunc
 	files uploads
 
-	send       *frameQueue
-	queued     atomic.Int64  // bytes in send
-	room       chan struct{} // the writer took a frame: there may be room
+	send       *queue.Queue[[]byte] // grows with what waits: an idle connection holds no buffer
+	queued     atomic.Int64         // bytes in send
+	room       chan struct{}        // the writer took a frame: there may be room
 	closing    chan struct{}
 	closeOnce  sync.Once
 	closeCode  int
@@ -788,7 +789,7 @@ func (c *conn) enqueue(b []byte) bool {
 		if c.queued.Load() >= limit {
 			return false
 		}
-		if !c.send.push(b, c.h.cfg.SendBuffer) {
+		if !c.send.Push(b, c.h.cfg.SendBuffer) {
 			return false
 		}
 		c.queued.Add(n)
@@ -818,9 +819,9 @@ func (c *conn) enqueue(b []byte) bool {
 			// reads or the write times out.
 			c.h.cfg.Metrics.Refused("send_buffer")
 			c.log.Info("websocket client too slow: disconnecting (it resumes with resume_after)",
-				"session", c.attached(), "queued_events", c.send.len(), "queued_bytes", c.queued.Load())
+				"session", c.attached(), "queued_events", c.send.Len(), "queued_bytes", c.queued.Load())
 			c.close(gws.CloseTryAgainLater, fmt.Sprintf("too slow: %d events (%d bytes) waited %s; reconnect with resume_after",
-				c.send.len(), c.queued.Load(), c.h.cfg.SendTimeout), reasonTooSlow, false)
+				c.send.Len(), c.queued.Load(), c.h.cfg.SendTimeout), reasonTooSlow, false)
 			return false
 		}
 	}
@@ -860,8 +861,8 @@ func (c *conn) writeLoop() {
 	}
 	for {
 		select {
-		case <-c.send.ready:
-			for b, ok := c.send.pop(); ok; b, ok = c.send.pop() {
+		case <-c.send.Ready():
+			for b, ok := c.send.Pop(); ok; b, ok = c.send.Pop() {
 				c.took(b)
 				if !write(b) {
 					return
@@ -875,7 +876,7 @@ func (c *conn) writeLoop() {
 			}
 		case <-c.closing:
 			if c.closeDrain {
-				for b, ok := c.send.pop(); ok; b, ok = c.send.pop() {
+				for b, ok := c.send.Pop(); ok; b, ok = c.send.Pop() {
 					c.took(b)
 					if !write(b) {
 						return
