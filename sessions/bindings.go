@@ -209,7 +209,7 @@ func (m *Manager) follow(ctx context.Context, opts AttachOptions) (*Subscription
 		after = last
 	}
 	g := s.guideSnapshot()
-	sub := s.subscribe(after, opts.Follow+":", opts.Follow, nil)
+	sub := s.subscribe(after, opts.Follow+":", opts.Follow, nil, nil, nil)
 	s.mu.Lock()
 	s.passUnsentLocked(sub)
 	s.mu.Unlock()

@@ -411,6 +411,16 @@ type AttachOptions struct {
 	// told again when it loads), and receives the notices meant for that
 	// channel's people. The value is the channel ("slack").
 	Follow string
+	// Deliver, when set, is how the listener takes the events instead of
+	// Events: called on the subscription's own goroutine, in order, once
+	// the listener calls Start (so what it sends first, its ready, goes
+	// first), and blocking as a full channel would. It returns false when
+	// the listener can take no more, which ends the subscription. Ended,
+	// if set, is called once the subscription has ended, however it ended.
+	// A listener that has an outgoing queue of its own needs no goroutine
+	// to move events into it: one goroutine less per connection.
+	Deliver func(switchboard.Event) bool
+	Ended   func()
 	// MembersOnly refuses (ErrForbidden) to attach an author to an existing
 	// session they are not yet a member of, unless Role grants them one:
 	// listeners whose users are authenticated use it so that knowing a
@@ -453,7 +463,7 @@ func (m *Manager) Attach(ctx context.Context, opts AttachOptions) (*Subscription
 		}
 	}
 	g := s.guideSnapshot()
-	sub := s.subscribe(after, opts.Author.Key(), "", recap)
+	sub := s.subscribe(after, opts.Author.Key(), "", recap, opts.Deliver, opts.Ended)
 	sub.Ready = switchboard.ReadyData{
 		Session: s.id, Guide: g.Name, Role: string(role), LastSeq: last,
 		User:     &switchboard.ReadyUser{ID: opts.Author.ID, Name: opts.Author.DisplayName()},

@@ -899,6 +899,12 @@ type Subscription struct {
 	live *queue.Queue[*switchboard.Event]
 	// notices are events outside the history (seq 0), for this listener.
 	notices chan *switchboard.Event
+	// deliver and ended replace out for a listener that takes the events
+	// by a call (AttachOptions.Deliver), from when start is closed.
+	deliver   func(switchboard.Event) bool
+	ended     func()
+	start     chan struct{}
+	startOnce sync.Once
 	// ctx ends the pump: on Close (cancel) or when the manager stops.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -914,8 +920,17 @@ type Subscription struct {
 }
 
 // Events is the stream. It is closed when the subscription ends (Close,
-// shutdown, or an unrecoverable store error).
+// shutdown, or an unrecoverable store error). It is nil for a
+// subscription that delivers (AttachOptions.Deliver).
 func (sub *Subscription) Events() <-chan switchboard.Event { return sub.out }
+
+// Start lets a subscription that delivers (AttachOptions.Deliver) begin;
+// for one read through Events it does nothing.
+func (sub *Subscription) Start() {
+	if sub.start != nil {
+		sub.startOnce.Do(func() { close(sub.start) })
+	}
+}
 
 // Close detaches the listener.
 func (sub *Subscription) Close() {
@@ -932,10 +947,16 @@ func (sub *Subscription) drop() {
 
 // subscribe delivers the recap events first, then every event after seq
 // after.
-func (s *session) subscribe(after int64, author, follow string, recap []switchboard.Event) *Subscription {
+func (s *session) subscribe(after int64, author, follow string, recap []switchboard.Event, deliver func(switchboard.Event) bool, ended func()) *Subscription {
 	sub := &Subscription{
-		s: s, author: author, follow: follow, out: make(chan switchboard.Event),
+		s: s, author: author, follow: follow,
 		notices: make(chan *switchboard.Event, 16),
+		deliver: deliver, ended: ended,
+	}
+	if deliver != nil {
+		sub.start = make(chan struct{})
+	} else {
+		sub.out = make(chan switchboard.Event)
 	}
 	// Close cancels the pump's context itself: no goroutine waits for it.
 	sub.ctx, sub.cancel = context.WithCancel(s.m.ctx)
@@ -952,7 +973,14 @@ func (s *session) subscribe(after int64, author, follow string, recap []switchbo
 // pump reads stored events until it reaches the live edge, then switches to
 // live delivery; if it falls behind there, it goes back to the store.
 func (sub *Subscription) pump(last int64, recap []switchboard.Event) {
-	defer close(sub.out)
+	defer func() {
+		if sub.out != nil {
+			close(sub.out)
+		}
+		if sub.ended != nil {
+			sub.ended()
+		}
+	}()
 	defer sub.detach()
 	ctx := sub.ctx
 	defer sub.cancel()
@@ -1085,6 +1113,14 @@ func (sub *Subscription) passNotices(ctx context.Context) bool {
 }
 
 func (sub *Subscription) send(ctx context.Context, ev switchboard.Event) bool {
+	if sub.deliver != nil {
+		select {
+		case <-sub.start:
+		case <-ctx.Done():
+			return false
+		}
+		return ctx.Err() == nil && sub.deliver(ev)
+	}
 	select {
 	case sub.out <- ev:
 		return true

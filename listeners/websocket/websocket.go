@@ -599,6 +599,8 @@ func (c *conn) hello(f clientFrame) {
 		c.errorEvent(switchboard.ErrCodeBusy, "too many new conversations from your address in a short time; wait a minute")
 		return
 	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	opts.Deliver, opts.Ended = c.deliver(), c.onEnded(stop, done)
 	sub, err := h.sessions.Attach(h.ctx, opts)
 	switch {
 	case errors.Is(err, sessions.ErrFull):
@@ -628,7 +630,7 @@ func (c *conn) hello(f clientFrame) {
 	c.mu.Lock()
 	c.author = opts.Author
 	c.mu.Unlock()
-	if !c.attach(sub) {
+	if !c.attach(sub, stop, done) {
 		return
 	}
 	if f.ResumeAfter != nil && *f.ResumeAfter > sub.Ready.LastSeq {
@@ -683,20 +685,23 @@ func (c *conn) refuse(msg string) {
 	c.close(gws.ClosePolicyViolation, msg, reasonAuth, true)
 }
 
-// attach sends ready and starts forwarding sub's events. On a connection
-// that has ended it closes sub instead and reports false: nobody would
-// ever close it, and it would keep its session loaded.
-func (c *conn) attach(sub *sessions.Subscription) bool {
+// attach sends ready and starts sub's events, which it delivers into the
+// send queue itself (deliver): stop is closed when the connection ends
+// it, done once it has ended (onEnded). On a connection that has ended it
+// closes sub instead and reports false: nobody would ever close it, and
+// it would keep its session loaded.
+func (c *conn) attach(sub *sessions.Subscription, stop, done chan struct{}) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ended {
+		close(stop)
 		sub.Close()
 		return false
 	}
 	c.sub, c.sessionID, c.guide = sub, sub.Ready.Session, sub.Ready.Guide
-	c.subStop, c.fwdDone = make(chan struct{}), make(chan struct{})
+	c.subStop, c.fwdDone = stop, done
 	c.enqueue(connEvent(sub.Ready.Session, sub.Ready.Guide, switchboard.EventReady, sub.Ready))
-	go c.forward(sub, c.subStop, c.fwdDone)
+	sub.Start()
 	return true
 }
 
@@ -720,26 +725,33 @@ func (c *conn) attached() string {
 	return c.sessionID
 }
 
-// forward moves events from the subscription to the send queue.
-func (c *conn) forward(sub *sessions.Subscription, stop <-chan struct{}, done chan<- struct{}) {
-	defer close(done)
-	for ev := range sub.Events() {
+// deliver puts a subscription's events in the send queue, on the
+// subscription's goroutine (AttachOptions.Deliver): no goroutine of the
+// connection's moves them. It reports false once the connection is
+// closing, which ends the subscription then rather than when serve gets
+// to it, so the session is not held.
+func (c *conn) deliver() func(switchboard.Event) bool {
+	return func(ev switchboard.Event) bool {
 		b, err := c.h.encodeEvent(ev)
 		if err != nil {
 			c.log.Error("event not encodable", "seq", ev.Seq, "err", err)
-			continue
+			return true
 		}
-		if !c.enqueue(b) {
-			// The connection is closing: end the subscription now rather
-			// than when serve gets to it, so the session is not held.
-			sub.Close()
-			return
-		}
+		return c.enqueue(b)
 	}
-	select {
-	case <-stop: // we ended it
-	default:
-		c.close(gws.CloseGoingAway, "session closed; reconnect with resume_after", reasonSession, true)
+}
+
+// onEnded is told that a subscription ended: done is closed, and unless
+// the connection ended it (stop), the session closed, and so does the
+// connection, for the client to reconnect.
+func (c *conn) onEnded(stop <-chan struct{}, done chan<- struct{}) func() {
+	return func() {
+		defer close(done)
+		select {
+		case <-stop: // we ended it
+		default:
+			c.close(gws.CloseGoingAway, "session closed; reconnect with resume_after", reasonSession, true)
+		}
 	}
 }
 
@@ -763,7 +775,9 @@ func (c *conn) followReset(from string, r *sessions.Receipt) {
 	c.mu.Lock()
 	author := c.author
 	c.mu.Unlock()
-	sub, err := c.h.sessions.Attach(ctx, sessions.AttachOptions{SessionID: r.NewSession, Author: author, AfterSeq: 0})
+	stop, done := make(chan struct{}), make(chan struct{})
+	sub, err := c.h.sessions.Attach(ctx, sessions.AttachOptions{SessionID: r.NewSession, Author: author, AfterSeq: 0,
+		Deliver: c.deliver(), Ended: c.onEnded(stop, done)})
 	if err != nil {
 		if ctx.Err() == nil {
 			c.log.Error("attach after reset failed", "session", r.NewSession, "err", err)
@@ -772,8 +786,8 @@ func (c *conn) followReset(from string, r *sessions.Receipt) {
 		return
 	}
 	c.detach()
-	c.dropFiles(errMoved) // saved in the conversation it leaves
-	c.attach(sub)         // closes sub if the connection ended meanwhile
+	c.dropFiles(errMoved)     // saved in the conversation it leaves
+	c.attach(sub, stop, done) // closes sub if the connection ended meanwhile
 }
 
 // enqueue queues a frame. A queue that stays full, by frames
