@@ -9,7 +9,6 @@ package discord_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -164,20 +163,7 @@ func TestSharesFromElsewhere(t *testing.T) {
 	dm := r.joinDM(w.Share("member"))
 	r.gw.LLM.Push(openaitest.Reply{Text: []string{"A chart."}}, openaitest.Reply{Text: []string{"Rain."}})
 	for _, text := range []string{"", "this one too"} {
-		files, err := r.gw.Manager.Upload(context.Background(), w.ID, switchboard.Input{Author: w.Author},
-			[]sessions.Incoming{{Name: "rain.csv", Size: int64(len(rain)), Open: func(context.Context) (io.ReadCloser, error) {
-				return io.NopCloser(strings.NewReader(string(rain))), nil
-			}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec, err := r.gw.Manager.Submit(context.Background(), w.ID, switchboard.Input{Kind: switchboard.InputText, Author: w.Author, Text: text, Files: files})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := rec.Wait(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		w.SayWithFile(text, "rain.csv", rain)
 	}
 	r.eventually("both shares in Bob's DM", func() bool {
 		text := allContent(r.botMessages(dm))

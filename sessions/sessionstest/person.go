@@ -1,7 +1,9 @@
 package sessionstest
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"regexp"
 	"time"
 
@@ -41,7 +43,23 @@ func (g *Gateway) Open(author switchboard.Author, opts sessions.AttachOptions) *
 // (or waits for an approval).
 func (p *Person) Say(text string) {
 	p.g.t.Helper()
-	rec, err := p.g.Manager.Submit(context.Background(), p.ID, switchboard.Input{Kind: switchboard.InputText, Author: p.Author, Text: text})
+	p.SayWithFile(text, "", nil)
+}
+
+// SayWithFile is Say with a file of the person's, uploaded first (the
+// gateway's Uploads must be set); no file when name is empty.
+func (p *Person) SayWithFile(text, name string, data []byte) {
+	p.g.t.Helper()
+	in := switchboard.Input{Kind: switchboard.InputText, Author: p.Author, Text: text}
+	if name != "" {
+		files, err := p.g.Manager.Upload(context.Background(), p.ID, in, []sessions.Incoming{{Name: name, Size: int64(len(data)),
+			Open: func(context.Context) (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }}})
+		if err != nil {
+			p.g.t.Fatalf("%s sends %s: %v", p.Author.Name, name, err)
+		}
+		in.Files = files
+	}
+	rec, err := p.g.Manager.Submit(context.Background(), p.ID, in)
 	if err != nil {
 		p.g.t.Fatalf("%s says %q: %v", p.Author.Name, text, err)
 	}
