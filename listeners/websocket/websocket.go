@@ -335,9 +335,16 @@ type conn struct {
 	closeOnce  sync.Once
 	closeCode  int
 	closeText  string
-	closeWhy   string // metrics reason
-	closeDrain bool   // send what is queued before the close frame
-	writerDone chan struct{}
+	closeWhy   string        // metrics reason
+	closeDrain bool          // send what is queued before the close frame
+	writerDone chan struct{} // closed once finish has ended the writes
+	// The writes (kick, writeQueued, finish): writeMu is held while frames
+	// are written; writing is set while a writer runs; writeFailed (under
+	// writeMu) once a write failed; pinger sends the pings.
+	writeMu     sync.Mutex
+	writing     atomic.Bool
+	writeFailed bool
+	pinger      *time.Timer
 
 	// mu guards the attachment, which a /reset moves to a new session
 	// from its own goroutine.
@@ -352,6 +359,7 @@ type conn struct {
 }
 
 func (c *conn) serve() {
+	c.pinger = time.AfterFunc(c.h.cfg.PingInterval, c.ping)
 	counted := c.h.cfg.Metrics.Connected()
 	stopShutdown := context.AfterFunc(c.h.ctx, func() {
 		// The gateway drained its sessions before stopping listeners: let
@@ -369,7 +377,6 @@ func (c *conn) serve() {
 	})
 	defer stopShutdown()
 
-	go c.writeLoop()
 	if why := c.readLoop(); why != "" {
 		c.close(gws.CloseNormalClosure, "", why, false)
 	}
@@ -397,6 +404,7 @@ func (c *conn) close(code int, text, why string, drain bool) {
 		}
 		c.closeCode, c.closeText, c.closeWhy, c.closeDrain = code, text, why, drain
 		close(c.closing)
+		go c.finish()
 	})
 }
 
@@ -807,6 +815,7 @@ func (c *conn) enqueue(b []byte) bool {
 			return false
 		}
 		c.queued.Add(n)
+		c.kick()
 		return true
 	}
 	select {
@@ -857,55 +866,93 @@ func (c *conn) errorEvent(code, msg string) {
 	c.enqueue(connEvent(sid, guide, switchboard.EventError, switchboard.ErrorData{Code: code, Message: msg}))
 }
 
-// writeLoop owns the socket's writes: queued frames, pings, and finally
-// the close frame.
-func (c *conn) writeLoop() {
-	defer close(c.writerDone)
-	cfg := c.h.cfg
-	ping := time.NewTicker(cfg.PingInterval)
-	defer ping.Stop()
-	write := func(b []byte) bool {
-		_ = c.ws.SetWriteDeadline(time.Now().Add(cfg.WriteTimeout))
-		if err := c.ws.WriteMessage(gws.TextMessage, b); err != nil {
-			c.close(gws.CloseAbnormalClosure, "", reasonWrite, false)
-			_ = c.ws.Close() // wakes the reader
-			return false
-		}
-		return true
+// The socket's writes. No goroutine of the connection waits to write: a
+// frame pushed on the queue starts a writer if none runs (kick), which
+// writes what is queued and ends; pings are written from a timer
+// (gorilla allows WriteControl beside the one writer); and close starts
+// the one goroutine that writes what must go before the close frame, the
+// close frame, and ends the writes (finish, which closes writerDone).
+// writeMu is held by whoever writes frames, so they go one at a time and
+// in the queue's order.
+
+// kick starts a writer for what is queued, unless one runs.
+func (c *conn) kick() {
+	if c.writing.CompareAndSwap(false, true) {
+		go c.writeQueued()
 	}
+}
+
+// writeQueued writes the queue until it is empty, then ends; a frame
+// queued as it ends starts it again. Once the connection is closing it
+// leaves the rest to finish.
+func (c *conn) writeQueued() {
 	for {
-		select {
-		case <-c.send.Ready():
-			for b, ok := c.send.Pop(); ok; b, ok = c.send.Pop() {
-				c.took(b)
-				if !write(b) {
-					return
-				}
-			}
-		case <-ping.C:
-			if err := c.ws.WriteControl(gws.PingMessage, nil, time.Now().Add(cfg.WriteTimeout)); err != nil {
-				c.close(gws.CloseAbnormalClosure, "", reasonWrite, false)
-				_ = c.ws.Close()
-				return
-			}
-		case <-c.closing:
-			if c.closeDrain {
-				for b, ok := c.send.Pop(); ok; b, ok = c.send.Pop() {
-					c.took(b)
-					if !write(b) {
-						return
-					}
-				}
-			}
-			if c.closeCode != gws.CloseAbnormalClosure {
-				_ = c.ws.WriteControl(gws.CloseMessage, gws.FormatCloseMessage(c.closeCode, c.closeText), time.Now().Add(cfg.WriteTimeout))
-			}
-			// Give the peer a moment to answer the close, then the
-			// reader's deadline ends it.
-			_ = c.ws.SetReadDeadline(time.Now().Add(time.Second))
+		c.writeMu.Lock()
+		c.writeAll(false)
+		c.writeMu.Unlock()
+		c.writing.Store(false)
+		if c.send.Len() == 0 || c.isClosing() || !c.writing.CompareAndSwap(false, true) {
 			return
 		}
 	}
+}
+
+// writeAll writes queued frames, the caller holding writeMu, until none is
+// left, a write fails, or (unless closing is set) the connection closes.
+func (c *conn) writeAll(closing bool) {
+	for !c.writeFailed && (closing || !c.isClosing()) {
+		b, ok := c.send.Pop()
+		if !ok {
+			return
+		}
+		c.took(b)
+		_ = c.ws.SetWriteDeadline(time.Now().Add(c.h.cfg.WriteTimeout))
+		if err := c.ws.WriteMessage(gws.TextMessage, b); err != nil {
+			c.writeFailed = true
+			c.close(gws.CloseAbnormalClosure, "", reasonWrite, false)
+			_ = c.ws.Close() // wakes the reader
+		}
+	}
+}
+
+func (c *conn) isClosing() bool {
+	select {
+	case <-c.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// ping keeps the connection alive (the peer answers with a pong, which
+// extends the read deadline), every PingInterval until it closes.
+func (c *conn) ping() {
+	if c.isClosing() {
+		return
+	}
+	if err := c.ws.WriteControl(gws.PingMessage, nil, time.Now().Add(c.h.cfg.WriteTimeout)); err != nil {
+		c.close(gws.CloseAbnormalClosure, "", reasonWrite, false)
+		_ = c.ws.Close()
+		return
+	}
+	c.pinger.Reset(c.h.cfg.PingInterval)
+}
+
+// finish ends the writes once the connection closes: what is queued, if
+// the close asked for it (drain), then the close frame, then a moment
+// for the peer's answer before the reader's deadline ends it.
+func (c *conn) finish() {
+	defer close(c.writerDone)
+	c.pinger.Stop()
+	c.writeMu.Lock() // after the frame a writer is writing
+	defer c.writeMu.Unlock()
+	if c.closeDrain {
+		c.writeAll(true)
+	}
+	if c.closeCode != gws.CloseAbnormalClosure && !c.writeFailed {
+		_ = c.ws.WriteControl(gws.CloseMessage, gws.FormatCloseMessage(c.closeCode, c.closeText), time.Now().Add(c.h.cfg.WriteTimeout))
+	}
+	_ = c.ws.SetReadDeadline(time.Now().Add(time.Second))
 }
 
 func randomID() string {
