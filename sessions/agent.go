@@ -280,14 +280,15 @@ func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (
 // indexes of the calls to run now.
 func (s *session) triage(ctx context.Context, p *pendingTurn) []int {
 	var run []int
+	retrieving := len(p.Assistant.ToolCalls) > 0 && len(s.offerable()) > s.toolsMax() // toolpick.go
 	for i, call := range p.Assistant.ToolCalls {
 		s.emit(ctx, switchboard.EventToolCall, switchboard.ToolCallData{ID: call.ID, Name: call.Name, Args: call.Args})
 		policy := s.guide.Approval.For(call.Name)
 		switch {
-		case call.Name == findToolsName && len(s.offerable()) > s.toolsMax():
+		case call.Name == findToolsName && retrieving:
 			content, isError := s.findTools(&p.Turn, call.Args)
 			s.setResult(ctx, p, i, content, isError)
-		case !s.guideHasTool(call.Name) && len(s.offerable()) > s.toolsMax():
+		case !s.guideHasTool(call.Name) && retrieving:
 			s.setResult(ctx, p, i, fmt.Sprintf("unknown tool %q; use %s to look for the tool you need", call.Name, findToolsName), true)
 		case !s.guideHasTool(call.Name):
 			s.setResult(ctx, p, i, fmt.Sprintf("unknown tool %q; available tools: %s", call.Name, strings.Join(s.guideTools(), ", ")), true)

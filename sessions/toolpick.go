@@ -66,11 +66,11 @@ func (s *session) toolsMax() int {
 	return min(cmp.Or(s.guide.ToolsMax, guides.DefaultToolsMax), guides.MaxToolsMax)
 }
 
-// offer is what the next request of turn t carries: all of the guide's
-// tools when they fit in tools_max, or a choice of them (see the file's
-// comment) and then retrieving is set and find_tools is to be offered too.
-func (s *session) offer(t *turn) (offered []tools.Tool, retrieving bool) {
-	all := s.offerable()
+// choose is what the next request of turn t carries of all, the guide's
+// tools the model may call now: all of them when they fit in tools_max,
+// or a choice of them (see the file's comment), and then retrieving is
+// set and find_tools is to be offered too.
+func (s *session) choose(t *turn, all []tools.Tool) (offered []tools.Tool, retrieving bool) {
 	limit := s.toolsMax()
 	if len(all) <= limit {
 		return all, false
@@ -105,23 +105,24 @@ func (s *session) offer(t *turn) (offered []tools.Tool, retrieving bool) {
 
 // toolSpecs are the tools the next request of turn t carries.
 func (s *session) toolSpecs(t *turn) []providers.ToolSpec {
-	offered, retrieving := s.offer(t)
+	all := s.offerable()
+	offered, retrieving := s.choose(t, all)
 	specs := make([]providers.ToolSpec, 0, len(offered)+1)
 	for _, tool := range offered {
 		specs = append(specs, providers.ToolSpec{Name: tool.Name, Description: tool.Description, Parameters: tool.Parameters})
 	}
 	if retrieving {
-		specs = append(specs, s.findToolsSpec(len(offered)))
+		specs = append(specs, findToolsSpec(len(all), len(offered)))
 	}
 	return specs
 }
 
-func (s *session) findToolsSpec(offered int) providers.ToolSpec {
+func findToolsSpec(all, offered int) providers.ToolSpec {
 	return providers.ToolSpec{
 		Name: findToolsName,
 		Description: fmt.Sprintf("You have %d tools; %d of them are offered now, chosen for this conversation. "+
 			"Describe what you need to find others that fit it; the tools found can be called from your next step on.",
-			len(s.offerable()), offered),
+			all, offered),
 		Parameters: json.RawMessage(`{"type":"object","properties":{
 			"query":{"type":"string","description":"What the tool should do, e.g. create an issue in a repository"},
 			"limit":{"type":"integer","minimum":1,"maximum":10,"description":"How many tools at most (5)"}},
@@ -185,13 +186,14 @@ func (s *session) findTools(t *turn, args json.RawMessage) (string, bool) {
 	if limit == 0 {
 		limit = defaultFindLimit
 	}
-	offered, _ := s.offer(t)
+	all := s.offerable()
+	offered, _ := s.choose(t, all)
 	now := make(map[string]bool, len(offered))
 	for _, tool := range offered {
 		now[tool.Name] = true
 	}
-	can := map[string]tools.Tool{}
-	for _, tool := range s.offerable() {
+	can := make(map[string]tools.Tool, len(all))
+	for _, tool := range all {
 		can[tool.Name] = tool
 	}
 	found := s.m.cfg.Tools.Search(q, limit, func(name string) bool { _, ok := can[name]; return ok && !now[name] })
