@@ -62,8 +62,10 @@ func (s *session) userTurn(ctx context.Context, j job, text string) {
 	if s.pending != nil {
 		s.tell(in.Author, switchboard.ErrCodeBusy, fmt.Sprintf(
 			"A tool call is waiting for approval (%s). Answer it first (/approve or /deny; /pending shows it), or send /stop.", s.pending.waitingFor()))
-		// Refused, not taken: forget its id so it can be sent again.
+		// Refused, not taken: forget its id so it can be sent again, and
+		// its files, which no message brings now.
 		s.write(ctx, switchboard.TurnWrite{InboxID: j.inboxID, ClientID: dedupeKey(in), Forget: true})
+		s.m.Discard(ctx, s.id, in.Files)
 		return
 	}
 	msg := switchboard.Message{Role: switchboard.RoleUser, Content: text, Files: in.Files}

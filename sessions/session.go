@@ -744,9 +744,13 @@ func (s *session) committed(evs []switchboard.Event, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, e := range evs {
-		ev := &e                               // one copy, shared by every subscriber: an event is never changed
-		s.m.cfg.Metrics.Event(string(ev.Type)) // counted once stored, whichever write stored it
-		s.published = ev.Seq
+		s.m.cfg.Metrics.Event(string(e.Type)) // counted once stored, whichever write stored it
+		s.published = e.Seq
+		if len(s.subs) == 0 {
+			continue
+		}
+		shared := e // one copy, shared by every subscriber: an event is never changed
+		ev := &shared
 		for sub := range s.subs {
 			if !sub.live.Push(ev, s.m.cfg.SubscriberBuffer) {
 				// Too slow: drop it from live delivery; it catches up

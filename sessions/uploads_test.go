@@ -220,3 +220,28 @@ func TestAGuideWithoutVisionReadsOfPictures(t *testing.T) {
 		t.Fatalf("the model was not told of the picture: %s", openaitest.Text(user.Content))
 	}
 }
+
+// A message its session refuses while a tool call waits for approval is
+// not taken, and neither are its files: they leave the workspace.
+func TestFilesOfARefusedMessageGo(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, sessionstest.WithUploads(t, dir, sessions.UploadLimits{}))
+	h.llm.Push(openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "t1", Name: "current_time", Args: `{"timezone":"UTC"}`}}})
+	c := h.newSession(alice)
+	c.say("what time is it?")
+	c.confirmation()
+	files, err := h.m.Upload(context.Background(), c.id, switchboard.Input{Author: alice}, []sessions.Incoming{incoming("rain.csv", []byte("city,rain\n"), -1, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sessionstest.Uploaded(t, dir, c.id); len(got) != 1 {
+		t.Fatalf("the workspace holds %v", got)
+	}
+	c.send(switchboard.Input{Kind: switchboard.InputText, Text: "and this file?", Files: files})
+	if e := c.errorEvent(); e.Code != switchboard.ErrCodeBusy {
+		t.Fatalf("a message while a tool call waits: %+v", e)
+	}
+	if got := sessionstest.Uploaded(t, dir, c.id); len(got) != 0 {
+		t.Fatalf("the refused message's files stayed: %v", got)
+	}
+}

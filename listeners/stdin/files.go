@@ -38,14 +38,15 @@ func (a *attachments) staged() bool { return len(a.paths) > 0 }
 // command answers /attach and /detach. With a message after the path
 // ("/attach rain.csv which city is wetter?") it returns the message, to
 // send now with the files.
-func (a *attachments) command(v *view, name, args string) (string, bool) {
+func (a *attachments) command(ctx context.Context, v *view, s Sessions, name, args string) (string, bool) {
 	if name == "detach" {
 		if len(a.paths) == 0 {
 			v.printf("No files were attached.\n")
 		} else {
 			v.printf("Detached %s.\n", a.names())
 		}
-		a.paths, a.saved = nil, nil
+		a.paths = nil
+		a.unsave(ctx, s)
 		return "", false
 	}
 	if args == "" {
@@ -85,7 +86,8 @@ func (a *attachments) command(v *view, name, args string) (string, bool) {
 		v.printf("! %d files are attached already: send them first.\n", len(a.paths))
 		return "", false
 	}
-	a.paths, a.saved = append(a.paths, path), nil
+	a.paths = append(a.paths, path)
+	a.unsave(ctx, s) // the next message saves them all again
 	if message == "" {
 		v.printf("Attached %s (%s): it goes with your next message. /attach lists the files, /detach drops them.\n", shown(filepath.Base(path)), size(st.Size()))
 	}
@@ -149,6 +151,15 @@ func (a *attachments) upload(ctx context.Context, v *view, s Sessions, sessionID
 	}
 	a.saved, a.savedIn = files, sessionID
 	return files, true
+}
+
+// unsave removes what was saved for a message that was not taken and
+// will not be sent as it was: it would only fill the workspace.
+func (a *attachments) unsave(ctx context.Context, s Sessions) {
+	if len(a.saved) > 0 {
+		s.Discard(context.WithoutCancel(ctx), a.savedIn, a.saved)
+	}
+	a.saved, a.savedIn = nil, ""
 }
 
 // sent: the message took the files.

@@ -15,7 +15,6 @@ import (
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/sessions"
 	"github.com/switchboard-gw/switchboard/sessions/sessionstest"
-	"github.com/switchboard-gw/switchboard/tools/sandbox"
 )
 
 // uploadGateway is newGateway keeping people's files in workspaces under
@@ -23,14 +22,7 @@ import (
 func uploadGateway(t *testing.T, lim sessions.UploadLimits) (*sessionstest.Gateway, string) {
 	t.Helper()
 	dir := t.TempDir()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	gw := sessionstest.NewTuned(t, "../../guides", log, func(c *sessions.Config) {
-		sb, err := sandbox.New(sandbox.Config{Dir: dir, QuotaBytes: 1 << 20}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Uploads, c.UploadLimits = sb.Uploads(), lim
-	})
+	gw := sessionstest.NewTuned(t, "../../guides", slog.New(slog.NewTextHandler(io.Discard, nil)), sessionstest.WithUploads(t, dir, lim))
 	gw.LLM.Respond(model)
 	return gw, dir
 }

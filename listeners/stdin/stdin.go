@@ -79,6 +79,8 @@ type Sessions interface {
 	// Upload saves the files /attach staged (files.go) in the session's
 	// workspace, for the message they go with.
 	Upload(ctx context.Context, sessionID string, in switchboard.Input, files []sessions.Incoming) ([]switchboard.File, error)
+	// Discard removes files Upload saved that no message will bring.
+	Discard(ctx context.Context, sessionID string, files []switchboard.File)
 }
 
 // Listener reads lines from In and writes the session's events to Out.
@@ -380,7 +382,7 @@ func (l *Listener) serve(ctx context.Context, at attachment, sessionID string, v
 			// The terminal's own too: files on this machine, staged for
 			// the next message (files.go); "/attach PATH message" sends
 			// that message with them.
-			text, ok := l.files.command(v, name, args)
+			text, ok := l.files.command(ctx, v, l.Sessions, name, args)
 			if !ok {
 				continue
 			}
