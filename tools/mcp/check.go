@@ -118,7 +118,7 @@ func Check(ctx context.Context, c ServerConfig, environ []string) (Report, error
 	ctx, cancel := context.WithTimeout(ctx, CheckTimeout)
 	defer cancel()
 	dl, _ := ctx.Deadline()
-	ch.bound = time.Until(dl)
+	ch.bound = ceilTenth(time.Until(dl))
 	var err error
 	if rep.Transport == "stdio" {
 		rep, err = ch.stdio(ctx, rep)
@@ -567,6 +567,14 @@ func countOf(n int, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// ceilTenth rounds the time a check had up to a tenth of a second. It is
+// measured after the caller's deadline was set, so a doctor run with
+// --timeout 1s has a little less than 1s left here; the sentence says 1s.
+func ceilTenth(d time.Duration) time.Duration {
+	const tenth = 100 * time.Millisecond
+	return (d + tenth - 1) / tenth * tenth
 }
 
 func shortDuration(d time.Duration) string {

@@ -259,3 +259,19 @@ func TestCheckHTTP(t *testing.T) {
 		}
 	})
 }
+
+// The time a check had is said rounded up to a tenth of a second, so the
+// doctor's --timeout 1s reads "within 1s" however long the start took.
+func TestCeilTenth(t *testing.T) {
+	for _, c := range []struct{ in, want time.Duration }{
+		{999 * time.Millisecond, time.Second},
+		{901 * time.Millisecond, time.Second},
+		{time.Second, time.Second},
+		{time.Second + time.Millisecond, 1100 * time.Millisecond},
+		{30 * time.Millisecond, 100 * time.Millisecond},
+	} {
+		if got := ceilTenth(c.in); got != c.want {
+			t.Errorf("ceilTenth(%s) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
