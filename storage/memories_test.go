@@ -78,3 +78,75 @@ func TestMemoriesAreBounded(t *testing.T) {
 		t.Fatalf("after a forget: %v", err)
 	}
 }
+
+// Memories are read from the database once and kept: a person with none
+// costs no query on the next turn, and each write shows at once, also when
+// reads and writes race (run with -race).
+func TestMemoriesKeptUntilChanged(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openFile(t)
+	if mems, err := db.Memories(ctx, "web:alice", 5); err != nil || len(mems) != 0 {
+		t.Fatalf("before any memory: %v, %v", mems, err)
+	}
+	at := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	if err := db.AddMemory(ctx, switchboard.Memory{ID: "mem_1", Owner: "web:alice", Text: "one", SessionID: "s1", Channel: "web", CreatedAt: at}); err != nil {
+		t.Fatal(err)
+	}
+	mems, err := db.Memories(ctx, "web:alice", 5)
+	if err != nil || len(mems) != 1 || mems[0].ID != "mem_1" {
+		t.Fatalf("after one was added: %+v, %v", mems, err)
+	}
+	mems[0].Text = "changed by the caller"
+	if again, _ := db.Memories(ctx, "web:alice", 5); again[0].Text != "one" {
+		t.Fatalf("a caller's change reached the kept list: %+v", again)
+	}
+
+	// Writers and readers at once: when every writer is done, a read
+	// shows exactly what the database holds.
+	const writers = 8
+	done, stop := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			if _, err := db.Memories(ctx, "web:alice", switchboard.MaxMemories); err != nil {
+				t.Error(err)
+				return
+			}
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+	}()
+	errs := make(chan error, writers)
+	for i := range writers {
+		go func() {
+			id := fmt.Sprintf("mem_w%d", i)
+			err := db.AddMemory(ctx, switchboard.Memory{ID: id, Owner: "web:alice", Text: id, SessionID: "s1", Channel: "web", CreatedAt: at.Add(time.Duration(i+1) * time.Minute)})
+			if err == nil && i%2 == 0 {
+				err = db.ForgetMemory(ctx, "web:alice", id)
+			}
+			errs <- err
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	<-done
+	mems, err = db.Memories(ctx, "web:alice", switchboard.MaxMemories)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range mems {
+		got = append(got, m.ID)
+	}
+	want := []string{"mem_w7", "mem_w5", "mem_w3", "mem_w1", "mem_1"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("memories after the writers: %v, want %v", got, want)
+	}
+}

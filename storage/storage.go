@@ -113,6 +113,8 @@ type DB struct {
 	lock *os.File
 	// seqs: each session's last stored seq, as the writer knows it.
 	seqs lastSeqs
+	// mems: people's memories as read (see Memories).
+	mems memoryCache
 
 	// mu guards closed. Senders to queue hold it for reading, so Close,
 	// which takes it for writing, knows no send is in flight once it has it.
