@@ -325,6 +325,7 @@ func TestToolResultsRoundTrip(t *testing.T) {
 			{Role: switchboard.RoleTool, ToolCallID: "call_a", ToolName: "get_weather", Content: "18C, clear"},
 			{Role: switchboard.RoleTool, ToolCallID: "call_b", ToolName: "get_time", Content: "clock unavailable", IsError: true},
 			{Role: switchboard.RoleAssistant, Content: "It is 18C; the time is unknown."},
+			{Role: switchboard.RoleSystem, Content: "Ann <ann@example.com> & Bob joined."},
 			{Role: switchboard.RoleUser, Content: "thanks"},
 		},
 	}))
@@ -345,6 +346,7 @@ func TestToolResultsRoundTrip(t *testing.T) {
 		{"role":"tool","tool_call_id":"call_a","content":"18C, clear"},
 		{"role":"tool","tool_call_id":"call_b","content":"Error: clock unavailable"},
 		{"role":"assistant","content":"It is 18C; the time is unknown."},
+		{"role":"system","content":"Ann <ann@example.com> & Bob joined."},
 		{"role":"user","content":"thanks"}]`)
 	if _, ok := reqs[0].Body["tools"]; ok {
 		t.Error("tools sent though the request declared none")
