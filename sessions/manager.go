@@ -412,13 +412,15 @@ type AttachOptions struct {
 	// channel's people. The value is the channel ("slack").
 	Follow string
 	// Deliver, when set, is how the listener takes the events instead of
-	// Events: called on the subscription's own goroutine, in order, once
-	// the listener calls Start (so what it sends first, its ready, goes
+	// Events: called on the subscription's goroutine, in order, once the
+	// listener calls Start (so what it sends first, its ready, goes
 	// first), and blocking as a full channel would. It returns false when
 	// the listener can take no more, which ends the subscription. Ended,
 	// if set, is called once the subscription has ended, however it ended.
 	// A listener that has an outgoing queue of its own needs no goroutine
-	// to move events into it: one goroutine less per connection.
+	// to move events into it: one goroutine less per connection. (The
+	// subscription's goroutine runs only while it has something to
+	// deliver: an idle subscription holds none.)
 	Deliver func(switchboard.Event) bool
 	Ended   func()
 	// MembersOnly refuses (ErrForbidden) to attach an author to an existing

@@ -94,6 +94,7 @@ func (s *session) sendMembersLocked(except *Subscription) {
 		}
 		select {
 		case sub.notices <- &ev:
+			sub.wakeLocked()
 		default: // far behind: the next change brings the whole list again
 		}
 	}

@@ -757,7 +757,9 @@ func (s *session) committed(evs []switchboard.Event, err error) {
 				// from the store and never holds the session back.
 				delete(s.subs, sub)
 				sub.drop()
+				continue
 			}
+			sub.wakeLocked()
 		}
 	}
 }
@@ -828,6 +830,7 @@ func (s *session) sendNoticeLocked(d switchboard.ErrorData) {
 		sent = true
 		select {
 		case sub.notices <- &ev:
+			sub.wakeLocked()
 		default: // a listener this far behind gets the history, not notices
 		}
 	}
@@ -866,6 +869,7 @@ func (s *session) passUnsentLocked(sub *Subscription) {
 		case strings.HasPrefix(n.to, sub.follow+":"):
 			select {
 			case sub.notices <- &n.ev:
+				sub.wakeLocked()
 			default:
 			}
 		default:
@@ -921,6 +925,11 @@ type Subscription struct {
 	// fields are guarded by the session's mu.
 	dropped   chan struct{}
 	isDropped bool
+	// resting: no goroutine runs the subscription; it waits at the live
+	// edge, after seq last (see run). Both are guarded by the session's mu.
+	resting  bool
+	last     int64
+	stopWake func() bool
 }
 
 // Events is the stream. It is closed when the subscription ends (Close,
@@ -946,6 +955,7 @@ func (sub *Subscription) drop() {
 	if !sub.isDropped {
 		sub.isDropped = true
 		close(sub.dropped)
+		sub.wakeLocked()
 	}
 }
 
@@ -962,8 +972,14 @@ func (s *session) subscribe(after int64, author, follow string, recap []switchbo
 	} else {
 		sub.out = make(chan switchboard.Event)
 	}
-	// Close cancels the pump's context itself: no goroutine waits for it.
+	// Close cancels the pump's context itself: no goroutine waits for it,
+	// and a resting pump is woken to end.
 	sub.ctx, sub.cancel = context.WithCancel(s.m.ctx)
+	sub.stopWake = context.AfterFunc(sub.ctx, func() {
+		s.mu.Lock()
+		sub.wakeLocked()
+		s.mu.Unlock()
+	})
 	s.mu.Lock()
 	s.listeners[sub] = struct{}{}
 	if follow != "" {
@@ -974,60 +990,69 @@ func (s *session) subscribe(after int64, author, follow string, recap []switchbo
 	return sub
 }
 
-// pump reads stored events until it reaches the live edge, then switches to
-// live delivery; if it falls behind there, it goes back to the store.
+// pump delivers the recap, then runs the subscription (run).
 func (sub *Subscription) pump(last int64, recap []switchboard.Event) {
-	defer func() {
-		if sub.out != nil {
-			close(sub.out)
-		}
-		if sub.ended != nil {
-			sub.ended()
-		}
-	}()
-	defer sub.detach()
-	ctx := sub.ctx
-	defer sub.cancel()
 	for _, ev := range recap {
-		if !sub.send(ctx, ev) {
+		if !sub.send(sub.ctx, ev) {
+			sub.end()
 			return
 		}
 	}
+	sub.run(last, false)
+}
+
+// run reads stored events until it reaches the live edge, then switches to
+// live delivery; if it falls behind there, it goes back to the store. With
+// live set it starts at the live edge, where it rested.
+//
+// When nothing waits at the live edge it rests: the goroutine returns and
+// the subscription stays registered. The next event, notice, drop or Close
+// starts it again (wakeLocked), so an idle listener holds no goroutine
+// here. Everything that wakes it is queued under the session's mu, which
+// rest takes to look for work: nothing is queued between the last look
+// and resting.
+func (sub *Subscription) run(last int64, live bool) {
+	ctx := sub.ctx
 	st := sub.s.m.cfg.Store
 	for {
 		// Catch up from the store until registering live leaves no gap.
-		for {
+		for !live {
 			registered, closed := sub.register(last)
 			if closed {
+				sub.end()
 				return
 			}
-			if !registered {
-				// Published events are committed: the store has them.
-				evs, err := st.EventsAfter(ctx, sub.s.id, last, 512)
-				if err != nil {
-					if ctx.Err() == nil {
-						sub.s.log.Error("subscriber catch-up failed", "err", err)
-					}
-					return
-				}
-				for _, ev := range evs {
-					if !sub.send(ctx, ev) {
-						return
-					}
-					last = ev.Seq
-				}
-				if !sub.passNotices(ctx) {
-					return
-				}
-				continue
+			if registered {
+				break
 			}
-			break
+			// Published events are committed: the store has them.
+			evs, err := st.EventsAfter(ctx, sub.s.id, last, 512)
+			if err != nil {
+				if ctx.Err() == nil {
+					sub.s.log.Error("subscriber catch-up failed", "err", err)
+				}
+				sub.end()
+				return
+			}
+			for _, ev := range evs {
+				if !sub.send(ctx, ev) {
+					sub.end()
+					return
+				}
+				last = ev.Seq
+			}
+			if !sub.passNotices(ctx) {
+				sub.end()
+				return
+			}
 		}
-		// Live: forward until dropped or stopped.
+		live = false
+		// Live: forward until dropped, stopped, or there is nothing to do.
 		for {
 			select {
 			case ev := <-sub.notices:
 				if !sub.send(ctx, *ev) {
+					sub.end()
 					return
 				}
 				continue
@@ -1037,6 +1062,7 @@ func (sub *Subscription) pump(last int64, recap []switchboard.Event) {
 						continue
 					}
 					if !sub.send(ctx, *ev) {
+						sub.end()
 						return
 					}
 					last = ev.Seq
@@ -1044,7 +1070,13 @@ func (sub *Subscription) pump(last int64, recap []switchboard.Event) {
 				continue
 			case <-sub.dropped:
 			case <-ctx.Done():
+				sub.end()
 				return
+			default:
+				if sub.rest(last) {
+					return
+				}
+				continue
 			}
 			break
 		}
@@ -1052,6 +1084,7 @@ func (sub *Subscription) pump(last int64, recap []switchboard.Event) {
 		for ev, ok := sub.live.Pop(); ok; ev, ok = sub.live.Pop() {
 			if ev.Seq > last {
 				if !sub.send(ctx, *ev) {
+					sub.end()
 					return
 				}
 				last = ev.Seq
@@ -1061,8 +1094,44 @@ func (sub *Subscription) pump(last int64, recap []switchboard.Event) {
 		closed := sub.s.closed
 		sub.s.mu.Unlock()
 		if closed {
+			sub.end()
 			return
 		}
+	}
+}
+
+// rest ends the goroutine at the live edge when nothing waits for it:
+// it reports whether it did, remembering where delivery stopped.
+func (sub *Subscription) rest(last int64) bool {
+	s := sub.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(sub.notices) > 0 || sub.live.Len() > 0 || sub.isDropped || sub.ctx.Err() != nil {
+		return false
+	}
+	sub.resting, sub.last = true, last
+	return true
+}
+
+// wakeLocked starts a resting subscription again, at the live edge; the
+// caller holds the session's mu and has just queued something for it.
+func (sub *Subscription) wakeLocked() {
+	if sub.resting {
+		sub.resting = false
+		go sub.run(sub.last, true)
+	}
+}
+
+// end lets the subscription go: the last thing run does.
+func (sub *Subscription) end() {
+	sub.cancel()
+	sub.stopWake()
+	sub.detach()
+	if sub.out != nil {
+		close(sub.out)
+	}
+	if sub.ended != nil {
+		sub.ended()
 	}
 }
 
