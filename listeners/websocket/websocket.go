@@ -180,7 +180,10 @@ func New(ctx context.Context, cfg Config, s Sessions, log *slog.Logger) *Handler
 		h.public = n
 	}
 	h.upgrader = gws.Upgrader{
-		ReadBufferSize:  2048,
+		// Every connection holds its read buffer while it waits for a
+		// frame. Clients' frames are small; a larger one (a file chunk)
+		// is read past the buffer, straight into the frame's bytes.
+		ReadBufferSize:  512,
 		WriteBufferSize: 4096,
 		// Write buffers go back to the pool between messages, so an idle
 		// connection holds none.
@@ -452,11 +455,27 @@ func (c *conn) readLoop() string {
 			c.errorEvent(switchboard.ErrCodeBadFrame, "binary frames are not supported: send JSON text frames")
 			continue
 		}
-		c.handle(data)
+		c.handleApart(data)
 		if c.attached() != "" {
 			keepalive()
 		}
 	}
+}
+
+// handleApart handles a frame on a goroutine of its own and waits for it,
+// so frames are still taken one at a time and in order. The reader lives
+// as long as the connection, and a goroutine's stack keeps the size its
+// deepest call grew it to until a garbage collection shrinks it: handled
+// here, a hello (which loads or creates the session) would leave every
+// idle connection's reader with a stack of 8-16 KiB where reading needs
+// a few (issue 26, docs/performance.md "Idle connections").
+func (c *conn) handleApart(data []byte) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.handle(data)
+	}()
+	<-done
 }
 
 // handle acts on one text frame.
