@@ -486,7 +486,7 @@ func (s *session) answer(ctx context.Context, t *turn, reply switchboard.Message
 func (s *session) remember(msgs ...switchboard.Message) {
 	n := s.guide.Memory.Window
 	if s.guide.Memory.Policy == guides.Compact {
-		n = compactCap(s.guide)
+		n = compactCap(*s.guide)
 	}
 	s.window = trimWindow(append(s.window, msgs...), n)
 }

@@ -277,10 +277,10 @@ func (s *session) switchGuide(ctx context.Context, in switchboard.Input, name st
 			s.window = w
 		}
 	}
-	s.guide = g
+	s.guide = &g
 	s.rec.Guide = g.Name
 	s.mu.Lock()
-	s.shownGuide, s.membersMayStop = g, g.MembersMayStop
+	s.shownGuide, s.membersMayStop = s.guide, g.MembersMayStop
 	s.mu.Unlock()
 	s.systemMessage(ctx, fmt.Sprintf("Guide switched to %s: %s", g.Name, g.Description))
 }

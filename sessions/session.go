@@ -64,8 +64,10 @@ type session struct {
 	inbox chan *job
 
 	// owned by run
-	rec     switchboard.Session
-	guide   guides.Guide
+	rec switchboard.Session
+	// guide is never changed in place: a new guide is a new value, which
+	// shownGuide shares (one copy a session, not two).
+	guide   *guides.Guide
 	window  []switchboard.Message
 	fitting fitting // how requests are made to fit the model's context (budget.go)
 	// uploaded is what was read of the uploads for the model (attached.go).
@@ -106,7 +108,7 @@ type session struct {
 	names      map[string]string             // author key → the name they last used
 	seen       map[string]time.Time          // author key → last wrote or left (people.go)
 	unsaved    map[string]time.Time          // of seen, what the store has not been told
-	shownGuide guides.Guide                  // the guide, for other goroutines (guideSnapshot)
+	shownGuide *guides.Guide                 // the guide, for other goroutines (guideSnapshot)
 	// membersMayStop is the guide's members_may_stop, for submit.
 	membersMayStop bool
 	cancelTurn     context.CancelCauseFunc
@@ -196,11 +198,12 @@ func (m *Manager) newSession(rec switchboard.Session, g guides.Guide, queue int)
 	s := &session{
 		id: rec.ID, m: m, log: m.cfg.Logger.With("session", rec.ID),
 		inbox: make(chan *job, queue),
-		rec:   rec, guide: g,
+		rec:   rec, guide: &g,
 		subs: map[*Subscription]struct{}{}, listeners: map[*Subscription]struct{}{},
 		roles: map[string]collaboration.Role{}, pinned: map[string]bool{}, names: map[string]string{}, seen: map[string]time.Time{}, unsaved: map[string]time.Time{},
-		shownGuide: g, membersMayStop: g.MembersMayStop,
+		membersMayStop: g.MembersMayStop,
 	}
+	s.shownGuide = s.guide
 	s.onCommit = s.committed
 	return s
 }
@@ -608,7 +611,7 @@ func (s *session) memberCount() int {
 func (s *session) guideSnapshot() guides.Guide {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.shownGuide
+	return *s.shownGuide
 }
 
 func (s *session) publishedSeq() int64 {
