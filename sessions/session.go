@@ -53,6 +53,23 @@ func (j job) ack(err error) {
 	}
 }
 
+// jobs is the session's inbox, made the first time it is needed.
+func (s *session) jobs() chan *job {
+	s.inboxOnce.Do(func() {
+		s.inbox = make(chan *job, s.inboxCap)
+		s.inboxMade.Store(true)
+	})
+	return s.inbox
+}
+
+// queued is how many jobs wait in the inbox, without making it.
+func (s *session) queued() int {
+	if !s.inboxMade.Load() {
+		return 0
+	}
+	return len(s.inbox)
+}
+
 // session is one live conversation. Everything below "owned by run" is
 // touched only by the session's goroutine, so it needs no lock; mu guards
 // what listeners reach from their own goroutines.
@@ -61,7 +78,14 @@ type session struct {
 	m   *Manager
 	log *slog.Logger
 
-	inbox chan *job
+	// inbox is made on first use (jobs): a session that is only looked
+	// at (a page view, a listener that never writes) holds no buffer for
+	// inputs. inboxCap is its bound; inboxMade says it exists, for
+	// queued, which must not make it.
+	inbox     chan *job
+	inboxCap  int
+	inboxOnce sync.Once
+	inboxMade atomic.Bool
 
 	// owned by run
 	rec switchboard.Session
@@ -183,9 +207,9 @@ func (m *Manager) restore(ctx context.Context, id string) (*session, error) {
 	}
 	// What was under way comes first, then what was waiting: in the
 	// order they were accepted.
-	s.takeUp(open, func(j job) { s.inbox <- &j })
+	s.takeUp(open, func(j job) { s.jobs() <- &j })
 	for _, q := range queued {
-		s.inbox <- &job{input: q.Input, inboxID: q.ID, receipt: newReceipt()}
+		s.jobs() <- &job{input: q.Input, inboxID: q.ID, receipt: newReceipt()}
 	}
 	if open != nil || len(queued) > 0 {
 		s.log.Info("session resumed", "open_turn", open != nil, "queued_inputs", len(queued))
@@ -197,7 +221,7 @@ func (m *Manager) restore(ctx context.Context, id string) (*session, error) {
 func (m *Manager) newSession(rec switchboard.Session, g guides.Guide, queue int) *session {
 	s := &session{
 		id: rec.ID, m: m, log: m.cfg.Logger.With("session", rec.ID),
-		inbox: make(chan *job, queue),
+		inboxCap: queue,
 		rec:   rec, guide: &g,
 		subs: map[*Subscription]struct{}{}, listeners: map[*Subscription]struct{}{},
 		roles: map[string]collaboration.Role{}, pinned: map[string]bool{}, names: map[string]string{}, seen: map[string]time.Time{}, unsaved: map[string]time.Time{},
@@ -244,7 +268,7 @@ func (s *session) run() {
 			return
 		}
 		select {
-		case j := <-s.inbox:
+		case j := <-s.jobs():
 			s.handle(*j)
 			if s.failing.Load() {
 				s.repair(*j)
@@ -262,7 +286,7 @@ func (s *session) run() {
 func (s *session) park() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.inbox) > 0 || s.m.ctx.Err() != nil || s.m.isDraining() {
+	if s.queued() > 0 || s.m.ctx.Err() != nil || s.m.isDraining() {
 		return false // run again: take the job, or shut down
 	}
 	s.running = false
@@ -312,7 +336,7 @@ func (s *session) armIdleLocked() {
 func (s *session) idleExpired() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.running || s.closed || len(s.listeners) > s.following || s.accepting > 0 || len(s.inbox) > 0 || s.pending != nil {
+	if s.running || s.closed || len(s.listeners) > s.following || s.accepting > 0 || s.queued() > 0 || s.pending != nil {
 		return
 	}
 	s.closed = true
@@ -395,7 +419,7 @@ func (s *session) submit(ctx context.Context, in switchboard.Input) (*Receipt, e
 		j.stoppedRunning = true
 	}
 	select {
-	case s.inbox <- &j:
+	case s.jobs() <- &j:
 	default:
 		s.mu.Unlock()
 		return nil, ErrBusy
@@ -415,7 +439,7 @@ func (s *session) mayQueueLocked(in switchboard.Input) error {
 		return ErrClosed
 	case !role.CanWrite() && !readOnlyCommand(in.Text):
 		return refuse(ErrForbidden, "%s is a %s in this session and may not write", in.Author.DisplayName(), role)
-	case len(s.inbox) >= cap(s.inbox):
+	case s.queued() >= s.inboxCap:
 		return ErrBusy
 	case stops(in) && s.cancelTurn != nil && !role.CanApprove() && !s.membersMayStop:
 		return refuse(ErrForbidden, "in this conversation only the owner or an approver may stop a turn")
@@ -445,7 +469,7 @@ func (s *session) accept(ctx context.Context, in switchboard.Input) (*Receipt, e
 		return nil, err
 	}
 	_, command := parseCommand(in.Text)
-	direct := !s.running && len(s.inbox) == 0 && !command // parked: nothing under way
+	direct := !s.running && s.queued() == 0 && !command // parked: nothing under way
 	_, member := s.roles[in.Author.Key()]
 	s.sawLocked(in.Author.Key())
 	s.accepting++ // the session stays loaded until the job is queued
@@ -480,7 +504,7 @@ func (s *session) accept(ctx context.Context, in switchboard.Input) (*Receipt, e
 		return r, nil
 	}
 	select {
-	case s.inbox <- &job{input: in, inboxID: id, receipt: r}:
+	case s.jobs() <- &job{input: in, inboxID: id, receipt: r}:
 		s.kick()
 	case <-s.m.ctx.Done():
 		// Stored: the next start takes it up.
@@ -493,7 +517,7 @@ func (s *session) accept(ctx context.Context, in switchboard.Input) (*Receipt, e
 func (s *session) handOver(ctx context.Context, in switchboard.Input) (*Receipt, error) {
 	j := job{input: in, receipt: newReceipt(), stored: make(chan error, 1)}
 	select {
-	case s.inbox <- &j:
+	case s.jobs() <- &j:
 		s.kick()
 	case <-s.m.ctx.Done():
 		return nil, ErrClosed
@@ -521,7 +545,7 @@ func (s *session) handOver(ctx context.Context, in switchboard.Input) (*Receipt,
 func (s *session) schedule(j job) {
 	go func() {
 		select {
-		case s.inbox <- &j:
+		case s.jobs() <- &j:
 			s.kick()
 		case <-s.m.ctx.Done():
 		}
