@@ -46,6 +46,10 @@ type turn struct {
 	started time.Time
 	// usageStored is set once Usage is in the store with the answer.
 	usageStored bool
+	// thinking: the turn's first "thinking" state was stored with its
+	// message (userTurn), so the first model call does not emit it again.
+	// ended: its usage and "idle" state were stored with the answer.
+	thinking, ended bool
 	// notes are what the turn's requests are told of the person it
 	// answers — their memories, what memory.recall found — read once
 	// (noted) and given with every request of the turn (memories.go).
@@ -80,10 +84,17 @@ func (s *session) userTurn(ctx context.Context, j job, text string) {
 	if !ok {
 		return
 	}
-	t := &turn{started: s.m.cfg.Now(), Author: in.Author}
+	// The turn starts thinking in the same write: a write, and a commit
+	// touching this session's pages, fewer a turn.
+	thinking, ok := s.event(switchboard.EventState, switchboard.StateData{State: switchboard.StateThinking})
+	if !ok {
+		s.seq--
+		return
+	}
+	t := &turn{started: s.m.cfg.Now(), Author: in.Author, thinking: true}
 	w := switchboard.TurnWrite{
 		InboxID: j.inboxID, Messages: []switchboard.Message{msg},
-		Events: []switchboard.Event{ev}, Published: s.onCommit, Turn: running(*t),
+		Events: []switchboard.Event{ev, thinking}, Published: s.onCommit, Turn: running(*t),
 	}
 	if j.inboxID == 0 {
 		// Not in the inbox (handed over, or a click): de-duplicated here,
@@ -96,7 +107,7 @@ func (s *session) userTurn(ctx context.Context, j job, text string) {
 		return
 	}
 	if dup {
-		s.seq-- // its event was not stored, and nothing was numbered since
+		s.seq -= 2 // its events were not stored, and nothing was numbered since
 		s.tell(in.Author, switchboard.ErrCodeDuplicate, fmt.Sprintf("Already received (id %s): it is answered once.", quoteID(in.ClientID)))
 		return
 	}
@@ -138,7 +149,11 @@ func (s *session) agentLoop(ctx context.Context, t *turn, resume *pendingTurn) {
 
 	for {
 		final := t.Iteration >= s.guide.MaxIterations
-		s.emitState(ctx, switchboard.StateThinking, "")
+		if t.thinking {
+			t.thinking = false // stored with the message
+		} else {
+			s.emitState(ctx, switchboard.StateThinking, "")
+		}
 		reply, shown, err := s.callModel(ctx, turnCtx, t, final)
 		if err != nil {
 			if turnCtx.Err() != nil {
@@ -434,6 +449,9 @@ func (s *session) endTurn(ctx context.Context, t *turn, err error) {
 	if !t.started.IsZero() {
 		s.m.cfg.Metrics.TurnEnded(outcome, s.m.cfg.Now().Sub(t.started))
 	}
+	if t.ended {
+		return // its usage and state were stored with the answer
+	}
 	if t.Usage != (switchboard.Usage{}) {
 		s.rec.Usage = s.rec.Usage.Add(t.Usage)
 		s.emit(ctx, switchboard.EventUsage, switchboard.UsageData{Usage: t.Usage, Session: s.rec.Usage, Model: t.Model})
@@ -459,20 +477,31 @@ func providerErrorMessage(err error) string {
 // and only if it was shown. Then it adds the reply to the window. The
 // write outlives ctx: the tokens are spent.
 func (s *session) answer(ctx context.Context, t *turn, reply switchboard.Message, shown *switchboard.MessageData) error {
-	w := switchboard.TurnWrite{Usage: t.Usage, EndTurn: true}
+	w := switchboard.TurnWrite{Usage: t.Usage, EndTurn: true, Published: s.onCommit}
 	if reply.Content != "" {
 		w.Messages = []switchboard.Message{reply}
 	}
 	if shown != nil {
-		ev, ok := s.event(switchboard.EventMessage, shown)
-		if ok {
-			w.Events, w.Published = []switchboard.Event{ev}, s.onCommit
+		if ev, ok := s.event(switchboard.EventMessage, shown); ok {
+			w.Events = append(w.Events, ev)
 		}
+	}
+	// The turn's end goes in the same write: the tokens it spent and the
+	// "idle" state, which endTurn would otherwise emit one by one.
+	total := s.rec.Usage.Add(t.Usage)
+	if t.Usage != (switchboard.Usage{}) {
+		if ev, ok := s.event(switchboard.EventUsage, switchboard.UsageData{Usage: t.Usage, Session: total, Model: t.Model}); ok {
+			w.Events = append(w.Events, ev)
+		}
+	}
+	if ev, ok := s.event(switchboard.EventState, switchboard.StateData{State: switchboard.StateIdle}); ok {
+		w.Events = append(w.Events, ev)
 	}
 	if _, err := s.store(context.WithoutCancel(ctx), w); err != nil {
 		return fmt.Errorf("sessions: store reply: %w", err)
 	}
-	t.usageStored = true
+	s.rec.Usage = total
+	t.usageStored, t.ended = true, true
 	if reply.Content != "" {
 		s.remember(reply)
 	}
