@@ -222,7 +222,7 @@ func (m *Manager) newSession(rec switchboard.Session, g guides.Guide, queue int)
 	s := &session{
 		id: rec.ID, m: m, log: m.cfg.Logger.With("session", rec.ID),
 		inboxCap: queue,
-		rec:   rec, guide: &g,
+		rec:      rec, guide: &g,
 		subs: map[*Subscription]struct{}{}, listeners: map[*Subscription]struct{}{},
 		roles: map[string]collaboration.Role{}, pinned: map[string]bool{}, names: map[string]string{}, seen: map[string]time.Time{}, unsaved: map[string]time.Time{},
 		membersMayStop: g.MembersMayStop,
