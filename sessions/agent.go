@@ -46,6 +46,10 @@ type turn struct {
 	started time.Time
 	// usageStored is set once Usage is in the store with the answer.
 	usageStored bool
+	// tail is the last text of the model's latest response, not yet shown:
+	// its delta goes in the write of the message that shows it whole
+	// (showTail).
+	tail string
 	// thinking: the turn's first "thinking" state was stored with its
 	// message (userTurn), so the first model call does not emit it again.
 	// ended: its usage and "idle" state were stored with the answer.
@@ -172,6 +176,9 @@ func (s *session) agentLoop(ctx context.Context, t *turn, resume *pendingTurn) {
 			return
 		}
 		if shown != nil {
+			if d, ok := showTail(t, shown); ok {
+				s.emit(ctx, switchboard.EventDelta, d)
+			}
 			s.emit(ctx, switchboard.EventMessage, shown)
 		}
 
@@ -238,6 +245,7 @@ func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (
 	id := newID("m_")
 	var text strings.Builder
 	var calls []switchboard.ToolCall
+	t.tail = ""
 	for attempt := 0; ; attempt++ {
 		sent, dropped, cut := s.fit(req)
 		if dropped > 0 || cut > 0 {
@@ -255,6 +263,9 @@ func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (
 			case providers.EventTextDelta:
 				text.WriteString(ev.Text)
 				s.emit(ctx, switchboard.EventDelta, switchboard.DeltaData{MessageID: id, Content: ev.Text})
+			case textTail:
+				text.WriteString(ev.Text)
+				t.tail = ev.Text
 			case providers.EventToolCall:
 				calls = append(calls, ev.ToolCall)
 			case providers.EventUsage:
@@ -482,6 +493,11 @@ func (s *session) answer(ctx context.Context, t *turn, reply switchboard.Message
 		w.Messages = []switchboard.Message{reply}
 	}
 	if shown != nil {
+		if d, ok := showTail(t, shown); ok {
+			if ev, ok := s.event(switchboard.EventDelta, d); ok {
+				w.Events = append(w.Events, ev)
+			}
+		}
 		if ev, ok := s.event(switchboard.EventMessage, shown); ok {
 			w.Events = append(w.Events, ev)
 		}
@@ -506,6 +522,15 @@ func (s *session) answer(ctx context.Context, t *turn, reply switchboard.Message
 		s.remember(reply)
 	}
 	return nil
+}
+
+// showTail is the delta of the response's last text (t.tail), for the
+// message that shows the response whole, and clears it: clients that
+// add deltas up get the whole text before the message, as always.
+func showTail(t *turn, shown *switchboard.MessageData) (switchboard.DeltaData, bool) {
+	tail := t.tail
+	t.tail = ""
+	return switchboard.DeltaData{MessageID: shown.ID, Content: tail}, tail != ""
 }
 
 // remember adds stored messages to the in-memory window. Under the

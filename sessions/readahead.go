@@ -18,6 +18,12 @@ const (
 	maxMergedDelta = 4 << 10
 )
 
+// textTail is readAhead's own kind of event: the text held when the
+// response ended. It is a delta like any other, but nothing follows it
+// in the response, so the session stores it in the write of the message
+// that follows at once (one write a turn fewer) instead of on its own.
+const textTail providers.EventKind = -1
+
 // readAhead streams a model response like p.Stream does, but reads it on
 // its own goroutine, so decoding the next chunk overlaps with storing and
 // sending the last one, and merges text deltas into fewer.
@@ -29,11 +35,12 @@ const (
 // with what else comes meanwhile: a reply streamed token by token costs a
 // stored event per interval, not per token, while people still see it
 // grow several times a second. The first text of a response goes at
-// once, and held text goes before anything that is not text (a tool call,
-// the usage, the end, an error): other events keep their order. Every
-// delta is stored before it is shown, as every event is; held text is
-// neither, so a crash loses nothing anyone saw. interval 0 passes each
-// token on as soon as the session can take it.
+// once, and held text goes before a tool call or an error, which keep
+// their order with it; the usage, which no one is shown until the turn
+// ends, passes it. Text still held when the response ends goes as a
+// textTail. Every delta is stored before it is shown, as every event is;
+// held text is neither, so a crash loses nothing anyone saw. interval 0
+// passes each token on as soon as the session can take it.
 //
 // The goroutine ends before the sequence returns, whether the stream ended
 // or the consumer stopped early.
@@ -88,6 +95,15 @@ func readAhead(ctx context.Context, p providers.Provider, req providers.Request,
 			last = time.Now()
 			return yield(ev, nil)
 		}
+		// tail hands over the text held when the response has ended.
+		tail := func() bool {
+			if text.Len() == 0 {
+				return true
+			}
+			ev := providers.Event{Kind: textTail, Text: text.String()}
+			text.Reset()
+			return yield(ev, nil)
+		}
 		// due is when held text goes: now for the first of a response or
 		// past the interval, else at the interval's end.
 		due := func() <-chan time.Time {
@@ -128,18 +144,29 @@ func readAhead(ctx context.Context, p providers.Provider, req providers.Request,
 				it, ok = <-items
 			}
 			if !ok {
-				flush()
+				tail()
 				return
 			}
 			// Take what else has already arrived, merging adjacent text.
 			for {
-				if it.err == nil && it.ev.Kind == providers.EventTextDelta {
+				switch {
+				case it.err == nil && it.ev.Kind == providers.EventTextDelta:
 					if text.Len() > 0 && text.Len()+len(it.ev.Text) > maxMergedDelta && !flush() {
 						return
 					}
 					text.WriteString(it.ev.Text)
-				} else if !flush() || !yield(it.ev, it.err) {
-					return
+				case it.err == nil && it.ev.Kind == providers.EventUsage:
+					if !yield(it.ev, nil) {
+						return
+					}
+				case it.err == nil && it.ev.Kind == providers.EventDone:
+					if !tail() || !yield(it.ev, nil) {
+						return
+					}
+				default:
+					if !flush() || !yield(it.ev, it.err) {
+						return
+					}
 				}
 				select {
 				case it, ok = <-items:

@@ -53,12 +53,52 @@ func TestReadAheadMergesTextThatArrivedWhileBusy(t *testing.T) {
 			<-arrived
 		}
 	}
-	want := []providers.Event{textDelta("Hel"), textDelta("lo Al"), call, textDelta("ice"), {Kind: providers.EventDone}}
+	want := []providers.Event{textDelta("Hel"), textDelta("lo Al"), call, {Kind: textTail, Text: "ice"}, {Kind: providers.EventDone}}
 	if len(got) != len(want) {
 		t.Fatalf("got %d events %+v, want %+v", len(got), got, want)
 	}
 	for i := range want {
 		if got[i].Kind != want[i].Kind || got[i].Text != want[i].Text || got[i].ToolCall.ID != want[i].ToolCall.ID {
+			t.Fatalf("event %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+// The text held when the response ends goes as its tail, which the
+// session stores with the message that follows. The usage does not make
+// held text go.
+func TestReadAheadEndsWithTheTail(t *testing.T) {
+	gate, arrived := make(chan struct{}), make(chan struct{})
+	usage := providers.Event{Kind: providers.EventUsage, Usage: switchboard.Usage{TotalTokens: 9}}
+	p := scriptedStream(func(ctx context.Context, yield func(providers.Event, error) bool) {
+		if !yield(textDelta("Hel"), nil) {
+			return
+		}
+		<-gate
+		for _, ev := range []providers.Event{textDelta("lo "), usage, textDelta("Alice"), {Kind: providers.EventDone}} {
+			if !yield(ev, nil) {
+				return
+			}
+		}
+		close(arrived)
+	})
+	var got []providers.Event
+	for ev, err := range readAhead(t.Context(), p, providers.Request{}, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ev)
+		if len(got) == 1 {
+			close(gate)
+			<-arrived
+		}
+	}
+	want := []providers.Event{textDelta("Hel"), usage, {Kind: textTail, Text: "lo Alice"}, {Kind: providers.EventDone}}
+	if len(got) != len(want) {
+		t.Fatalf("got %d events %+v, want %+v", len(got), got, want)
+	}
+	for i := range want {
+		if got[i].Kind != want[i].Kind || got[i].Text != want[i].Text || got[i].Usage != want[i].Usage {
 			t.Fatalf("event %d = %+v, want %+v", i, got[i], want[i])
 		}
 	}
@@ -182,7 +222,7 @@ func TestReadAheadHoldsTextForTheInterval(t *testing.T) {
 		var text strings.Builder
 		deltas := 0
 		for i, g := range evs {
-			if g.ev.Kind != providers.EventTextDelta {
+			if g.ev.Kind != providers.EventTextDelta && g.ev.Kind != textTail {
 				continue
 			}
 			deltas++
@@ -210,7 +250,7 @@ func TestReadAheadHoldsTextForTheInterval(t *testing.T) {
 				}
 			}
 		}
-		if last := evs[len(evs)-1]; last.ev.Kind != providers.EventDone || evs[len(evs)-2].ev.Text != "after" {
+		if last := evs[len(evs)-1]; last.ev.Kind != providers.EventDone || evs[len(evs)-2].ev.Kind != textTail || evs[len(evs)-2].ev.Text != "after" {
 			t.Fatalf("the end: %+v", evs[len(evs)-2:])
 		}
 	})
