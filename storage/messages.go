@@ -150,7 +150,7 @@ func (db *DB) WriteTurn(ctx context.Context, sessionID string, w switchboard.Tur
 			return false, fmt.Errorf("storage: write turn: event %q/%d is not a numbered event of %s", ev.Session, ev.Seq, sessionID)
 		}
 	}
-	j := &writeJob{published: w.Published, durable: w.Durable}
+	j := &writeJob{published: w.Published, durable: w.Durable, session: sessionID}
 	j.run = func(ctx context.Context, tx *sql.Tx) error {
 		dup = false
 		if len(w.Events) == 0 && w.EventsThrough > 0 {
