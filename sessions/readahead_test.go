@@ -26,22 +26,24 @@ func textDelta(s string) providers.Event {
 	return providers.Event{Kind: providers.EventTextDelta, Text: s}
 }
 
-func TestReadAheadMergesTextThatArrivedWhileBusy(t *testing.T) {
+// whileBusy streams "Hel", then, once the consumer has taken it, the rest
+// at once (they arrive while it is busy), and checks what readAhead
+// yields against want.
+func whileBusy(t *testing.T, rest []providers.Event, want []providers.Event) {
+	t.Helper()
 	gate, arrived := make(chan struct{}), make(chan struct{})
-	call := providers.Event{Kind: providers.EventToolCall, ToolCall: switchboard.ToolCall{ID: "c1", Name: "current_time"}}
 	p := scriptedStream(func(ctx context.Context, yield func(providers.Event, error) bool) {
 		if !yield(textDelta("Hel"), nil) {
 			return
 		}
 		<-gate // everything below arrives while the consumer is busy
-		for _, ev := range []providers.Event{textDelta("lo "), textDelta("Al"), call, textDelta("ice"), {Kind: providers.EventDone}} {
+		for _, ev := range rest {
 			if !yield(ev, nil) {
 				return
 			}
 		}
 		close(arrived)
 	})
-
 	var got []providers.Event
 	for ev, err := range readAhead(t.Context(), p, providers.Request{}, 0) {
 		if err != nil {
@@ -53,55 +55,31 @@ func TestReadAheadMergesTextThatArrivedWhileBusy(t *testing.T) {
 			<-arrived
 		}
 	}
-	want := []providers.Event{textDelta("Hel"), textDelta("lo Al"), call, {Kind: textTail, Text: "ice"}, {Kind: providers.EventDone}}
 	if len(got) != len(want) {
 		t.Fatalf("got %d events %+v, want %+v", len(got), got, want)
 	}
 	for i := range want {
-		if got[i].Kind != want[i].Kind || got[i].Text != want[i].Text || got[i].ToolCall.ID != want[i].ToolCall.ID {
+		if got[i].Kind != want[i].Kind || got[i].Text != want[i].Text || got[i].ToolCall.ID != want[i].ToolCall.ID || got[i].Usage != want[i].Usage {
 			t.Fatalf("event %d = %+v, want %+v", i, got[i], want[i])
 		}
 	}
+}
+
+func TestReadAheadMergesTextThatArrivedWhileBusy(t *testing.T) {
+	call := providers.Event{Kind: providers.EventToolCall, ToolCall: switchboard.ToolCall{ID: "c1", Name: "current_time"}}
+	whileBusy(t,
+		[]providers.Event{textDelta("lo "), textDelta("Al"), call, textDelta("ice"), {Kind: providers.EventDone}},
+		[]providers.Event{textDelta("Hel"), textDelta("lo Al"), call, {Kind: textTail, Text: "ice"}, {Kind: providers.EventDone}})
 }
 
 // The text held when the response ends goes as its tail, which the
 // session stores with the message that follows. The usage does not make
 // held text go.
 func TestReadAheadEndsWithTheTail(t *testing.T) {
-	gate, arrived := make(chan struct{}), make(chan struct{})
 	usage := providers.Event{Kind: providers.EventUsage, Usage: switchboard.Usage{TotalTokens: 9}}
-	p := scriptedStream(func(ctx context.Context, yield func(providers.Event, error) bool) {
-		if !yield(textDelta("Hel"), nil) {
-			return
-		}
-		<-gate
-		for _, ev := range []providers.Event{textDelta("lo "), usage, textDelta("Alice"), {Kind: providers.EventDone}} {
-			if !yield(ev, nil) {
-				return
-			}
-		}
-		close(arrived)
-	})
-	var got []providers.Event
-	for ev, err := range readAhead(t.Context(), p, providers.Request{}, 0) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, ev)
-		if len(got) == 1 {
-			close(gate)
-			<-arrived
-		}
-	}
-	want := []providers.Event{textDelta("Hel"), usage, {Kind: textTail, Text: "lo Alice"}, {Kind: providers.EventDone}}
-	if len(got) != len(want) {
-		t.Fatalf("got %d events %+v, want %+v", len(got), got, want)
-	}
-	for i := range want {
-		if got[i].Kind != want[i].Kind || got[i].Text != want[i].Text || got[i].Usage != want[i].Usage {
-			t.Fatalf("event %d = %+v, want %+v", i, got[i], want[i])
-		}
-	}
+	whileBusy(t,
+		[]providers.Event{textDelta("lo "), usage, textDelta("Alice"), {Kind: providers.EventDone}},
+		[]providers.Event{textDelta("Hel"), usage, {Kind: textTail, Text: "lo Alice"}, {Kind: providers.EventDone}})
 }
 
 func TestReadAheadKeepsMergedDeltasSmall(t *testing.T) {
