@@ -9,6 +9,7 @@ package switchboard
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -67,6 +68,18 @@ type File struct {
 
 // WorkspacePath is where the sandbox sees the file.
 func (f File) WorkspacePath() string { return "/workspace/" + f.Path }
+
+// ByteSize is a byte count as people read it: "27 B", "1.2 KiB",
+// "3.4 MiB". Every channel says a file's size and a limit this way.
+func ByteSize(n int64) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}
 
 // Usage counts tokens as the provider reported them.
 type Usage struct {

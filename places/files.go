@@ -210,24 +210,13 @@ func (d *download) why(err error) error {
 	return NotDownloaded("the download of %s from %s failed; send it again", d.f.Name, d.f.From)
 }
 
-// Size is a byte count as people read it: "27 B", "1.2 KiB", "3.4 MiB".
-func Size(n int64) string {
-	switch {
-	case n < 1<<10:
-		return fmt.Sprintf("%d B", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-}
-
 // Shared is how a place shows that who shared files, in the chat app's
 // words: "Alice · Slack shared rain.csv (27 B) and chart.png (1.2 KiB)".
 // who is plain text (Byline's, or a name).
 func (l *Layer) Shared(who string, files []switchboard.File) string {
 	names := make([]string, len(files))
 	for i, f := range files {
-		names[i] = l.cfg.Words.Escape(OneLine(f.Name)) + " (" + Size(f.Size) + ")"
+		names[i] = l.cfg.Words.Escape(OneLine(f.Name)) + " (" + switchboard.ByteSize(f.Size) + ")"
 	}
 	list := strings.Join(names, ", ")
 	if n := len(names); n > 1 {

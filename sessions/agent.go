@@ -224,7 +224,8 @@ func (s *session) interrupting(err error) bool {
 // (merged into fewer deltas when the session falls behind; see readAhead),
 // and returns it with the message event that shows it whole (nil without
 // text), which the caller stores with the reply or emits before its tool
-// calls. Nothing is added to the context here: a stream that breaks half
+// calls. The text held when the response ended is left in t.tail: its
+// delta goes with that message (showTail). Nothing is added to the context here: a stream that breaks half
 // way leaves no half message behind.
 func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (switchboard.Message, *switchboard.MessageData, error) {
 	system := s.systemPrompt(final) + s.turnNotes(ctx, t)
@@ -488,7 +489,7 @@ func providerErrorMessage(err error) string {
 // and only if it was shown. Then it adds the reply to the window. The
 // write outlives ctx: the tokens are spent.
 func (s *session) answer(ctx context.Context, t *turn, reply switchboard.Message, shown *switchboard.MessageData) error {
-	w := switchboard.TurnWrite{Usage: t.Usage, EndTurn: true, Published: s.onCommit}
+	w := switchboard.TurnWrite{Usage: t.Usage, EndTurn: true}
 	if reply.Content != "" {
 		w.Messages = []switchboard.Message{reply}
 	}
@@ -512,6 +513,9 @@ func (s *session) answer(ctx context.Context, t *turn, reply switchboard.Message
 	}
 	if ev, ok := s.event(switchboard.EventState, switchboard.StateData{State: switchboard.StateIdle}); ok {
 		w.Events = append(w.Events, ev)
+	}
+	if len(w.Events) > 0 {
+		w.Published = s.onCommit
 	}
 	if _, err := s.store(context.WithoutCancel(ctx), w); err != nil {
 		return fmt.Errorf("sessions: store reply: %w", err)

@@ -63,7 +63,7 @@ func (s *session) withFileNote(ctx context.Context, m switchboard.Message) strin
 	fmt.Fprintf(&b, "[%s sent %d %s, saved in the conversation's workspace:]", cmp.Or(m.Author, "The person"), len(m.Files), plural(len(m.Files), "file", "files"))
 	inlined := 0
 	for _, f := range m.Files {
-		fmt.Fprintf(&b, "\n- %s (%s, %s) at %s", f.Name, f.Type, size(f.Size), f.WorkspacePath())
+		fmt.Fprintf(&b, "\n- %s (%s, %s) at %s", f.Name, f.Type, switchboard.ByteSize(f.Size), f.WorkspacePath())
 		if !inlinable(f.Type) || inlined >= inlineMessageBytes {
 			continue
 		}
@@ -77,7 +77,7 @@ func (s *session) withFileNote(ctx context.Context, m switchboard.Message) strin
 		inlined += len(text)
 		more := ""
 		if f.Size > int64(len(text)) {
-			more = fmt.Sprintf(" (the first %s of %s; read the rest from the file)", size(int64(len(text))), size(f.Size))
+			more = fmt.Sprintf(" (the first %s of %s; read the rest from the file)", switchboard.ByteSize(int64(len(text))), switchboard.ByteSize(f.Size))
 		}
 		fmt.Fprintf(&b, "\n  Its content%s:\n  ```\n%s\n  ```", more, text)
 	}

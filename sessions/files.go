@@ -44,24 +44,13 @@ func (s *session) files(by switchboard.Author) {
 	for _, f := range fs {
 		total += f.Size
 	}
-	fmt.Fprintf(&b, "%d %s in this conversation's workspace (%s):", len(fs), plural(len(fs), "file", "files"), size(total))
+	fmt.Fprintf(&b, "%d %s in this conversation's workspace (%s):", len(fs), plural(len(fs), "file", "files"), switchboard.ByteSize(total))
 	for i, f := range fs {
 		if i == 50 {
 			fmt.Fprintf(&b, "\n  … and %d more", len(fs)-i)
 			break
 		}
-		fmt.Fprintf(&b, "\n  %s  %s  %s UTC", f.Path, size(f.Size), f.Modified.UTC().Format("2006-01-02 15:04"))
+		fmt.Fprintf(&b, "\n  %s  %s  %s UTC", f.Path, switchboard.ByteSize(f.Size), f.Modified.UTC().Format("2006-01-02 15:04"))
 	}
 	s.tell(by, NoticeInfo, b.String())
-}
-
-// size is a byte count as people read it.
-func size(n int64) string {
-	switch {
-	case n < 1<<10:
-		return fmt.Sprintf("%d B", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }

@@ -145,12 +145,12 @@ func (m *Manager) Upload(ctx context.Context, sessionID string, in switchboard.I
 	for _, f := range files {
 		name := cleanName(f.Name)
 		if f.Size > lim.FileBytes {
-			return nil, refuse(ErrFileTooLarge, "%s is %s; a file may be at most %s", name, size(f.Size), size(lim.FileBytes))
+			return nil, refuse(ErrFileTooLarge, "%s is %s; a file may be at most %s", name, switchboard.ByteSize(f.Size), switchboard.ByteSize(lim.FileBytes))
 		}
 		announced += max(f.Size, 0)
 	}
 	if announced > lim.MessageBytes {
-		return nil, refuse(ErrFileTooLarge, "the files are %s together; a message's files may be at most %s", size(announced), size(lim.MessageBytes))
+		return nil, refuse(ErrFileTooLarge, "the files are %s together; a message's files may be at most %s", switchboard.ByteSize(announced), switchboard.ByteSize(lim.MessageBytes))
 	}
 	var saved []switchboard.File
 	undo := func() {
@@ -199,7 +199,7 @@ func (m *Manager) saveOne(ctx context.Context, s *session, in Incoming, limit in
 	p, n64, err := m.cfg.Uploads.Save(ctx, s.id, name, r, limit)
 	switch {
 	case errors.Is(err, ErrFileTooLarge):
-		return switchboard.File{}, refuse(ErrFileTooLarge, "%s is larger than %s, the most it may be here", name, size(limit))
+		return switchboard.File{}, refuse(ErrFileTooLarge, "%s is larger than %s, the most it may be here", name, switchboard.ByteSize(limit))
 	case errors.Is(err, ErrWorkspaceFull):
 		return switchboard.File{}, refuse(ErrWorkspaceFull, "this conversation's workspace is full, so %s was not saved; remove files there first (the python tool can)", name)
 	case errors.Is(err, errBiggerThanAnnounced):
@@ -328,7 +328,7 @@ func (m *Manager) checkFiles(in switchboard.Input) error {
 	case len(in.Files) > lim.Files:
 		return refuse(ErrFileTooLarge, "a message may bring at most %d files, not %d", lim.Files, len(in.Files))
 	case total > lim.MessageBytes:
-		return refuse(ErrFileTooLarge, "the files are %s together; a message's files may be at most %s", size(total), size(lim.MessageBytes))
+		return refuse(ErrFileTooLarge, "the files are %s together; a message's files may be at most %s", switchboard.ByteSize(total), switchboard.ByteSize(lim.MessageBytes))
 	}
 	return nil
 }

@@ -89,7 +89,7 @@ func (a *attachments) command(ctx context.Context, v *view, s Sessions, name, ar
 	a.paths = append(a.paths, path)
 	a.unsave(ctx, s) // the next message saves them all again
 	if message == "" {
-		v.printf("Attached %s (%s): it goes with your next message. /attach lists the files, /detach drops them.\n", shown(filepath.Base(path)), size(st.Size()))
+		v.printf("Attached %s (%s): it goes with your next message. /attach lists the files, /detach drops them.\n", shown(filepath.Base(path)), switchboard.ByteSize(st.Size()))
 	}
 	return message, message != ""
 }
@@ -105,7 +105,7 @@ func (a *attachments) list(v *view) {
 	for _, p := range a.paths {
 		what := "gone"
 		if st, err := os.Stat(p); err == nil {
-			what = size(st.Size())
+			what = switchboard.ByteSize(st.Size())
 		}
 		fmt.Fprintf(&b, "  %s (%s) %s\n", shown(filepath.Base(p)), what, shown(p))
 	}
@@ -209,7 +209,7 @@ func isCommand(text string) bool {
 func fileLines(files []switchboard.File) string {
 	var b strings.Builder
 	for _, f := range files {
-		fmt.Fprintf(&b, "  [file] %s (%s) saved as %s\n", shown(f.Name), size(f.Size), shown(f.WorkspacePath()))
+		fmt.Fprintf(&b, "  [file] %s (%s) saved as %s\n", shown(f.Name), switchboard.ByteSize(f.Size), shown(f.WorkspacePath()))
 	}
 	return b.String()
 }
@@ -223,15 +223,4 @@ func shown(s string) string {
 		}
 		return r
 	}, s)
-}
-
-// size is a byte count as people read it.
-func size(n int64) string {
-	switch {
-	case n < 1<<10:
-		return fmt.Sprintf("%d B", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }

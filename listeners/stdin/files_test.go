@@ -125,7 +125,7 @@ func TestOthersFilesAreShown(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.submit(switchboard.Input{Kind: switchboard.InputText, Text: "look at this", Files: saved})
-	tm.expect("Dan · Web: look at this\n  [file] chart_[2J.png (" + size(int64(len(pic))) + ") saved as /workspace/uploads/chart_[2J.png\n")
+	tm.expect("Dan · Web: look at this\n  [file] chart_[2J.png (" + switchboard.ByteSize(int64(len(pic))) + ") saved as /workspace/uploads/chart_[2J.png\n")
 	d.submit(switchboard.Input{Kind: switchboard.InputText, Files: mustUpload(t, gw, d, "data.csv", rain)})
 	tm.expect("Dan · Web:\n  [file] data.csv (27 B) saved as /workspace/uploads/data.csv\n")
 	if strings.Contains(tm.out.String(), "\x1b[2J") {

@@ -158,7 +158,7 @@ func (c *conn) announce(f clientFrame, sessionID string, author switchboard.Auth
 		return
 	case bytes+*f.Size > cfg.MaxPendingFileBytes:
 		refuse(ErrCodeFileRefused, fmt.Sprintf("%s was not taken: it is %s, and with the files waiting for a message on this connection that makes more than the %s they may be; send a message with them first",
-			name, size(*f.Size), size(cfg.MaxPendingFileBytes)))
+			name, switchboard.ByteSize(*f.Size), switchboard.ByteSize(cfg.MaxPendingFileBytes)))
 		return
 	}
 	ctx, cancel := context.WithCancelCause(c.ctx)
@@ -390,15 +390,4 @@ func (c *conn) dropFiles(cause error) {
 	if len(unsent) > 0 {
 		c.h.sessions.Discard(context.WithoutCancel(c.h.ctx), session, unsent)
 	}
-}
-
-// size is a byte count as people read it.
-func size(n int64) string {
-	switch {
-	case n < 1<<10:
-		return fmt.Sprintf("%d B", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
