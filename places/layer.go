@@ -8,6 +8,7 @@ package places
 
 import (
 	"context"
+	"errors"
 	"hash/fnv"
 	"log/slog"
 	"slices"
@@ -457,7 +458,12 @@ func (f *follower) once(ctx context.Context) {
 	f.rendered = max(f.rendered, f.b.RenderedSeq)
 	f.recorded = max(f.recorded, f.b.RenderedSeq)
 	sub, err := s.Attach(ctx, sessions.AttachOptions{SessionID: f.b.SessionID, Follow: f.l.cfg.Channel, AfterSeq: f.rendered})
-	if err != nil {
+	switch {
+	case errors.Is(err, sessions.ErrElsewhere):
+		// Another replica runs it, and renders it there.
+		f.l.log.Debug(f.l.cfg.Channel+": session shown by another replica", "session", f.b.SessionID, "place", f.b.Address)
+		return
+	case err != nil:
 		if ctx.Err() == nil {
 			f.l.log.Error(f.l.cfg.Channel+": follow a session", "session", f.b.SessionID, "place", f.b.Address, "err", err)
 		}

@@ -140,6 +140,14 @@ func (s *session) request(p *pendingTurn, c *confirmation) switchboard.Confirmat
 // the list of its open requests that attaching listeners are given.
 func (s *session) setPending(p *pendingTurn) {
 	s.pending = p
+	open := s.openOf(p)
+	s.mu.Lock()
+	s.open = open
+	s.mu.Unlock()
+}
+
+// openOf lists the requests of turn p that are not answered yet.
+func (s *session) openOf(p *pendingTurn) []switchboard.ConfirmationRequestData {
 	var open []switchboard.ConfirmationRequestData
 	if p != nil {
 		for _, c := range p.Confirmations {
@@ -148,9 +156,7 @@ func (s *session) setPending(p *pendingTurn) {
 			}
 		}
 	}
-	s.mu.Lock()
-	s.open = open
-	s.mu.Unlock()
+	return open
 }
 
 // openRequests are the approval requests open now.

@@ -203,6 +203,10 @@ func (m *Manager) follow(ctx context.Context, opts AttachOptions) (*Subscription
 	if err != nil {
 		return nil, err
 	}
+	if s.remote.Load() {
+		// Its owner's renderers show it: it is told when it loads there.
+		return nil, fmt.Errorf("sessions: follow %s: %w", s.id, ErrElsewhere)
+	}
 	last := s.publishedSeq()
 	after := opts.AfterSeq
 	if after < 0 || after > last {

@@ -98,6 +98,9 @@ type Config struct {
 	Providers       map[string]*providers.Resilient
 	DefaultProvider string
 	Tools           *tools.Registry
+	// Cluster, when set, shares the sessions with other replicas on the
+	// same database (cluster.go); nil: this gateway runs every session.
+	Cluster Cluster
 
 	QueueSize        int           // inputs waiting per session (64)
 	SubscriberBuffer int           // events buffered per attached listener (256)
@@ -318,7 +321,8 @@ func (m *Manager) Recover(ctx context.Context) error {
 	}
 	var errs []error
 	for _, id := range ids {
-		if _, err := m.load(ctx, id); err != nil {
+		// Another live replica's sessions are its own to run.
+		if _, err := m.loadWith(ctx, id, false, false); err != nil && !errors.Is(err, ErrElsewhere) {
 			errs = append(errs, err)
 		}
 	}
@@ -348,12 +352,14 @@ func (m *Manager) Drain(ctx context.Context) {
 	}()
 	select {
 	case <-done:
+		m.releaseAll()
 		return
 	case <-ctx.Done():
 	}
 	m.cfg.Logger.Warn("shutdown: turns still running after the grace period are cut, and resumed at the next start")
 	m.stopTurns(ErrShuttingDown)
 	<-done
+	m.releaseAll()
 }
 
 // stopStarting keeps session goroutines from starting from now on, and
@@ -438,6 +444,9 @@ func (m *Manager) Attach(ctx context.Context, opts AttachOptions) (*Subscription
 	}
 	s, created, err := m.open(ctx, opts)
 	if err != nil {
+		return nil, err
+	}
+	if err := m.runHere(ctx, s); err != nil { // a mirror: its people read afresh
 		return nil, err
 	}
 	grant := opts.Role
@@ -525,11 +534,17 @@ func (m *Manager) Submit(ctx context.Context, sessionID string, in switchboard.I
 	if err != nil {
 		return nil, err
 	}
+	if err := m.runHere(ctx, s); err != nil { // a mirror whose owner is gone takes over
+		return nil, err
+	}
 	if err := s.enter(ctx, in); err != nil { // who may act here (access.go)
 		return nil, err
 	}
 	if err := m.checkFiles(in); err != nil {
 		return nil, err
+	}
+	if s.remote.Load() {
+		return s.forward(ctx, in) // to the replica that runs it
 	}
 	if in.Kind == switchboard.InputText && !stops(in) {
 		return s.accept(ctx, in)
@@ -588,6 +603,11 @@ func (m *Manager) create(ctx context.Context, key, guide string, author switchbo
 	if m.ctx.Err() != nil || m.isDraining() {
 		return nil, ErrClosed
 	}
+	if c := m.cfg.Cluster; c != nil {
+		if err := c.Claim(ctx, rec.ID); err != nil {
+			return nil, fmt.Errorf("sessions: create: %w", err)
+		}
+	}
 	g, _ := m.cfg.Guides.Get(guide)
 	s := m.newSession(rec, g, m.cfg.QueueSize)
 	s.unstored.Store(true)
@@ -622,6 +642,12 @@ func (m *Manager) load(ctx context.Context, id string) (*session, error) {
 // loadAs is load; quiet does not announce, for a follower's own attach
 // (which would otherwise tell itself again each time it loads a session).
 func (m *Manager) loadAs(ctx context.Context, id string, quiet bool) (*session, error) {
+	return m.loadWith(ctx, id, quiet, true)
+}
+
+// loadWith is loadAs; with mirror, a session another replica runs is
+// loaded as its mirror (cluster.go), without, refused with ErrElsewhere.
+func (m *Manager) loadWith(ctx context.Context, id string, quiet, mirror bool) (*session, error) {
 	if v, ok := m.live.Load(id); ok {
 		return v.(*session), nil
 	}
@@ -639,12 +665,18 @@ func (m *Manager) loadAs(ctx context.Context, id string, quiet bool) (*session, 
 	if m.isDraining() {
 		return nil, ErrClosed
 	}
-	s, err := m.restore(ctx, id)
+	s, err := m.claimAndRestore(ctx, id, mirror)
 	if err != nil {
 		return nil, err
 	}
 	m.live.Store(id, s)
 	m.liveCount.Add(1)
+	if s.remote.Load() {
+		s.mu.Lock()
+		s.armIdleLocked() // unloaded once nobody looks at it
+		s.mu.Unlock()
+		return s, nil
+	}
 	s.kick() // takes up what the restart left queued, or parks
 	if !quiet {
 		m.announce(ctx, id)

@@ -147,74 +147,124 @@ type session struct {
 	// input (persist), so a page view that sends nothing stores nothing.
 	persistMu sync.Mutex
 	unstored  atomic.Bool
+
+	// remote: another replica runs the session; this one mirrors it
+	// (cluster.go). promoteMu orders taking it over; pullMu, reading the
+	// owner's events (pullQueued: a read is due). queuedIDs are the inbox
+	// entries queued here (guarded by acceptMu), with a Cluster only.
+	remote     atomic.Bool
+	promoteMu  sync.Mutex
+	pullMu     sync.Mutex
+	pullQueued atomic.Bool
+	queuedIDs  map[int64]struct{}
+}
+
+// stored is what a session's owner loads of it from the store.
+type stored struct {
+	rec     switchboard.Session
+	guide   guides.Guide
+	seq     int64
+	summary string
+	window  []switchboard.Message
+	members []switchboard.Member
+	open    *pendingTurn
+	queued  []switchboard.QueuedInput
 }
 
 // restore loads a session's record, window, roles and any suspended turn.
 func (m *Manager) restore(ctx context.Context, id string) (*session, error) {
+	st, err := m.loadStored(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	// Room for what was accepted before a restart, and the turn it cut.
+	s := m.newSession(st.rec, st.guide, max(m.cfg.QueueSize, len(st.queued)+1))
+	s.takeOver(st)
+	return s, nil
+}
+
+// loadStored reads what the owner of session id needs to run it.
+func (m *Manager) loadStored(ctx context.Context, id string) (stored, error) {
 	st := m.cfg.Store
+	var out stored
 	rec, err := st.Session(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("sessions: load %s: %w", id, err)
+		return out, fmt.Errorf("sessions: load %s: %w", id, err)
 	}
+	out.rec, out.guide = rec, m.guideOf(rec)
+	// Events may still sit in the write queue from before an unload.
+	if err := st.Flush(ctx); err != nil {
+		return out, fmt.Errorf("sessions: load %s: %w", id, err)
+	}
+	if out.seq, err = st.LastSeq(ctx, id); err != nil {
+		return out, fmt.Errorf("sessions: load %s: %w", id, err)
+	}
+	if out.guide.Memory.Policy == guides.Compact {
+		out.summary, out.window, err = st.Context(ctx, id, compactCap(out.guide))
+	} else {
+		out.window, err = st.Window(ctx, id, out.guide.Memory.Window)
+	}
+	if err != nil {
+		return out, fmt.Errorf("sessions: load %s: %w", id, err)
+	}
+	if out.members, err = st.Members(ctx, id); err != nil {
+		return out, fmt.Errorf("sessions: load %s: %w", id, err)
+	}
+	if out.open, err = loadTurn(ctx, st, id); err != nil {
+		return out, fmt.Errorf("sessions: load %s: %w", id, err)
+	}
+	if out.queued, err = st.Inbox(ctx, id); err != nil {
+		return out, fmt.Errorf("sessions: load %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// guideOf is the guide a stored session runs with.
+func (m *Manager) guideOf(rec switchboard.Session) guides.Guide {
 	g, ok := m.cfg.Guides.Get(rec.Guide)
 	if !ok {
 		// A guide removed since: fall back rather than lock users out.
-		m.cfg.Logger.Warn("session's guide is gone, using the default", "session", id, "guide", rec.Guide)
+		m.cfg.Logger.Warn("session's guide is gone, using the default", "session", rec.ID, "guide", rec.Guide)
 		g, _ = m.cfg.Guides.Get(m.cfg.DefaultGuide)
 	}
-	// Events may still sit in the write queue from before an unload.
-	if err := st.Flush(ctx); err != nil {
-		return nil, fmt.Errorf("sessions: load %s: %w", id, err)
+	return g
+}
+
+// takeOver makes s run from what was stored: its context, its people, the
+// turn that was open and the inputs that wait. s has no goroutine yet.
+func (s *session) takeOver(st stored) {
+	s.window, s.summary, s.seq = st.window, st.summary, st.seq
+	s.mu.Lock()
+	s.published = st.seq
+	s.setMembersLocked(st.members)
+	s.mu.Unlock()
+	// What was under way comes first, then what was waiting: in the
+	// order they were accepted.
+	s.takeUp(st.open, func(j job) { s.jobs() <- &j })
+	for _, q := range st.queued {
+		s.taken(q.ID)
+		s.jobs() <- &job{input: q.Input, inboxID: q.ID, receipt: newReceipt()}
 	}
-	seq, err := st.LastSeq(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("sessions: load %s: %w", id, err)
+	if st.open != nil || len(st.queued) > 0 {
+		s.log.Info("session resumed", "open_turn", st.open != nil, "queued_inputs", len(st.queued))
 	}
-	var summary string
-	var window []switchboard.Message
-	if g.Memory.Policy == guides.Compact {
-		summary, window, err = st.Context(ctx, id, compactCap(g))
-	} else {
-		window, err = st.Window(ctx, id, g.Memory.Window)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sessions: load %s: %w", id, err)
-	}
-	members, err := st.Members(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("sessions: load %s: %w", id, err)
-	}
-	open, err := loadTurn(ctx, st, id)
-	if err != nil {
-		return nil, fmt.Errorf("sessions: load %s: %w", id, err)
-	}
-	queued, err := st.Inbox(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("sessions: load %s: %w", id, err)
-	}
-	// Room for what was accepted before a restart, and the turn it cut.
-	s := m.newSession(rec, g, max(m.cfg.QueueSize, len(queued)+1))
-	s.window, s.summary, s.seq, s.published = window, summary, seq, seq
+}
+
+// setMembersLocked replaces what s knows of its people with what the store
+// has: who they are, their roles and names; a later last seen is kept.
+func (s *session) setMembersLocked(members []switchboard.Member) {
+	clear(s.roles)
+	clear(s.pinned)
 	for _, mb := range members {
 		s.roles[mb.Key] = collaboration.Role(mb.Role)
 		s.names[mb.Key] = mb.Name
 		if mb.Pinned {
 			s.pinned[mb.Key] = true
 		}
-		if !mb.LastSeen.IsZero() {
+		if !mb.LastSeen.IsZero() && mb.LastSeen.After(s.seen[mb.Key]) {
 			s.seen[mb.Key] = mb.LastSeen
 		}
 	}
-	// What was under way comes first, then what was waiting: in the
-	// order they were accepted.
-	s.takeUp(open, func(j job) { s.jobs() <- &j })
-	for _, q := range queued {
-		s.jobs() <- &job{input: q.Input, inboxID: q.ID, receipt: newReceipt()}
-	}
-	if open != nil || len(queued) > 0 {
-		s.log.Info("session resumed", "open_turn", open != nil, "queued_inputs", len(queued))
-	}
-	return s, nil
 }
 
 // newSession is a session's in-memory state, before anything is loaded.
@@ -269,9 +319,15 @@ func (s *session) run() {
 		}
 		select {
 		case j := <-s.jobs():
+			if s.remote.Load() {
+				s.letGo(*j) // another replica runs the session now
+				continue
+			}
 			s.handle(*j)
 			if s.failing.Load() {
 				s.repair(*j)
+			} else {
+				s.done(j.inboxID)
 			}
 		default:
 			if s.park() {
@@ -347,6 +403,7 @@ func (s *session) idleExpired() {
 	}
 	s.m.unload(s)
 	s.log.Debug("session unloaded after idling")
+	go s.m.releaseUnloaded(s)
 }
 
 // shutdown lets the session's listeners go. With flush, what is still
@@ -496,6 +553,7 @@ func (s *session) accept(ctx context.Context, in switchboard.Input) (*Receipt, e
 		return nil, fmt.Errorf("sessions: accept input: %w: %w", ErrNotStored, err)
 	}
 	r := newReceipt()
+	s.taken(id)
 	if dup {
 		// Sent again after a reconnect: it is stored, or queued, and
 		// will be answered once; its events reach the client by seq.
@@ -524,6 +582,9 @@ func (s *session) handOver(ctx context.Context, in switchboard.Input) (*Receipt,
 	}
 	select {
 	case err := <-j.stored:
+		if errors.Is(err, switchboard.ErrLeaseLost) {
+			return s.forward(ctx, in) // the new owner answers it
+		}
 		if err != nil {
 			s.m.cfg.Metrics.WriteFailed()
 			return nil, fmt.Errorf("sessions: accept input: %w: %w", ErrNotStored, err)
@@ -665,6 +726,11 @@ func (s *session) handle(j job) {
 		}
 	}()
 	in := j.input
+	// A forwarded stop, answer or click (cluster.go) runs at most once: it
+	// leaves the inbox first, as a command does.
+	if j.inboxID != 0 && in.Kind != switchboard.InputText && !s.write(ctx, switchboard.TurnWrite{InboxID: j.inboxID}) {
+		return
+	}
 	switch in.Kind {
 	case switchboard.InputCancel:
 		s.stop(ctx, in.Author, j.stoppedRunning)
@@ -772,6 +838,14 @@ func (s *session) committed(evs []switchboard.Event, err error) {
 	defer s.mu.Unlock()
 	for _, e := range evs {
 		s.m.cfg.Metrics.Event(string(e.Type)) // counted once stored, whichever write stored it
+	}
+	s.publishLocked(evs)
+}
+
+// publishLocked hands stored events, in seq order, to every attached
+// listener.
+func (s *session) publishLocked(evs []switchboard.Event) {
+	for _, e := range evs {
 		s.published = e.Seq
 		if len(s.subs) == 0 {
 			continue
@@ -798,6 +872,10 @@ var errStorage = errors.New("storage failed")
 // the running turn is cut (it stays open in the store and is taken up
 // again by repair), and every listener is told why, once.
 func (s *session) writeFailed(err error) {
+	if errors.Is(err, switchboard.ErrLeaseLost) {
+		s.demote() // not a failure here: another replica runs it now
+		return
+	}
 	if s.failing.Swap(true) {
 		return
 	}
