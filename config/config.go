@@ -187,10 +187,22 @@ type Metrics struct {
 	Addr string `koanf:"addr"`
 }
 
-// Storage is the SQLite database.
+// Storage is the database: an SQLite file (the default), or PostgreSQL,
+// which several replicas of the gateway can share (docs/operating.md,
+// "Replicas").
 type Storage struct {
-	// DSN is a file path, or ":memory:" for a throwaway database.
+	// DSN is a file path, ":memory:" for a throwaway database, or a
+	// PostgreSQL URL (postgres://user@host/db?sslmode=...).
 	DSN string `koanf:"dsn"`
+	// Lease is how long a replica's hold on a conversation lasts without
+	// being renewed (PostgreSQL only): a replica that dies leaves its
+	// conversations to the others within about this long. It is renewed
+	// every third of it.
+	Lease Duration `koanf:"lease"`
+	// Replica names this gateway among the replicas (gateway doctor and
+	// the log show it); empty: the host name and a random suffix, new at
+	// every start.
+	Replica string `koanf:"replica"`
 	// Retention deletes sessions whose last turn ended longer ago than
 	// this, with everything they hold; 0 keeps them.
 	Retention Duration `koanf:"retention"`
@@ -581,6 +593,7 @@ func defaults() map[string]any {
 		"tools.sandbox.quota_mb":                  100,
 		"tools.sandbox.tmp_mb":                    64,
 		"storage.retention":                       Duration(0),
+		"storage.lease":                           Duration(10 * time.Second),
 		"sessions.approval_timeout":               Duration(10 * time.Minute),
 		"sessions.tool_timeout":                   Duration(30 * time.Second),
 		"sessions.subscriber_buffer":              256,
@@ -677,6 +690,12 @@ func loadFile(k *koanf.Koanf, path string) error {
 	return nil
 }
 
+// IsPostgres reports whether a storage DSN names a PostgreSQL database
+// rather than an SQLite file.
+func IsPostgres(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
 // pathKeys are the keys that name files or folders on this machine.
 // Not tools.sandbox.python (a path inside the sandbox) nor
 // tools.mcp[].command (a command line, run as a shell would run it).
@@ -693,7 +712,7 @@ func resolvePaths(k *koanf.Koanf, dir string) error {
 		if !ok || v == "" || filepath.IsAbs(v) {
 			continue
 		}
-		if key == "storage.dsn" && (v == ":memory:" || strings.HasPrefix(v, "file:")) {
+		if key == "storage.dsn" && (v == ":memory:" || strings.HasPrefix(v, "file:") || IsPostgres(v)) {
 			continue
 		}
 		if err := k.Set(key, filepath.Join(dir, v)); err != nil {
@@ -814,8 +833,16 @@ func (c Config) Validate() error {
 			bad("metrics.addr", "want host:port, e.g. 127.0.0.1:9090, or empty to serve no metrics, not %q", c.Metrics.Addr)
 		}
 	}
-	if c.Storage.DSN == "" {
-		bad("storage.dsn", "must not be empty (a file path, or \":memory:\")")
+	switch {
+	case c.Storage.DSN == "":
+		bad("storage.dsn", "must not be empty (a file path, \":memory:\", or a postgres:// URL)")
+	case IsPostgres(c.Storage.DSN):
+		if u, err := url.Parse(c.Storage.DSN); err != nil || strings.Trim(u.Path, "/") == "" {
+			bad("storage.dsn", "want postgres://user@host:5432/database (with ?sslmode=... as the server needs); the database name is missing or the URL does not parse")
+		}
+	}
+	if l := time.Duration(c.Storage.Lease); l < time.Second || l > 5*time.Minute {
+		bad("storage.lease", "want 1s to 5m (how long a dead replica's conversations wait for another), not %s", l)
 	}
 
 	names := map[string]int{}

@@ -211,7 +211,8 @@ tools:
 	}
 
 	// Values that are no relative path stay as written.
-	for _, dsn := range []string{":memory:", "file::memory:?cache=shared", "file:data/gw.db?mode=rwc", "/var/lib/switchboard/gw.db"} {
+	for _, dsn := range []string{":memory:", "file::memory:?cache=shared", "file:data/gw.db?mode=rwc", "/var/lib/switchboard/gw.db",
+		"postgres://gw@db.internal:5432/switchboard?sslmode=verify-full", "postgresql://gw@/switchboard?host=/run/postgresql"} {
 		c = mustLoad(t, writeFile(t, "storage: { dsn: \""+dsn+"\" }\n"), nil, nil)
 		if c.Storage.DSN != dsn {
 			t.Errorf("storage.dsn %q became %q", dsn, c.Storage.DSN)
@@ -419,6 +420,10 @@ func TestBadValues(t *testing.T) {
 			want: []string{`sessions.max_bindings: must be at least 1`}},
 		{name: "live sessions", sets: []string{"sessions.max_live=-1"},
 			want: []string{`sessions.max_live: must be 0 (no bound) or more`}},
+		{name: "postgres without a database", sets: []string{"storage.dsn=postgres://gw@db.internal:5432"},
+			want: []string{`storage.dsn: want postgres://user@host:5432/database`}},
+		{name: "lease", sets: []string{"storage.lease=100ms"},
+			want: []string{`storage.lease: want 1s to 5m (how long a dead replica's conversations wait for another), not 100ms`}},
 		{name: "retention", sets: []string{"storage.retention=-1h"},
 			want: []string{`storage.retention: must be 0 (keep everything) or a duration`}},
 		{name: "log", file: "log: {level: loud, format: xml}\n",
