@@ -403,21 +403,23 @@ func (m *Manager) Lost(sessionID string) {
 }
 
 // TakeOver runs here a session whose owner is gone (its lease expired
-// with work left: Cluster's orphans). A session another replica has
-// claimed meanwhile is left to it.
-func (m *Manager) TakeOver(ctx context.Context, sessionID string) error {
+// with work left: Cluster's orphans) and reports whether it does; one
+// another replica has claimed meanwhile is left to it.
+func (m *Manager) TakeOver(ctx context.Context, sessionID string) (bool, error) {
+	var err error
 	if v, ok := m.live.Load(sessionID); ok {
 		s := v.(*session)
-		if err := m.promote(ctx, s); err != nil && !errors.Is(err, ErrElsewhere) {
-			return err
+		if !s.remote.Load() {
+			return false, nil // already run here
 		}
-		return nil
+		err = m.promote(ctx, s)
+	} else {
+		_, err = m.loadWith(ctx, sessionID, false, false)
 	}
-	_, err := m.loadWith(ctx, sessionID, false, false)
 	if errors.Is(err, ErrElsewhere) {
-		return nil
+		return false, nil
 	}
-	return err
+	return err == nil, err
 }
 
 // Resync has every session loaded here look again at what it may have
