@@ -54,8 +54,8 @@ func TestVectors(t *testing.T) {
 	}
 
 	v := func(xs ...float32) []float32 { return xs }
-	if err := db.SaveVectors(ctx, "m1", []Vector{
-		{pending[0].ID, v(1, 0, 0)}, {pending[1].ID, v()}, {pending[2].ID, v(0, 1, 0)},
+	if err := db.SaveVectors(ctx, "m1", []switchboard.Vector{
+		{MessageID: pending[0].ID, Values: v(1, 0, 0)}, {MessageID: pending[1].ID, Values: v()}, {MessageID: pending[2].ID, Values: v(0, 1, 0)},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestVectors(t *testing.T) {
 	}
 
 	// Re-embedding with another model replaces the vector.
-	if err := db.SaveVectors(ctx, "m2", []Vector{{pending[0].ID, v(0, 0, 1, 0)}}); err != nil {
+	if err := db.SaveVectors(ctx, "m2", []switchboard.Vector{{MessageID: pending[0].ID, Values: v(0, 0, 1, 0)}}); err != nil {
 		t.Fatal(err)
 	}
 	if ids, _, _ := db.SessionVectors(ctx, "m1", "alices", 3); len(ids) != 0 {
@@ -120,13 +120,13 @@ func TestVectors(t *testing.T) {
 		t.Fatalf("%d vectors after deleting Alice's conversation, want Bob's one", n)
 	}
 	// A vector for a message deleted meanwhile is dropped, not an error.
-	if err := db.SaveVectors(ctx, "m2", []Vector{{pending[0].ID, v(1, 1, 1, 1)}}); err != nil {
+	if err := db.SaveVectors(ctx, "m2", []switchboard.Vector{{MessageID: pending[0].ID, Values: v(1, 1, 1, 1)}}); err != nil {
 		t.Fatal(err)
 	}
 	if n := count(); n != 1 {
 		t.Fatalf("a vector was stored for a deleted message: %d", n)
 	}
-	if err := db.SaveVectors(ctx, "m2", []Vector{{pending[2].ID, make([]float32, MaxVectorDims+1)}}); err == nil {
+	if err := db.SaveVectors(ctx, "m2", []switchboard.Vector{{MessageID: pending[2].ID, Values: make([]float32, switchboard.MaxVectorDims+1)}}); err == nil {
 		t.Fatal("a vector longer than MaxVectorDims was stored")
 	}
 }
@@ -143,7 +143,7 @@ func TestSessionVectorsSkipsDamagedVectors(t *testing.T) {
 	}
 	pending, _ := db.Unembedded(ctx, "m", 0, 10)
 	nan := EncodeVector([]float32{1, float32(math.NaN())})
-	if err := db.SaveVectors(ctx, "m", []Vector{{pending[0].ID, []float32{1, 0}}, {pending[1].ID, []float32{0, 1}}}); err != nil {
+	if err := db.SaveVectors(ctx, "m", []switchboard.Vector{{MessageID: pending[0].ID, Values: []float32{1, 0}}, {MessageID: pending[1].ID, Values: []float32{0, 1}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.write.ExecContext(ctx, `UPDATE message_vectors SET vector = ? WHERE message_id = ?`, nan, pending[1].ID); err != nil {
@@ -168,7 +168,7 @@ func TestDecodeVector(t *testing.T) {
 		"not whole float32s": {1, 2, 3},
 		"NaN":                EncodeVector([]float32{float32(math.NaN())}),
 		"infinite":           EncodeVector([]float32{0, float32(math.Inf(-1))}),
-		"too long":           make([]byte, 4*(MaxVectorDims+1)),
+		"too long":           make([]byte, 4*(switchboard.MaxVectorDims+1)),
 	} {
 		got, err := DecodeVector([]float32{9}, b)
 		if !errors.Is(err, ErrBadVector) || len(got) != 1 {
