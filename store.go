@@ -1,9 +1,12 @@
 package switchboard
 
-// The records a store hands out besides the conversation types above:
-// what a search found, and what semantic recall embeds and stores. They
-// are the store's contract, so that every implementation (the SQLite one in
-// storage, another on PostgreSQL) speaks them without importing another.
+import "errors"
+
+// What a store hands out besides the conversation types of switchboard.go
+// (what a search found, what semantic recall embeds and stores, how much
+// the store holds) and why it refuses a call. They are the stores'
+// contract, so every implementation (the SQLite one in storage, another
+// on PostgreSQL) speaks them without importing another.
 
 // Hit is a message a search found, with its id.
 type Hit struct {
@@ -43,3 +46,18 @@ type Footprint struct {
 	// tables, its own copy of the messages' text among them).
 	IndexBytes int64
 }
+
+// Why a store refuses a write or a call (wrapped), whichever store it is.
+var (
+	// ErrExists: the record would break a uniqueness rule, such as a
+	// second session taking a key another one holds.
+	ErrExists = errors.New("already exists")
+	// ErrGap: the events would leave a hole in a session's numbering: an
+	// event is only stored after the one before it. After one event of a
+	// session fails, every later one does too until the session numbers
+	// from its last stored event again, so a client is never shown a
+	// history with a hole in it.
+	ErrGap = errors.New("events would leave a gap")
+	// ErrClosed: the call was made after the store was closed.
+	ErrClosed = errors.New("store is closed")
+)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/providers"
-	"github.com/switchboard-gw/switchboard/storage"
 )
 
 // Run embeds the stored messages that have no vector of the embedder's
@@ -37,7 +36,7 @@ func (r *Recall) Run(ctx context.Context) {
 		}
 		n, err := r.step(ctx)
 		switch {
-		case ctx.Err() != nil || errors.Is(err, storage.ErrClosed):
+		case ctx.Err() != nil || errors.Is(err, switchboard.ErrClosed):
 			return
 		case errors.Is(err, errEmbed):
 			// Logged; the loop's wait waits out the backoff.

@@ -430,8 +430,8 @@ func TestGapIsRefusedAndOtherSessionsAreStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	release()
-	if err := db.Flush(ctx); !errors.Is(err, ErrGap) {
-		t.Errorf("Flush after a gap = %v, want ErrGap", err)
+	if err := db.Flush(ctx); !errors.Is(err, switchboard.ErrGap) {
+		t.Errorf("Flush after a gap = %v, want switchboard.ErrGap", err)
 	}
 	if len(*batches) != 2 || len((*batches)[1]) != 5 {
 		t.Fatalf("batches %v, want the held one and then a's and b's events in one", *batches)
@@ -443,8 +443,8 @@ func TestGapIsRefusedAndOtherSessionsAreStored(t *testing.T) {
 		t.Errorf("b published as refused %v, stored %v; want [2 3] refused", got, b.seqs(true))
 	}
 	for _, p := range b.calls() {
-		if !errors.Is(p.err, ErrGap) {
-			t.Errorf("b's events refused with %v, want ErrGap", p.err)
+		if !errors.Is(p.err, switchboard.ErrGap) {
+			t.Errorf("b's events refused with %v, want switchboard.ErrGap", p.err)
 		}
 	}
 	if last, err := db.LastSeq(ctx, "a"); err != nil || last != 3 {
@@ -462,19 +462,19 @@ func TestGapIsRefusedAndOtherSessionsAreStored(t *testing.T) {
 		}
 		return db.Flush(ctx)
 	}
-	if err := appendAndFlush(&b, ev("b", 4, switchboard.EventDelta, `{"try":2}`)); !errors.Is(err, ErrGap) {
-		t.Errorf("b/4 after refused b/2-3: Flush = %v, want ErrGap", err)
+	if err := appendAndFlush(&b, ev("b", 4, switchboard.EventDelta, `{"try":2}`)); !errors.Is(err, switchboard.ErrGap) {
+		t.Errorf("b/4 after refused b/2-3: Flush = %v, want switchboard.ErrGap", err)
 	}
 	// It numbers from its last stored event (none): stored again.
 	if err := appendAndFlush(&b, ev("b", 1, switchboard.EventDelta, `{"try":3}`), ev("b", 2, switchboard.EventDelta, `{"try":3}`)); err != nil {
 		t.Fatalf("b/1-2 after the gap: %v", err)
 	}
 	// A gap past stored events: refused, and the one after it too.
-	if err := appendAndFlush(&b, ev("b", 4, switchboard.EventDelta, `{"try":4}`)); !errors.Is(err, ErrGap) {
-		t.Errorf("b/4 after b/2: Flush = %v, want ErrGap", err)
+	if err := appendAndFlush(&b, ev("b", 4, switchboard.EventDelta, `{"try":4}`)); !errors.Is(err, switchboard.ErrGap) {
+		t.Errorf("b/4 after b/2: Flush = %v, want switchboard.ErrGap", err)
 	}
-	if err := appendAndFlush(&b, ev("b", 5, switchboard.EventDelta, `{"try":5}`)); !errors.Is(err, ErrGap) {
-		t.Errorf("b/5 after refused b/4: Flush = %v, want ErrGap", err)
+	if err := appendAndFlush(&b, ev("b", 5, switchboard.EventDelta, `{"try":5}`)); !errors.Is(err, switchboard.ErrGap) {
+		t.Errorf("b/5 after refused b/4: Flush = %v, want switchboard.ErrGap", err)
 	}
 	if err := appendAndFlush(&b, ev("b", 3, switchboard.EventDelta, `{"try":6}`)); err != nil {
 		t.Errorf("b/3 after b/2: %v", err)

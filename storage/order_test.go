@@ -22,7 +22,7 @@ func waitQueued(t *testing.T, db *DB, n int) {
 
 // The writer keeps queue order: events queued after a WriteTurn's events
 // follow them, even when both share a batch (else s/2 would be refused
-// with ErrGap).
+// with switchboard.ErrGap).
 func TestEventsQueuedAfterAWriteTurnAreWrittenAfterIt(t *testing.T) {
 	ctx := context.Background()
 	hold, entered, release, _ := holdWriter()
@@ -50,7 +50,7 @@ func TestEventsQueuedAfterAWriteTurnAreWrittenAfterIt(t *testing.T) {
 	if err := <-wrote; err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Flush(ctx); errors.Is(err, ErrGap) {
+	if err := db.Flush(ctx); errors.Is(err, switchboard.ErrGap) {
 		t.Errorf("s/2, queued after the write of s/1, was refused: %v", err)
 	}
 	if last, err := db.LastSeq(ctx, "s"); err != nil || last != 2 {
@@ -99,8 +99,8 @@ func TestWriteTurnWaitsForTheEventsBeforeIt(t *testing.T) {
 	}
 	flush(t, db)
 	end := switchboard.TurnWrite{Messages: []switchboard.Message{user("answer")}, EndTurn: true, EventsThrough: 3}
-	if _, err := db.WriteTurn(ctx, "s", end); !errors.Is(err, ErrGap) {
-		t.Fatalf("WriteTurn through an unstored event = %v, want ErrGap", err)
+	if _, err := db.WriteTurn(ctx, "s", end); !errors.Is(err, switchboard.ErrGap) {
+		t.Fatalf("WriteTurn through an unstored event = %v, want switchboard.ErrGap", err)
 	}
 	if n, err := db.MessageCount(ctx, "s"); err != nil || n != 0 {
 		t.Fatalf("a refused write stored %d messages (%v)", n, err)

@@ -78,11 +78,11 @@ func TestSessionKeyIsUniqueUntilCleared(t *testing.T) {
 	newSession(t, db, "b", "")
 
 	err := db.CreateSession(ctx, switchboard.Session{ID: "new", Key: "stdin"})
-	if !errors.Is(err, ErrExists) {
-		t.Fatalf("second session with key stdin: err = %v, want ErrExists", err)
+	if !errors.Is(err, switchboard.ErrExists) {
+		t.Fatalf("second session with key stdin: err = %v, want switchboard.ErrExists", err)
 	}
-	if err := db.CreateSession(ctx, switchboard.Session{ID: "old"}); !errors.Is(err, ErrExists) {
-		t.Errorf("duplicate id: err = %v, want ErrExists", err)
+	if err := db.CreateSession(ctx, switchboard.Session{ID: "old"}); !errors.Is(err, switchboard.ErrExists) {
+		t.Errorf("duplicate id: err = %v, want switchboard.ErrExists", err)
 	}
 
 	// /reset: the old session lets go of the key and a new one takes it.

@@ -226,11 +226,11 @@ func TestClosedStoreRefusesWork(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if err := db.AppendEvents(ctx, nil, ev("s1", 1, switchboard.EventState, `{}`)); !errors.Is(err, ErrClosed) {
-		t.Errorf("AppendEvents after Close = %v, want ErrClosed", err)
+	if err := db.AppendEvents(ctx, nil, ev("s1", 1, switchboard.EventState, `{}`)); !errors.Is(err, switchboard.ErrClosed) {
+		t.Errorf("AppendEvents after Close = %v, want switchboard.ErrClosed", err)
 	}
-	if err := db.Flush(ctx); !errors.Is(err, ErrClosed) {
-		t.Errorf("Flush after Close = %v, want ErrClosed", err)
+	if err := db.Flush(ctx); !errors.Is(err, switchboard.ErrClosed) {
+		t.Errorf("Flush after Close = %v, want switchboard.ErrClosed", err)
 	}
 }
 

@@ -143,7 +143,7 @@ func TestWriteTurnIsAtomic(t *testing.T) {
 			w := full("s1")
 			w.Events = w.Events[1:] // 4 after 2
 			return w
-		}, ErrGap},
+		}, switchboard.ErrGap},
 		{"a repeated seq", "s1", func() switchboard.TurnWrite {
 			w := full("s1")
 			w.Events = []switchboard.Event{ev("s1", 2, switchboard.EventError, `{"n":"again"}`)}

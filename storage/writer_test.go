@@ -100,11 +100,11 @@ func TestWritesAfterCloseAreRefused(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.AppendMessages(ctx, "a", []switchboard.Message{{Role: switchboard.RoleUser, Content: "hi"}}, false); !errors.Is(err, ErrClosed) {
-		t.Errorf("AppendMessages after Close = %v, want ErrClosed", err)
+	if err := db.AppendMessages(ctx, "a", []switchboard.Message{{Role: switchboard.RoleUser, Content: "hi"}}, false); !errors.Is(err, switchboard.ErrClosed) {
+		t.Errorf("AppendMessages after Close = %v, want switchboard.ErrClosed", err)
 	}
-	if _, err := db.SeenInput(ctx, "a", "c1"); !errors.Is(err, ErrClosed) {
-		t.Errorf("SeenInput after Close = %v, want ErrClosed", err)
+	if _, err := db.SeenInput(ctx, "a", "c1"); !errors.Is(err, switchboard.ErrClosed) {
+		t.Errorf("SeenInput after Close = %v, want switchboard.ErrClosed", err)
 	}
 }
 
