@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/storage/storetest"
 )
 
 // A place shows one session, a session many places; how far a place was
@@ -15,8 +16,8 @@ import (
 func TestBindings(t *testing.T) {
 	ctx := context.Background()
 	db, path := openFile(t)
-	newSession(t, db, "s1", "slack:T1:C1:1.1")
-	newSession(t, db, "s2", "")
+	storetest.NewSession(t, db, "s1", "slack:T1:C1:1.1")
+	storetest.NewSession(t, db, "s2", "")
 	now := time.UnixMilli(1_700_000_000_000).UTC()
 
 	if _, err := db.Binding(ctx, "slack", "T1/C1/1.1"); !errors.Is(err, ErrNotFound) {
@@ -109,8 +110,8 @@ func TestBindings(t *testing.T) {
 func TestBindingByInvite(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
-	newSession(t, db, "s1", "")
-	newSession(t, db, "s2", "")
+	storetest.NewSession(t, db, "s1", "")
+	storetest.NewSession(t, db, "s2", "")
 	now := time.UnixMilli(1_700_000_000_000).UTC()
 	bind := func(session string, byInvite bool) switchboard.Binding {
 		t.Helper()

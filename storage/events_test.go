@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/storage/storetest"
 )
 
 var t0 = time.Date(2026, 11, 22, 10, 30, 0, 0, time.UTC)
@@ -599,7 +600,7 @@ func TestPublishedInSeqOrderAfterCommit(t *testing.T) {
 func TestRecentMessages(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
-	newSession(t, db, "s1", "")
+	storetest.NewSession(t, db, "s1", "")
 	evs := []switchboard.Event{
 		ev("s1", 1, switchboard.EventMessage, `{"role":"user","content":"one"}`),
 		ev("s1", 2, switchboard.EventDelta, `{"content":"t"}`),
@@ -633,8 +634,8 @@ func TestRecentMessages(t *testing.T) {
 func TestDecisionsPairAnswersWithTheirRequests(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
-	newSession(t, db, "s1", "")
-	newSession(t, db, "s2", "")
+	storetest.NewSession(t, db, "s1", "")
+	storetest.NewSession(t, db, "s2", "")
 	evs := []switchboard.Event{
 		ev("s1", 1, switchboard.EventConfirmationRequest, `{"confirmation_id":"c1","tool_name":"shell","args":{"cmd":"ls"}}`),
 		ev("s1", 2, switchboard.EventConfirmationResolved, `{"confirmation_id":"c1","approved":true,"by":"Carol","channel":"slack"}`),

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/storage/storetest"
 )
 
 // Footprint counts memories, summaries and the messages the recall index
@@ -28,8 +29,8 @@ func TestFootprint(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	newSession(t, db, "s1", "")
-	newSession(t, db, "s2", "")
+	storetest.NewSession(t, db, "s1", "")
+	storetest.NewSession(t, db, "s2", "")
 	if err := writeTurn(ctx, db, "s1", switchboard.TurnWrite{Messages: []switchboard.Message{
 		{Role: switchboard.RoleUser, Content: "what is 2+2?"},
 		{Role: switchboard.RoleAssistant, ToolCalls: []switchboard.ToolCall{{ID: "c1", Name: "calculator", Args: []byte(`{"expression":"2+2"}`)}}},

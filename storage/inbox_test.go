@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/storage/storetest"
 )
 
 // inboxOf describes a session's inbox as "id:client:text …".
@@ -43,7 +44,7 @@ func TestAcceptInputInboxAndUnfinished(t *testing.T) {
 	ctx := context.Background()
 	db, path := openFile(t)
 	for _, id := range []string{"s1", "s2", "s3"} {
-		newSession(t, db, id, "")
+		storetest.NewSession(t, db, id, "")
 	}
 	if got := unfinishedOf(t, db); got != "[]" {
 		t.Fatalf("Unfinished of a new store = %s", got)
@@ -185,7 +186,7 @@ func TestAcceptInputIsDurable(t *testing.T) {
 	hold, entered, release, _ := holdWriter()
 	db, _ := openFile(t, hold)
 	t.Cleanup(release)
-	newSession(t, db, "s1", "")
+	storetest.NewSession(t, db, "s1", "")
 	// syncMode reads the writer connection's mode inside a batch.
 	syncMode := func() (int, error) {
 		var mode int

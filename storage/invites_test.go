@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/storage/storetest"
 )
 
 // An invite is spent a use at a time; an unknown, used-up, expired or
@@ -14,7 +15,7 @@ import (
 func TestInvites(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
-	newSession(t, db, "s1", "")
+	storetest.NewSession(t, db, "s1", "")
 	now := time.UnixMilli(1_700_000_000_000).UTC()
 	for _, inv := range []switchboard.Invite{
 		{CodeHash: "twice", SessionID: "s1", Role: "member", UsesLeft: 2, ExpiresAt: now.Add(time.Hour), CreatedBy: "web:alice", CreatedAt: now},

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/storage/storetest"
 )
 
 // Under LimitSize the store fails writes as a full disk would, without
@@ -14,7 +15,7 @@ import (
 func TestLimitSizeFailsWritesLikeAFullDisk(t *testing.T) {
 	ctx := context.Background()
 	db, path := openFile(t)
-	newSession(t, db, "s1", "")
+	storetest.NewSession(t, db, "s1", "")
 	big := strings.Repeat("x", 2000)
 
 	// Some history before the limit.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/storage/storetest"
 )
 
 func user(s string) switchboard.Message {
@@ -37,8 +38,8 @@ func appendMsgs(t testing.TB, db *DB, session string, msgs ...switchboard.Messag
 func TestWindowNeverStartsWithAToolResult(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
-	newSession(t, db, "s1", "")
-	newSession(t, db, "other", "")
+	storetest.NewSession(t, db, "s1", "")
+	storetest.NewSession(t, db, "other", "")
 
 	// Stored as the agent stores them: each assistant-with-tools message in
 	// one call with all of its results.
@@ -139,7 +140,7 @@ func describe(m switchboard.Message) string {
 func TestWindowQueryUsesTheIndex(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
-	newSession(t, db, "s1", "")
+	storetest.NewSession(t, db, "s1", "")
 	for i := range 50 {
 		appendMsgs(t, db, "s1", user(fmt.Sprint(i)))
 	}
@@ -176,7 +177,7 @@ func TestWindowQueryUsesTheIndex(t *testing.T) {
 func TestAppendMessagesIsAtomic(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
-	newSession(t, db, "s1", "")
+	storetest.NewSession(t, db, "s1", "")
 	if err := writeTurn(ctx, db, "s1", switchboard.TurnWrite{Turn: []byte(`{"turn":1}`)}); err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestAppendMessagesIsAtomic(t *testing.T) {
 func TestPendingTurn(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
-	newSession(t, db, "s1", "")
+	storetest.NewSession(t, db, "s1", "")
 
 	if _, err := db.LoadPending(ctx, "s1"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("LoadPending with none = %v, want ErrNotFound", err)
@@ -255,8 +256,8 @@ func TestPendingTurn(t *testing.T) {
 func TestSeenInput(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
-	newSession(t, db, "s1", "")
-	newSession(t, db, "s2", "")
+	storetest.NewSession(t, db, "s1", "")
+	storetest.NewSession(t, db, "s2", "")
 
 	steps := []struct {
 		session, id string
@@ -286,7 +287,7 @@ func TestSeenInput(t *testing.T) {
 func TestWriteTurnStoresTheAnswerAndAddsUsage(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
-	newSession(t, db, "s1", "")
+	storetest.NewSession(t, db, "s1", "")
 	u := switchboard.Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15}
 	answer := switchboard.Message{Role: switchboard.RoleAssistant, Content: "Hello"}
 	if _, err := db.WriteTurn(ctx, "s1", switchboard.TurnWrite{Messages: []switchboard.Message{answer}, Usage: u}); err != nil {
@@ -314,7 +315,7 @@ func TestWriteTurnStoresTheAnswerAndAddsUsage(t *testing.T) {
 func TestWriteTurnStoresInputAndMarksTogether(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
-	newSession(t, db, "s1", "")
+	storetest.NewSession(t, db, "s1", "")
 	hi := switchboard.Message{Role: switchboard.RoleUser, Content: "hi"}
 	for i, step := range []struct {
 		id      string
@@ -332,7 +333,7 @@ func TestWriteTurnStoresInputAndMarksTogether(t *testing.T) {
 		t.Fatalf("SeenInput(c2) = %v, %v; WriteTurn must record the id", seen, err)
 	}
 	// An input whose message cannot be stored is not marked seen.
-	newSession(t, db, "s2", "")
+	storetest.NewSession(t, db, "s2", "")
 	bad := assistant("", "c1")
 	bad.ToolCalls[0].Args = json.RawMessage(`{not json`)
 	if _, err := db.WriteTurn(ctx, "s2", switchboard.TurnWrite{ClientID: "c3", Messages: []switchboard.Message{hi, bad}}); err == nil {
@@ -354,7 +355,7 @@ func BenchmarkWindow(b *testing.B) {
 		b.Run(fmt.Sprintf("stored=%d", stored), func(b *testing.B) {
 			ctx := context.Background()
 			db, _ := openFile(b)
-			newSession(b, db, "s1", "")
+			storetest.NewSession(b, db, "s1", "")
 			seedMessages(b, db, "s1", stored)
 			b.ResetTimer()
 			for b.Loop() {

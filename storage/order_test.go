@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/storage/storetest"
 )
 
 // waitQueued waits until n requests wait in the writer's queue.
@@ -28,7 +29,7 @@ func TestEventsQueuedAfterAWriteTurnAreWrittenAfterIt(t *testing.T) {
 	hold, entered, release, _ := holdWriter()
 	db, _ := openFile(t, hold)
 	t.Cleanup(release)
-	newSession(t, db, "s", "")
+	storetest.NewSession(t, db, "s", "")
 	if err := db.AppendEvents(ctx, nil, ev("first", 1, switchboard.EventState, `{}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func TestWriteTurnPublishesOnlyWhatItStored(t *testing.T) {
 func TestWriteTurnWaitsForTheEventsBeforeIt(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
-	newSession(t, db, "s", "")
+	storetest.NewSession(t, db, "s", "")
 	if err := db.AppendEvents(ctx, nil, ev("s", 1, switchboard.EventMessage, `{}`), ev("s", 2, switchboard.EventDelta, `{}`)); err != nil {
 		t.Fatal(err)
 	}

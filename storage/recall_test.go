@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/storage/storetest"
 )
 
 // Search finds a conversation's messages by their words for its members
@@ -15,7 +16,7 @@ func TestSearch(t *testing.T) {
 	db, _ := openFile(t)
 	for _, s := range []struct{ id, member string }{{"alices", "web:alice"}, {"bobs", "slack:U2"}, {"shared", "web:alice"}, {"shared", "slack:U2"}} {
 		if _, err := db.Session(ctx, s.id); err != nil {
-			newSession(t, db, s.id, "")
+			storetest.NewSession(t, db, s.id, "")
 		}
 		if err := db.SetMember(ctx, s.id, switchboard.Member{Key: s.member, Role: "member"}); err != nil {
 			t.Fatal(err)

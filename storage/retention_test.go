@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/storage/storetest"
 )
 
 func TestExpiredSessionsAreDeletedWithEverythingTheyHold(t *testing.T) {
@@ -15,7 +16,7 @@ func TestExpiredSessionsAreDeletedWithEverythingTheyHold(t *testing.T) {
 	db, _ := openFile(t)
 	// All four were created on 2026-11-22 (newSession).
 	for _, id := range []string{"old", "busy", "waiting", "recent"} {
-		newSession(t, db, id, "")
+		storetest.NewSession(t, db, id, "")
 	}
 	if err := db.SetMember(ctx, "old", switchboard.Member{Key: "web:ann", Role: "owner"}); err != nil {
 		t.Fatal(err)
@@ -63,7 +64,7 @@ func TestExpiredSessionsAreDeletedWithEverythingTheyHold(t *testing.T) {
 		}
 	}
 	// A new session with the old id would number its events from 1 again.
-	newSession(t, db, "old", "")
+	storetest.NewSession(t, db, "old", "")
 	if err := db.AppendEvents(ctx, nil, ev("old", 1, switchboard.EventMessage, `{}`)); err != nil {
 		t.Fatal(err)
 	}

@@ -7,9 +7,9 @@ import (
 	"io/fs"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/storage/storetest"
 )
 
 // openFile opens a store in a fresh directory (one level down, so Open has
@@ -23,19 +23,6 @@ func openFile(t testing.TB, opts ...Option) (*DB, string) {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db, path
-}
-
-// newSession stores a session with the given id and key.
-func newSession(t testing.TB, db *DB, id, key string) switchboard.Session {
-	t.Helper()
-	s := switchboard.Session{
-		ID: id, Key: key, Guide: "assistant", Owner: "stdin:me",
-		CreatedAt: time.Date(2026, 11, 22, 10, 30, 0, 123_000_000, time.UTC),
-	}
-	if err := db.CreateSession(context.Background(), s); err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 func TestOpenAppliesPragmasOnEveryPool(t *testing.T) {
@@ -98,7 +85,7 @@ func TestMigrationsAreAppliedOnce(t *testing.T) {
 	if len(first) != len(files) {
 		t.Fatalf("applied %v, want %d migrations", first, len(files))
 	}
-	newSession(t, db, "s1", "k1")
+	storetest.NewSession(t, db, "s1", "k1")
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +126,7 @@ func TestMemoryDSN(t *testing.T) {
 	}
 	defer b.Close()
 
-	newSession(t, a, "s1", "stdin")
+	storetest.NewSession(t, a, "s1", "stdin")
 	if err := a.AppendEvents(ctx, nil, ev("s1", 1, switchboard.EventState, `{"state":"idle"}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +149,7 @@ func TestMemoryDSN(t *testing.T) {
 func TestRestartKeepsEverything(t *testing.T) {
 	ctx := context.Background()
 	db, path := openFile(t)
-	newSession(t, db, "s1", "stdin")
+	storetest.NewSession(t, db, "s1", "stdin")
 	if err := db.SetMember(ctx, "s1", switchboard.Member{Key: "stdin:me", Role: "owner"}); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/storage/storetest"
 )
 
 // A summary covers every message but the last Keep; the context is the
@@ -14,7 +15,7 @@ import (
 func TestSummaryAndContext(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
-	newSession(t, db, "s1", "")
+	storetest.NewSession(t, db, "s1", "")
 	say := func(from, to int) {
 		t.Helper()
 		var msgs []switchboard.Message
@@ -58,7 +59,7 @@ func TestSummaryAndContext(t *testing.T) {
 		t.Fatalf("%d messages stored, want all 8", n)
 	}
 	// Keep beyond what there is: the summary covers nothing yet.
-	newSession(t, db, "s2", "")
+	storetest.NewSession(t, db, "s2", "")
 	say2 := switchboard.TurnWrite{Messages: []switchboard.Message{{Role: switchboard.RoleUser, Content: "only"}}, Summary: &switchboard.Summary{Text: "x", Keep: 5}}
 	if err := writeTurn(ctx, db, "s2", say2); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/storage/storetest"
 )
 
 // seenIDs reads a session's recorded client ids straight from the table:
@@ -94,7 +95,7 @@ func snap(t testing.TB, db *DB, session string) snapshot {
 func TestWriteTurnIsAtomic(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
-	newSession(t, db, "s1", "")
+	storetest.NewSession(t, db, "s1", "")
 	inboxID, _, err := acceptInput(ctx, db, "s1", textInput("c0", "queued"))
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +221,7 @@ func TestWriteTurnIsAtomic(t *testing.T) {
 func TestWriteTurnDuplicateWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
-	newSession(t, db, "s1", "")
+	storetest.NewSession(t, db, "s1", "")
 	if dup, err := db.WriteTurn(ctx, "s1", switchboard.TurnWrite{
 		ClientID: "c1",
 		Messages: []switchboard.Message{user("hi")},
@@ -270,7 +271,7 @@ func TestWriteTurnDuplicateWritesNothing(t *testing.T) {
 func TestWriteTurnForget(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
-	newSession(t, db, "s1", "")
+	storetest.NewSession(t, db, "s1", "")
 	if seen, err := db.SeenInput(ctx, "s1", "c1"); err != nil || seen {
 		t.Fatal(seen, err)
 	}
@@ -313,8 +314,8 @@ func TestWriteTurnForget(t *testing.T) {
 func TestWriteTurnOpensUpdatesAndEndsTheTurn(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
-	newSession(t, db, "s1", "")
-	newSession(t, db, "s2", "")
+	storetest.NewSession(t, db, "s1", "")
+	storetest.NewSession(t, db, "s2", "")
 	pending := func(session string) string {
 		t.Helper()
 		p, err := db.LoadPending(ctx, session)
@@ -375,7 +376,7 @@ func TestWriteTurnOpensUpdatesAndEndsTheTurn(t *testing.T) {
 func TestWriteTurnPublishesAfterCommit(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
-	newSession(t, db, "s1", "")
+	storetest.NewSession(t, db, "s1", "")
 	type seen struct {
 		seqs     []int64
 		err      error

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/storage/storetest"
 )
 
 // What is left to embed is the database's to say, per space; vectors are
@@ -18,7 +19,7 @@ func TestVectors(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
 	for _, s := range []struct{ id, member string }{{"alices", "web:alice"}, {"bobs", "web:bob"}} {
-		newSession(t, db, s.id, "")
+		storetest.NewSession(t, db, s.id, "")
 		if err := db.SetMember(ctx, s.id, switchboard.Member{Key: s.member, Role: "owner"}); err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +137,7 @@ func TestVectors(t *testing.T) {
 func TestSessionVectorsSkipsDamagedVectors(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
-	newSession(t, db, "s", "")
+	storetest.NewSession(t, db, "s", "")
 	if err := writeTurn(ctx, db, "s", switchboard.TurnWrite{Messages: []switchboard.Message{
 		{Role: switchboard.RoleUser, Content: "one"}, {Role: switchboard.RoleUser, Content: "two"}}}); err != nil {
 		t.Fatal(err)

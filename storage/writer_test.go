@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/storage/storetest"
 )
 
 // Messages, input ids and usage from many sessions go through the event
@@ -24,7 +25,7 @@ func testWritesShareACommitAndFailAlone(t *testing.T) {
 	hold, entered, release, _ := holdWriter()
 	db, _ := openFile(t, hold)
 	t.Cleanup(release)
-	newSession(t, db, "a", "")
+	storetest.NewSession(t, db, "a", "")
 
 	if err := db.AppendEvents(ctx, nil, ev("a", 1, switchboard.EventState, `{}`)); err != nil {
 		t.Fatal(err)
@@ -96,7 +97,7 @@ func testWritesShareACommitAndFailAlone(t *testing.T) {
 func TestWritesAfterCloseAreRefused(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
-	newSession(t, db, "a", "")
+	storetest.NewSession(t, db, "a", "")
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
