@@ -19,12 +19,12 @@ func TestLimitSizeFailsWritesLikeAFullDisk(t *testing.T) {
 	big := strings.Repeat("x", 2000)
 
 	// Some history before the limit.
-	var r recorder
+	var r storetest.Recorder
 	seq := int64(0)
 	for range 5 {
 		appendMsgs(t, db, "s1", user(big))
 		seq++
-		if err := db.AppendEvents(ctx, r.published, ev("s1", seq, switchboard.EventMessage, fmt.Sprintf(`{"n":%d}`, seq))); err != nil {
+		if err := db.AppendEvents(ctx, r.Published, ev("s1", seq, switchboard.EventMessage, fmt.Sprintf(`{"n":%d}`, seq))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -55,7 +55,7 @@ func TestLimitSizeFailsWritesLikeAFullDisk(t *testing.T) {
 		if last != seq {
 			t.Fatalf("LastSeq = %d, want %d", last, seq)
 		}
-		if err := db.AppendEvents(ctx, r.published, ev("s1", seq+1, switchboard.EventMessage, fmt.Sprintf(`{"n":%d,"pad":%q}`, seq+1, big))); err != nil {
+		if err := db.AppendEvents(ctx, r.Published, ev("s1", seq+1, switchboard.EventMessage, fmt.Sprintf(`{"n":%d,"pad":%q}`, seq+1, big))); err != nil {
 			t.Fatal(err)
 		}
 		if evErr = db.Flush(ctx); evErr != nil {
@@ -69,12 +69,12 @@ func TestLimitSizeFailsWritesLikeAFullDisk(t *testing.T) {
 	if last, err := db.LastSeq(ctx, "s1"); err != nil || last != seq {
 		t.Errorf("LastSeq after a refused event = %d, %v; want %d", last, err, seq)
 	}
-	calls := r.calls()
+	calls := r.Calls()
 	if len(calls) == 0 {
 		t.Fatal("published never called")
 	}
-	if lastCall := calls[len(calls)-1]; lastCall.err == nil || !strings.Contains(lastCall.err.Error(), "full") || lastCall.evs[0].Seq != seq+1 {
-		t.Errorf("last publication = seq %d, %v; want %d refused with a full-disk error", lastCall.evs[0].Seq, lastCall.err, seq+1)
+	if lastCall := calls[len(calls)-1]; lastCall.Err == nil || !strings.Contains(lastCall.Err.Error(), "full") || lastCall.Events[0].Seq != seq+1 {
+		t.Errorf("last publication = seq %d, %v; want %d refused with a full-disk error", lastCall.Events[0].Seq, lastCall.Err, seq+1)
 	}
 	// A whole turn is refused whole.
 	_, err := db.WriteTurn(ctx, "s1", switchboard.TurnWrite{
@@ -98,12 +98,12 @@ func TestLimitSizeFailsWritesLikeAFullDisk(t *testing.T) {
 	}
 	appendMsgs(t, db, "s1", user("after"))
 	messages++
-	if err := db.AppendEvents(ctx, r.published, ev("s1", seq+1, switchboard.EventMessage, `{"after":true}`)); err != nil {
+	if err := db.AppendEvents(ctx, r.Published, ev("s1", seq+1, switchboard.EventMessage, `{"after":true}`)); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, db)
 	seq++
-	checkPublished(t, db, &r)
+	storetest.CheckPublished(t, db, &r)
 
 	// Nothing written before, under or after the limit is lost, reopened too.
 	if err := db.Close(); err != nil {

@@ -43,8 +43,8 @@ func TestEventsQueuedAfterAWriteTurnAreWrittenAfterIt(t *testing.T) {
 		wrote <- err
 	}()
 	waitQueued(t, db, 1)
-	var r recorder
-	if err := db.AppendEvents(ctx, r.published, ev("s", 2, switchboard.EventDelta, `{}`)); err != nil {
+	var r storetest.Recorder
+	if err := db.AppendEvents(ctx, r.Published, ev("s", 2, switchboard.EventDelta, `{}`)); err != nil {
 		t.Fatal(err)
 	}
 	release()
@@ -65,12 +65,12 @@ func TestEventsQueuedAfterAWriteTurnAreWrittenAfterIt(t *testing.T) {
 func TestWriteTurnPublishesOnlyWhatItStored(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
-	var early, late recorder
+	var early, late storetest.Recorder
 	// Fails on its message: ghost is not a session.
 	if _, err := db.WriteTurn(ctx, "ghost", switchboard.TurnWrite{
 		Messages:  []switchboard.Message{user("hi")},
 		Events:    []switchboard.Event{ev("ghost", 1, switchboard.EventMessage, `{}`)},
-		Published: early.published,
+		Published: early.Published,
 	}); err == nil {
 		t.Fatal("WriteTurn for an unknown session succeeded")
 	}
@@ -78,11 +78,11 @@ func TestWriteTurnPublishesOnlyWhatItStored(t *testing.T) {
 	if _, err := db.WriteTurn(ctx, "ghost", switchboard.TurnWrite{
 		Events:    []switchboard.Event{ev("ghost", 1, switchboard.EventMessage, `{}`)},
 		Usage:     switchboard.Usage{TotalTokens: 1},
-		Published: late.published,
+		Published: late.Published,
 	}); err == nil {
 		t.Fatal("WriteTurn for an unknown session succeeded")
 	}
-	if n, m := len(early.calls()), len(late.calls()); n != 0 || m != 0 {
+	if n, m := len(early.Calls()), len(late.Calls()); n != 0 || m != 0 {
 		t.Errorf("Published told %d times of a write failing before its events, %d times of one failing after them; want 0",
 			n, m)
 	}
@@ -101,7 +101,7 @@ func TestWriteTurnWaitsForTheEventsBeforeIt(t *testing.T) {
 	flush(t, db)
 	end := switchboard.TurnWrite{Messages: []switchboard.Message{user("answer")}, EndTurn: true, EventsThrough: 3}
 	if _, err := db.WriteTurn(ctx, "s", end); !errors.Is(err, switchboard.ErrGap) {
-		t.Fatalf("WriteTurn through an unstored event = %v, want switchboard.ErrGap", err)
+		t.Fatalf("WriteTurn through an unstored event = %v, want ErrGap", err)
 	}
 	if n, err := db.MessageCount(ctx, "s"); err != nil || n != 0 {
 		t.Fatalf("a refused write stored %d messages (%v)", n, err)

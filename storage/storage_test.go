@@ -214,10 +214,10 @@ func TestClosedStoreRefusesWork(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 	if err := db.AppendEvents(ctx, nil, ev("s1", 1, switchboard.EventState, `{}`)); !errors.Is(err, switchboard.ErrClosed) {
-		t.Errorf("AppendEvents after Close = %v, want switchboard.ErrClosed", err)
+		t.Errorf("AppendEvents after Close = %v, want ErrClosed", err)
 	}
 	if err := db.Flush(ctx); !errors.Is(err, switchboard.ErrClosed) {
-		t.Errorf("Flush after Close = %v, want switchboard.ErrClosed", err)
+		t.Errorf("Flush after Close = %v, want ErrClosed", err)
 	}
 }
 

@@ -169,9 +169,9 @@ func TestWriteTurnIsAtomic(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var r recorder
+			var r storetest.Recorder
 			w := c.w()
-			w.Published = r.published
+			w.Published = r.Published
 			dup, err := db.WriteTurn(ctx, c.session, w)
 			if err == nil || dup {
 				t.Fatalf("WriteTurn = %v, %v; want an error", dup, err)
@@ -185,18 +185,18 @@ func TestWriteTurnIsAtomic(t *testing.T) {
 			if ghost := snap(t, db, "ghost"); ghost.String() != (snapshot{}).String() {
 				t.Errorf("a failed write stored for ghost: %v", ghost)
 			}
-			for _, p := range r.calls() {
-				if p.err == nil {
-					t.Errorf("Published told events %v were stored", p.evs)
+			for _, p := range r.Calls() {
+				if p.Err == nil {
+					t.Errorf("Published told events %v were stored", p.Events)
 				}
 			}
 		})
 	}
 
 	// After all that, the same write goes through whole.
-	var r recorder
+	var r storetest.Recorder
 	w := full("s1")
-	w.Published = r.published
+	w.Published = r.Published
 	if dup, err := db.WriteTurn(ctx, "s1", w); err != nil || dup {
 		t.Fatalf("WriteTurn = %v, %v", dup, err)
 	}
@@ -211,8 +211,8 @@ func TestWriteTurnIsAtomic(t *testing.T) {
 	if after.String() != want.String() {
 		t.Errorf("after the write:\n got %v\nwant %v", after, want)
 	}
-	if fmt.Sprint(r.seqs(true)) != "[3 4]" || len(r.seqs(false)) != 0 {
-		t.Errorf("published %+v, want 3 and 4 stored", r.calls())
+	if fmt.Sprint(r.Seqs(true)) != "[3 4]" || len(r.Seqs(false)) != 0 {
+		t.Errorf("published %+v, want 3 and 4 stored", r.Calls())
 	}
 }
 
@@ -238,13 +238,13 @@ func TestWriteTurnDuplicateWritesNothing(t *testing.T) {
 	before.seen = append(before.seen, "c2")
 	before.inbox = []int64{inboxID}
 
-	var r recorder
+	var r storetest.Recorder
 	dup, err := db.WriteTurn(ctx, "s1", switchboard.TurnWrite{
 		InboxID:   inboxID,
 		ClientID:  "c1",
 		Messages:  []switchboard.Message{user("hi")},
 		Events:    []switchboard.Event{ev("s1", 2, switchboard.EventMessage, `{}`)},
-		Published: r.published,
+		Published: r.Published,
 		Turn:      []byte(`{"v":2}`),
 		Usage:     switchboard.Usage{TotalTokens: 9},
 	})
@@ -254,8 +254,8 @@ func TestWriteTurnDuplicateWritesNothing(t *testing.T) {
 	if after := snap(t, db, "s1"); after.String() != before.String() {
 		t.Errorf("a duplicate changed the session:\nbefore %v\nafter  %v", before, after)
 	}
-	if len(r.seqs(true)) != 0 {
-		t.Errorf("a duplicate's events were published as stored: %+v", r.calls())
+	if len(r.Seqs(true)) != 0 {
+		t.Errorf("a duplicate's events were published as stored: %+v", r.Calls())
 	}
 	// The same id with EndTurn is a duplicate too: the turn stays open.
 	if dup, err := db.WriteTurn(ctx, "s1", switchboard.TurnWrite{ClientID: "c1", EndTurn: true}); err != nil || !dup {
@@ -278,11 +278,11 @@ func TestWriteTurnForget(t *testing.T) {
 	if _, err := db.SeenInput(ctx, "s1", "c2"); err != nil {
 		t.Fatal(err)
 	}
-	var r recorder
+	var r storetest.Recorder
 	dup, err := db.WriteTurn(ctx, "s1", switchboard.TurnWrite{
 		ClientID: "c1", Forget: true,
 		Events:    []switchboard.Event{ev("s1", 1, switchboard.EventError, `{"code":"busy"}`)},
-		Published: r.published,
+		Published: r.Published,
 	})
 	if err != nil || dup {
 		t.Fatalf("WriteTurn(Forget) = %v, %v", dup, err)
@@ -290,8 +290,8 @@ func TestWriteTurnForget(t *testing.T) {
 	if got := fmt.Sprint(seenIDs(t, db, "s1")); got != "[c2]" {
 		t.Errorf("seen ids after Forget = %s, want [c2]", got)
 	}
-	if fmt.Sprint(r.seqs(true)) != "[1]" {
-		t.Errorf("published %+v, want event 1 stored", r.calls())
+	if fmt.Sprint(r.Seqs(true)) != "[1]" {
+		t.Errorf("published %+v, want event 1 stored", r.Calls())
 	}
 	// Forgetting an id never seen is not an error.
 	if dup, err := db.WriteTurn(ctx, "s1", switchboard.TurnWrite{ClientID: "never", Forget: true}); err != nil || dup {

@@ -102,10 +102,10 @@ func TestWritesAfterCloseAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := db.AppendMessages(ctx, "a", []switchboard.Message{{Role: switchboard.RoleUser, Content: "hi"}}, false); !errors.Is(err, switchboard.ErrClosed) {
-		t.Errorf("AppendMessages after Close = %v, want switchboard.ErrClosed", err)
+		t.Errorf("AppendMessages after Close = %v, want ErrClosed", err)
 	}
 	if _, err := db.SeenInput(ctx, "a", "c1"); !errors.Is(err, switchboard.ErrClosed) {
-		t.Errorf("SeenInput after Close = %v, want switchboard.ErrClosed", err)
+		t.Errorf("SeenInput after Close = %v, want ErrClosed", err)
 	}
 }
 

@@ -105,6 +105,16 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"SessionKeyIsUniqueUntilCleared", testSessionKeyIsUniqueUntilCleared},
 		{"Members", testMembers},
 		{"AllowedToolsStoredWithTheTurn", testAllowedToolsStoredWithTheTurn},
+
+		{"EventsFromManySessionsLandInOrder", testEventsFromManySessionsLandInOrder},
+		{"EventsAfterPagesAndRoundTrips", testEventsAfterPagesAndRoundTrips},
+		{"AppendEventsRejectsUnnumberedEvents", testAppendEventsRejectsUnnumberedEvents},
+		{"FindUI", testFindUI},
+		{"GapIsRefusedAndOtherSessionsAreStored", testGapIsRefusedAndOtherSessionsAreStored},
+		{"RepeatedSeqIsRefused", testRepeatedSeqIsRefused},
+		{"PublishedInSeqOrderAfterCommit", testPublishedInSeqOrderAfterCommit},
+		{"RecentMessages", testRecentMessages},
+		{"DecisionsPairAnswersWithTheirRequests", testDecisionsPairAnswersWithTheirRequests},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, open(t)) })
 	}
