@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -79,17 +80,29 @@ func TestLimitSizeFailsWritesLikeAFullDisk(t *testing.T) {
 	// A whole turn is refused whole.
 	_, err := db.WriteTurn(ctx, "s1", switchboard.TurnWrite{
 		ClientID: "c1",
-		Messages: []switchboard.Message{user(big), assistant(big)},
+		Messages: []switchboard.Message{user(big), {Role: switchboard.RoleAssistant, Content: big}},
 		Events:   []switchboard.Event{ev("s1", seq+1, switchboard.EventMessage, fmt.Sprintf(`{"pad":%q}`, big))},
 		Turn:     []byte(big),
 	})
 	if err == nil || !strings.Contains(err.Error(), "full") {
 		t.Fatalf("WriteTurn under the limit = %v, want a full-disk error", err)
 	}
-	after := snap(t, db, "s1")
-	if len(after.messages) != int(messages) || len(after.events) != int(seq) || len(after.seen) != 0 || after.pending != "" {
-		t.Errorf("after refused writes: %d messages, %d events, seen %v, pending %q; want %d, %d, none, none",
-			len(after.messages), len(after.events), after.seen, after.pending, messages, seq)
+	stored, err := db.MessageCount(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := db.EventsAfter(ctx, "s1", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen int
+	if err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM seen_inputs WHERE session_id = 's1'`).Scan(&seen); err != nil {
+		t.Fatal(err)
+	}
+	_, perr := db.LoadPending(ctx, "s1")
+	if stored != messages || int64(len(kept)) != seq || seen != 0 || !errors.Is(perr, switchboard.ErrNotFound) {
+		t.Errorf("after refused writes: %d messages, %d events, %d seen ids, open turn %v; want %d, %d, none, none",
+			stored, len(kept), seen, perr, messages, seq)
 	}
 
 	// Lifted: writes go on, from where they stopped.

@@ -174,11 +174,15 @@ func TestRestartKeepsEverything(t *testing.T) {
 	if _, err := db.SeenInput(ctx, "s1", "c1"); err != nil {
 		t.Fatal(err)
 	}
+	inboxID, _, err := db.AcceptInput(ctx, "s1", "web:u1:c2", switchboard.Input{Kind: switchboard.InputText, ClientID: "c2", Text: "queued"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
 
-	db, err := Open(ctx, path)
+	db, err = Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,6 +205,12 @@ func TestRestartKeepsEverything(t *testing.T) {
 	}
 	if seen, err := db.SeenInput(ctx, "s1", "c1"); err != nil || !seen {
 		t.Errorf("input id forgotten across restart: %v, %v", seen, err)
+	}
+	if q, err := db.Inbox(ctx, "s1"); err != nil || len(q) != 1 || q[0].ID != inboxID || q[0].Input.Text != "queued" {
+		t.Errorf("inbox after restart = %+v, %v; want the accepted input %d", q, err, inboxID)
+	}
+	if _, dup, err := db.AcceptInput(ctx, "s1", "web:u1:c2", switchboard.Input{Kind: switchboard.InputText, Text: "again"}); err != nil || !dup {
+		t.Errorf("accepted input's key forgotten across restart: %v, %v", dup, err)
 	}
 }
 

@@ -115,6 +115,22 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"PublishedInSeqOrderAfterCommit", testPublishedInSeqOrderAfterCommit},
 		{"RecentMessages", testRecentMessages},
 		{"DecisionsPairAnswersWithTheirRequests", testDecisionsPairAnswersWithTheirRequests},
+
+		{"WindowNeverStartsWithAToolResult", testWindowNeverStartsWithAToolResult},
+		{"AppendMessagesIsAtomic", testAppendMessagesIsAtomic},
+		{"PendingTurn", testPendingTurn},
+		{"SeenInput", testSeenInput},
+		{"SummaryAndContext", testSummaryAndContext},
+		{"WriteTurnStoresTheAnswerAndAddsUsage", testWriteTurnStoresTheAnswerAndAddsUsage},
+		{"WriteTurnStoresInputAndMarksTogether", testWriteTurnStoresInputAndMarksTogether},
+		{"WriteTurnIsAtomic", testWriteTurnIsAtomic},
+		{"WriteTurnDuplicateWritesNothing", testWriteTurnDuplicateWritesNothing},
+		{"WriteTurnForget", testWriteTurnForget},
+		{"WriteTurnOpensUpdatesAndEndsTheTurn", testWriteTurnOpensUpdatesAndEndsTheTurn},
+		{"WriteTurnPublishesAfterCommit", testWriteTurnPublishesAfterCommit},
+		{"WriteTurnPublishesOnlyWhatItStored", testWriteTurnPublishesOnlyWhatItStored},
+		{"WriteTurnWaitsForTheEventsBeforeIt", testWriteTurnWaitsForTheEventsBeforeIt},
+		{"AcceptInputInboxAndUnfinished", testAcceptInputInboxAndUnfinished},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, open(t)) })
 	}
