@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/storage/storetest"
@@ -174,6 +175,16 @@ func TestRestartKeepsEverything(t *testing.T) {
 	if _, err := db.SeenInput(ctx, "s1", "c1"); err != nil {
 		t.Fatal(err)
 	}
+	bound := time.UnixMilli(1_700_000_000_000).UTC()
+	if err := db.Bind(ctx, switchboard.Binding{Channel: "slack", Address: "T1/C1/1.1", SessionID: "s1", CreatedAt: bound, ByInvite: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SetRendered(ctx, "slack", "T1/C1/1.1", "s1", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SetBindingState(ctx, "slack", "T1/C1/1.1", "s1", `{"stream":"1.2"}`); err != nil {
+		t.Fatal(err)
+	}
 	inboxID, _, err := db.AcceptInput(ctx, "s1", "web:u1:c2", switchboard.Input{Kind: switchboard.InputText, ClientID: "c2", Text: "queued"})
 	if err != nil {
 		t.Fatal(err)
@@ -205,6 +216,10 @@ func TestRestartKeepsEverything(t *testing.T) {
 	}
 	if seen, err := db.SeenInput(ctx, "s1", "c1"); err != nil || !seen {
 		t.Errorf("input id forgotten across restart: %v, %v", seen, err)
+	}
+	want := switchboard.Binding{Channel: "slack", Address: "T1/C1/1.1", SessionID: "s1", RenderedSeq: 2, CreatedAt: bound, State: `{"stream":"1.2"}`, ByInvite: true}
+	if b, err := db.Binding(ctx, "slack", "T1/C1/1.1"); err != nil || b != want {
+		t.Errorf("binding after restart = %+v, %v; want %+v", b, err, want)
 	}
 	if q, err := db.Inbox(ctx, "s1"); err != nil || len(q) != 1 || q[0].ID != inboxID || q[0].Input.Text != "queued" {
 		t.Errorf("inbox after restart = %+v, %v; want the accepted input %d", q, err, inboxID)

@@ -131,6 +131,13 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"WriteTurnPublishesOnlyWhatItStored", testWriteTurnPublishesOnlyWhatItStored},
 		{"WriteTurnWaitsForTheEventsBeforeIt", testWriteTurnWaitsForTheEventsBeforeIt},
 		{"AcceptInputInboxAndUnfinished", testAcceptInputInboxAndUnfinished},
+
+		{"Bindings", testBindings},
+		{"BindingByInvite", testBindingByInvite},
+		{"Invites", testInvites},
+		{"Memories", testMemories},
+		{"MemoriesAreBounded", testMemoriesAreBounded},
+		{"MemoriesShowEveryWrite", testMemoriesShowEveryWrite},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, open(t)) })
 	}

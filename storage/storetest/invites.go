@@ -1,4 +1,4 @@
-package storage
+package storetest
 
 import (
 	"context"
@@ -7,15 +7,13 @@ import (
 	"time"
 
 	"github.com/switchboard-gw/switchboard"
-	"github.com/switchboard-gw/switchboard/storage/storetest"
 )
 
 // An invite is spent a use at a time; an unknown, used-up, expired or
 // withdrawn code is refused, each with its own reason, and changes nothing.
-func TestInvites(t *testing.T) {
+func testInvites(t *testing.T, db Store) {
 	ctx := context.Background()
-	db, _ := openFile(t)
-	storetest.NewSession(t, db, "s1", "")
+	NewSession(t, db, "s1", "")
 	now := time.UnixMilli(1_700_000_000_000).UTC()
 	for _, inv := range []switchboard.Invite{
 		{CodeHash: "twice", SessionID: "s1", Role: "member", UsesLeft: 2, ExpiresAt: now.Add(time.Hour), CreatedBy: "web:alice", CreatedAt: now},
