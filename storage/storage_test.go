@@ -251,8 +251,3 @@ func writeTurn(ctx context.Context, db *DB, sessionID string, w switchboard.Turn
 	_, err := db.WriteTurn(ctx, sessionID, w)
 	return err
 }
-
-// acceptInput accepts in with its client id as the de-duplication key.
-func acceptInput(ctx context.Context, db *DB, sessionID string, in switchboard.Input) (int64, bool, error) {
-	return db.AcceptInput(ctx, sessionID, in.ClientID, in)
-}

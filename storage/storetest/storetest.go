@@ -138,6 +138,11 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"Memories", testMemories},
 		{"MemoriesAreBounded", testMemoriesAreBounded},
 		{"MemoriesShowEveryWrite", testMemoriesShowEveryWrite},
+
+		{"Search", testSearch},
+		{"Vectors", testVectors},
+		{"ExpiredSessionsAreDeletedWithEverythingTheyHold", testExpiredSessionsAreDeletedWithEverythingTheyHold},
+		{"Footprint", testFootprint},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, open(t)) })
 	}

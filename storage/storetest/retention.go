@@ -1,4 +1,4 @@
-package storage
+package storetest
 
 import (
 	"context"
@@ -8,22 +8,23 @@ import (
 	"time"
 
 	"github.com/switchboard-gw/switchboard"
-	"github.com/switchboard-gw/switchboard/storage/storetest"
 )
 
-func TestExpiredSessionsAreDeletedWithEverythingTheyHold(t *testing.T) {
+// Retention: a session whose last turn ended before the cutoff expires,
+// unless it has an open turn or an input waiting; deleting it deletes all
+// it holds, so a new session with its id starts afresh.
+func testExpiredSessionsAreDeletedWithEverythingTheyHold(t *testing.T, db Store) {
 	ctx := context.Background()
-	db, _ := openFile(t)
-	// All four were created on 2026-11-22 (newSession).
+	// All four were created on 2026-11-22 (NewSession).
 	for _, id := range []string{"old", "busy", "waiting", "recent"} {
-		storetest.NewSession(t, db, id, "")
+		NewSession(t, db, id, "")
 	}
 	if err := db.SetMember(ctx, "old", switchboard.Member{Key: "web:ann", Role: "owner"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.WriteTurn(ctx, "old", switchboard.TurnWrite{
 		Messages: []switchboard.Message{user("hi")},
-		Events:   []switchboard.Event{ev("old", 1, switchboard.EventMessage, `{}`)},
+		Events:   []switchboard.Event{Event("old", 1, switchboard.EventMessage, `{}`)},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -50,22 +51,26 @@ func TestExpiredSessionsAreDeletedWithEverythingTheyHold(t *testing.T) {
 	if err := db.DeleteSessions(ctx, ids); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Session(ctx, "old"); !errorsIsNotFound(err) {
+	if _, err := db.Session(ctx, "old"); !errors.Is(err, switchboard.ErrNotFound) {
 		t.Fatalf("Session(old) after delete = %v", err)
 	}
-	for _, q := range []string{
-		`SELECT COUNT(*) FROM events WHERE session_id = 'old'`,
-		`SELECT COUNT(*) FROM messages WHERE session_id = 'old'`,
-		`SELECT COUNT(*) FROM members WHERE session_id = 'old'`,
-	} {
-		var n int
-		if err := db.read.QueryRowContext(ctx, q).Scan(&n); err != nil || n != 0 {
-			t.Fatalf("%s = %d, %v; want 0", q, n, err)
+	if evs, err := db.EventsAfter(ctx, "old", 0, 0); err != nil || len(evs) != 0 {
+		t.Fatalf("events of the deleted session: %+v, %v", evs, err)
+	}
+	if n, err := db.MessageCount(ctx, "old"); err != nil || n != 0 {
+		t.Fatalf("messages of the deleted session: %d, %v", n, err)
+	}
+	if ms, err := db.Members(ctx, "old"); err != nil || len(ms) != 0 {
+		t.Fatalf("members of the deleted session: %+v, %v", ms, err)
+	}
+	for _, id := range []string{"busy", "waiting", "recent"} {
+		if _, err := db.Session(ctx, id); err != nil {
+			t.Fatalf("Session(%s), not expired, after the delete: %v", id, err)
 		}
 	}
 	// A new session with the old id would number its events from 1 again.
-	storetest.NewSession(t, db, "old", "")
-	if err := db.AppendEvents(ctx, nil, ev("old", 1, switchboard.EventMessage, `{}`)); err != nil {
+	NewSession(t, db, "old", "")
+	if err := db.AppendEvents(ctx, nil, Event("old", 1, switchboard.EventMessage, `{}`)); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, db)
@@ -73,5 +78,3 @@ func TestExpiredSessionsAreDeletedWithEverythingTheyHold(t *testing.T) {
 		t.Fatalf("LastSeq(old) = %d, %v", last, err)
 	}
 }
-
-func errorsIsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
