@@ -135,6 +135,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"Bindings", testBindings},
 		{"BindingByInvite", testBindingByInvite},
 		{"Invites", testInvites},
+		{"InviteIsReadWithoutSpending", testInviteIsReadWithoutSpending},
 		{"Memories", testMemories},
 		{"MemoriesAreBounded", testMemoriesAreBounded},
 		{"MemoriesShowEveryWrite", testMemoriesShowEveryWrite},
