@@ -141,17 +141,25 @@ func testAppendEventsRejectsUnnumberedEvents(t *testing.T, db Store) {
 	}
 }
 
+// FindUI finds a session's UI segment by its id, the latest if several
+// carry it, among its ui events only; a row it cannot read is passed over.
 func testFindUI(t *testing.T, db Store) {
 	ctx := context.Background()
-	card := switchboard.UI{ID: "ui_1", Title: "Pick", Buttons: []switchboard.UIButton{{ActionID: "a1", Label: "Yes"}}}
-	data, err := json.Marshal(card)
-	if err != nil {
-		t.Fatal(err)
+	first := switchboard.UI{ID: "ui_1", Title: "Pick", Buttons: []switchboard.UIButton{{ActionID: "a0", Label: "No"}}}
+	card := switchboard.UI{ID: "ui_1", Title: "Pick again", Buttons: []switchboard.UIButton{{ActionID: "a1", Label: "Yes"}}}
+	var data [2][]byte
+	for i, ui := range []switchboard.UI{first, card} {
+		b, err := json.Marshal(ui)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data[i] = b
 	}
 	if err := db.AppendEvents(ctx, nil,
 		Event("s1", 1, switchboard.EventMessage, `{"id":"ui_2","content":"not a ui event"}`),
-		Event("s1", 2, switchboard.EventUI, string(data)),
+		Event("s1", 2, switchboard.EventUI, string(data[0])),
 		Event("s1", 3, switchboard.EventUI, `not json`),
+		Event("s1", 4, switchboard.EventUI, string(data[1])),
 		Event("s2", 1, switchboard.EventUI, `{"id":"ui_3"}`),
 	); err != nil {
 		t.Fatal(err)
@@ -174,8 +182,8 @@ func testFindUI(t *testing.T, db Store) {
 
 // A session's events are stored without a hole: an event whose seq-1 is
 // not stored is refused with ErrGap, and so is every later one until the
-// numbering continues from the last stored event. Another session's events
-// queued with them are stored all the same.
+// numbering continues from the last stored event, also inside one call.
+// Another session's events queued with them are stored all the same.
 func testGapIsRefusedAndOtherSessionsAreStored(t *testing.T, db Store) {
 	ctx := context.Background()
 	// a's events and b's, which start at 2, are queued together.
@@ -243,8 +251,20 @@ func testGapIsRefusedAndOtherSessionsAreStored(t *testing.T, db Store) {
 	if last, err := db.LastSeq(ctx, "b"); err != nil || last != 3 {
 		t.Errorf("LastSeq(b) = %d, %v; want 3", last, err)
 	}
+	// A gap inside one call: the event past it is refused.
+	var c Recorder
+	if err := appendAndFlush(&c, Event("c", 1, switchboard.EventDelta, `{"c":1}`), Event("c", 3, switchboard.EventDelta, `{"c":3}`)); !errors.Is(err, switchboard.ErrGap) {
+		t.Errorf("c/1 and c/3 in one call: Flush = %v, want ErrGap", err)
+	}
+	if evs, err := db.EventsAfter(ctx, "c", 1, 0); err != nil || len(evs) != 0 {
+		t.Errorf("c's events after c/1 = %+v, %v; want none: c/3 is refused", evs, err)
+	}
+	if !slices.Contains(c.Seqs(false), 3) {
+		t.Errorf("c published as refused %v, want c/3 among them", c.Seqs(false))
+	}
 	CheckPublished(t, db, &a)
 	CheckPublished(t, db, &b)
+	CheckPublished(t, db, &c)
 }
 
 // A seq is stored once: a second event with it is refused, not dropped in
@@ -415,5 +435,24 @@ func testDecisionsPairAnswersWithTheirRequests(t *testing.T, db Store) {
 	}
 	if got, _ := db.Decisions(ctx, "s1", 1); len(got) != 1 || got[0].Seq != 7 {
 		t.Errorf("Decisions(1) = %+v, want the last answer only", got)
+	}
+	// n answers are the last n.
+	NewSession(t, db, "s3", "")
+	var three []switchboard.Event
+	for i := range int64(3) {
+		three = append(three,
+			Event("s3", 2*i+1, switchboard.EventConfirmationRequest, fmt.Sprintf(`{"confirmation_id":"c%d","tool_name":"shell","args":{}}`, i)),
+			Event("s3", 2*i+2, switchboard.EventConfirmationResolved, fmt.Sprintf(`{"confirmation_id":"c%d","approved":true,"by":"Carol"}`, i)))
+	}
+	if err := writeTurn(ctx, db, "s3", switchboard.TurnWrite{Events: three}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = db.Decisions(ctx, "s3", 2)
+	var seqs []int64
+	for _, d := range got {
+		seqs = append(seqs, d.Seq)
+	}
+	if err != nil || fmt.Sprint(seqs) != "[4 6]" {
+		t.Errorf("Decisions(s3, 2) answered at %v, %v; want the last two, at [4 6]", seqs, err)
 	}
 }

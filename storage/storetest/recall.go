@@ -27,9 +27,10 @@ func testSearch(t *testing.T, db Store) {
 			t.Fatal(err)
 		}
 	}
+	// The shared one first: the best match, found first, is stored later.
+	say("shared", "The team locker is on floor 3.")
 	say("alices", "The locker code is 4711, remember it.")
 	say("bobs", "My locker code is 1234.")
-	say("shared", "The team locker is on floor 3.")
 	if err := writeTurn(ctx, db, "alices", switchboard.TurnWrite{Messages: []switchboard.Message{
 		{Role: switchboard.RoleTool, ToolName: "calculator", Content: "locker 9999"}}}); err != nil {
 		t.Fatal(err)

@@ -40,13 +40,21 @@ func testExpiredSessionsAreDeletedWithEverythingTheyHold(t *testing.T, db Store)
 		t.Fatal(err)
 	}
 
+	// older was created the day before the others.
+	if err := db.CreateSession(ctx, switchboard.Session{ID: "older", Owner: "web:ann", CreatedAt: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)}); err != nil {
+		t.Fatal(err)
+	}
+
 	cutoff := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	if ids, err := db.Expired(ctx, cutoff, 1); err != nil || !slices.Equal(ids, []string{"older"}) {
+		t.Fatalf("Expired(1) = %v, %v; want [older], the oldest", ids, err)
+	}
 	ids, err := db.Expired(ctx, cutoff, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(ids, []string{"old"}) {
-		t.Fatalf("Expired = %v, want [old]", ids)
+	if !slices.Equal(ids, []string{"older", "old"}) {
+		t.Fatalf("Expired = %v, want [older old], oldest first", ids)
 	}
 	if err := db.DeleteSessions(ctx, ids); err != nil {
 		t.Fatal(err)

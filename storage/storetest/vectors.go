@@ -83,6 +83,9 @@ func testVectors(t *testing.T, db Store) {
 	if ids, flat, _ := db.SessionVectors(ctx, "m2", "alices", 4); len(ids) != 1 || flat[2] != 1 {
 		t.Fatalf("the new model's vector: %v %v", ids, flat)
 	}
+	if ids, _, _ := db.SessionVectors(ctx, "m2", "alices", 3); len(ids) != 0 {
+		t.Fatalf("a vector of 4 numbers read as one of 3: %v", ids)
+	}
 
 	if got, _ := db.MemberSessions(ctx, "web:alice"); !reflect.DeepEqual(got, []string{"alices"}) {
 		t.Fatalf("MemberSessions = %v", got)
