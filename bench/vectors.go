@@ -162,11 +162,11 @@ func measureColdRead(ctx context.Context, path string, n, dims int) (median, p99
 		if len(page) == 0 {
 			break
 		}
-		vs := make([]storage.Vector, len(page))
+		vs := make([]switchboard.Vector, len(page))
 		for i, m := range page {
 			v := make([]float32, dims)
 			randomUnit(r, v)
-			vs[i] = storage.Vector{MessageID: m.ID, Values: v}
+			vs[i] = switchboard.Vector{MessageID: m.ID, Values: v}
 		}
 		if err := db.SaveVectors(ctx, space, vs); err != nil {
 			return 0, 0, err
@@ -196,7 +196,7 @@ type memStore struct {
 	vectors  map[string][]float32
 }
 
-func (m *memStore) SearchHits(context.Context, string, string, int) ([]storage.Hit, error) {
+func (m *memStore) SearchHits(context.Context, string, string, int) ([]switchboard.Hit, error) {
 	return nil, nil
 }
 
@@ -206,21 +206,21 @@ func (m *memStore) SessionVectors(_ context.Context, _, session string, _ int) (
 	return m.ids[session], m.vectors[session], nil
 }
 
-func (m *memStore) Hits(_ context.Context, _ string, ids []int64) ([]storage.Hit, error) {
-	out := make([]storage.Hit, len(ids))
+func (m *memStore) Hits(_ context.Context, _ string, ids []int64) ([]switchboard.Hit, error) {
+	out := make([]switchboard.Hit, len(ids))
 	for i, id := range ids {
-		out[i] = storage.Hit{ID: id, Found: switchboard.Found{SessionID: "s", Message: switchboard.Message{Role: switchboard.RoleUser, Content: "found"}}}
+		out[i] = switchboard.Hit{ID: id, Found: switchboard.Found{SessionID: "s", Message: switchboard.Message{Role: switchboard.RoleUser, Content: "found"}}}
 	}
 	return out, nil
 }
 
-func (m *memStore) Unembedded(context.Context, string, int64, int) ([]storage.Unembedded, error) {
+func (m *memStore) Unembedded(context.Context, string, int64, int) ([]switchboard.Unembedded, error) {
 	return nil, nil
 }
 
 func (m *memStore) CountUnembedded(context.Context, string, int64) (int64, error) { return 0, nil }
 
-func (m *memStore) SaveVectors(context.Context, string, []storage.Vector) error { return nil }
+func (m *memStore) SaveVectors(context.Context, string, []switchboard.Vector) error { return nil }
 
 // randomEmbedder embeds every question as a random unit vector.
 type randomEmbedder struct {

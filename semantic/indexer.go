@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/providers"
-	"github.com/switchboard-gw/switchboard/storage"
 )
 
 // Run embeds the stored messages that have no vector of the embedder's
@@ -36,7 +36,7 @@ func (r *Recall) Run(ctx context.Context) {
 		}
 		n, err := r.step(ctx)
 		switch {
-		case ctx.Err() != nil || errors.Is(err, storage.ErrClosed):
+		case ctx.Err() != nil || errors.Is(err, switchboard.ErrClosed):
 			return
 		case errors.Is(err, errEmbed):
 			// Logged; the loop's wait waits out the backoff.
@@ -78,9 +78,9 @@ func (r *Recall) step(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", errEmbed, err)
 	}
-	vs := make([]storage.Vector, len(batch))
+	vs := make([]switchboard.Vector, len(batch))
 	for i, m := range batch {
-		vs[i] = storage.Vector{MessageID: m.ID, Values: unit(vecs[i])}
+		vs[i] = switchboard.Vector{MessageID: m.ID, Values: unit(vecs[i])}
 	}
 	if err := r.cfg.Store.SaveVectors(ctx, r.space, vs); err != nil {
 		return 0, err
@@ -106,7 +106,7 @@ const probeText = "hello"
 // (the model, the key, the dimensions: the error is returned and the
 // indexer waits) or one of the messages is: then each is embedded alone,
 // and one refused alone gets an empty vector, logged with its id.
-func (r *Recall) embedBatch(ctx context.Context, batch []storage.Unembedded) ([][]float32, error) {
+func (r *Recall) embedBatch(ctx context.Context, batch []switchboard.Unembedded) ([][]float32, error) {
 	texts := make([]string, len(batch))
 	for i, m := range batch {
 		texts[i] = m.Text

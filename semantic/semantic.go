@@ -27,18 +27,17 @@ import (
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/providers"
-	"github.com/switchboard-gw/switchboard/storage"
 )
 
 // Store is what recall reads and writes; storage.DB implements it.
 type Store interface {
-	SearchHits(ctx context.Context, reader, query string, limit int) ([]storage.Hit, error)
+	SearchHits(ctx context.Context, reader, query string, limit int) ([]switchboard.Hit, error)
 	MemberSessions(ctx context.Context, reader string) ([]string, error)
 	SessionVectors(ctx context.Context, space, sessionID string, dims int) ([]int64, []float32, error)
-	Hits(ctx context.Context, reader string, ids []int64) ([]storage.Hit, error)
-	Unembedded(ctx context.Context, space string, after int64, limit int) ([]storage.Unembedded, error)
+	Hits(ctx context.Context, reader string, ids []int64) ([]switchboard.Hit, error)
+	Unembedded(ctx context.Context, space string, after int64, limit int) ([]switchboard.Unembedded, error)
 	CountUnembedded(ctx context.Context, space string, after int64) (int64, error)
-	SaveVectors(ctx context.Context, space string, vs []storage.Vector) error
+	SaveVectors(ctx context.Context, space string, vs []switchboard.Vector) error
 }
 
 // Config wires a Recall. Zero values take the defaults below.
@@ -142,7 +141,7 @@ func (r *Recall) Search(ctx context.Context, reader, query string, limit int) ([
 		return found(text[:min(limit, len(text))]), nil
 	}
 	r.hybrid.Add(1)
-	byID := make(map[int64]storage.Hit, len(text))
+	byID := make(map[int64]switchboard.Hit, len(text))
 	textIDs := make([]int64, len(text))
 	for i, h := range text {
 		byID[h.ID] = h
@@ -179,7 +178,7 @@ func (r *Recall) Search(ctx context.Context, reader, query string, limit int) ([
 	return out, nil
 }
 
-func found(hits []storage.Hit) []switchboard.Found {
+func found(hits []switchboard.Hit) []switchboard.Found {
 	if len(hits) == 0 {
 		return nil
 	}

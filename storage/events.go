@@ -18,17 +18,17 @@ import (
 // stay queued.
 //
 // The caller numbers the events; a session's events are stored only in
-// order and without a gap (ErrGap), and a seq is never stored twice.
-// published, if not nil, is called by the writer once the events are
-// committed, or with the error that kept them out: a caller that shows
-// events only from there never shows one a crash could lose. It is the
-// session's publisher: every call for one session passes the same one (a
-// batch tells the first it holds of all the session's events in it).
+// order and without a gap (switchboard.ErrGap), and a seq is never stored
+// twice. published, if not nil, is called by the writer once the events
+// are committed, or with the error that kept them out: a caller that
+// shows events only from there never shows one a crash could lose. It is
+// the session's publisher: every call for one session passes the same one
+// (a batch tells the first it holds of all the session's events in it).
 func (db *DB) AppendEvents(ctx context.Context, published func([]switchboard.Event, error), evs ...switchboard.Event) error {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	if db.closed {
-		return fmt.Errorf("storage: append events: %w", ErrClosed)
+		return fmt.Errorf("storage: append events: %w", switchboard.ErrClosed)
 	}
 	// Checked here, where the caller can still act on it, rather than in a
 	// batch that other sessions' events share.
@@ -52,7 +52,7 @@ func (db *DB) Flush(ctx context.Context) error {
 	db.mu.RLock()
 	if db.closed {
 		db.mu.RUnlock()
-		return fmt.Errorf("storage: flush: %w", ErrClosed)
+		return fmt.Errorf("storage: flush: %w", switchboard.ErrClosed)
 	}
 	err := db.enqueue(ctx, writeReq{flush: done})
 	db.mu.RUnlock()

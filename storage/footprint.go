@@ -7,22 +7,9 @@ package storage
 import (
 	"context"
 	"fmt"
-)
 
-// Footprint is the size of what grows with use besides the conversations
-// themselves.
-type Footprint struct {
-	// Memories are the memories people asked the assistant to keep
-	// (remember), everyone's.
-	Memories int64
-	// Summaries are the compacted sessions' summaries: one a session.
-	Summaries int64
-	// IndexedMessages are the messages in the recall index.
-	IndexedMessages int64
-	// IndexBytes is the recall index on disk: FTS5's tables, its own copy
-	// of the messages' text among them.
-	IndexBytes int64
-}
+	"github.com/switchboard-gw/switchboard"
+)
 
 // recallTables are the tables FTS5 keeps messages_fts in, for dbstat.
 const recallTables = `'messages_fts_data', 'messages_fts_idx', 'messages_fts_content', 'messages_fts_docsize', 'messages_fts_config'`
@@ -33,8 +20,8 @@ const recallTables = `'messages_fts_data', 'messages_fts_idx', 'messages_fts_con
 // messages); the bytes are not, for SQLite's dbstat walks every page of the
 // index's tables (~60 ms for a million chat-line messages, growing with
 // their text), so the gateway reads this at most once a minute.
-func (db *DB) Footprint(ctx context.Context) (Footprint, error) {
-	var f Footprint
+func (db *DB) Footprint(ctx context.Context) (switchboard.Footprint, error) {
+	var f switchboard.Footprint
 	for _, q := range []struct {
 		into  *int64
 		query string
@@ -47,7 +34,7 @@ func (db *DB) Footprint(ctx context.Context) (Footprint, error) {
 		{&f.IndexBytes, `SELECT COALESCE(sum(pgsize), 0) FROM dbstat WHERE aggregate = TRUE AND name IN (` + recallTables + `)`},
 	} {
 		if err := db.read.QueryRowContext(ctx, q.query).Scan(q.into); err != nil {
-			return Footprint{}, fmt.Errorf("storage: footprint: %w", err)
+			return switchboard.Footprint{}, fmt.Errorf("storage: footprint: %w", err)
 		}
 	}
 	return f, nil

@@ -2,11 +2,13 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/storage/storetest"
 )
 
 // Under LimitSize the store fails writes as a full disk would, without
@@ -14,16 +16,16 @@ import (
 func TestLimitSizeFailsWritesLikeAFullDisk(t *testing.T) {
 	ctx := context.Background()
 	db, path := openFile(t)
-	newSession(t, db, "s1", "")
+	storetest.NewSession(t, db, "s1", "")
 	big := strings.Repeat("x", 2000)
 
 	// Some history before the limit.
-	var r recorder
+	var r storetest.Recorder
 	seq := int64(0)
 	for range 5 {
 		appendMsgs(t, db, "s1", user(big))
 		seq++
-		if err := db.AppendEvents(ctx, r.published, ev("s1", seq, switchboard.EventMessage, fmt.Sprintf(`{"n":%d}`, seq))); err != nil {
+		if err := db.AppendEvents(ctx, r.Published, ev("s1", seq, switchboard.EventMessage, fmt.Sprintf(`{"n":%d}`, seq))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -54,7 +56,7 @@ func TestLimitSizeFailsWritesLikeAFullDisk(t *testing.T) {
 		if last != seq {
 			t.Fatalf("LastSeq = %d, want %d", last, seq)
 		}
-		if err := db.AppendEvents(ctx, r.published, ev("s1", seq+1, switchboard.EventMessage, fmt.Sprintf(`{"n":%d,"pad":%q}`, seq+1, big))); err != nil {
+		if err := db.AppendEvents(ctx, r.Published, ev("s1", seq+1, switchboard.EventMessage, fmt.Sprintf(`{"n":%d,"pad":%q}`, seq+1, big))); err != nil {
 			t.Fatal(err)
 		}
 		if evErr = db.Flush(ctx); evErr != nil {
@@ -68,27 +70,39 @@ func TestLimitSizeFailsWritesLikeAFullDisk(t *testing.T) {
 	if last, err := db.LastSeq(ctx, "s1"); err != nil || last != seq {
 		t.Errorf("LastSeq after a refused event = %d, %v; want %d", last, err, seq)
 	}
-	calls := r.calls()
+	calls := r.Calls()
 	if len(calls) == 0 {
 		t.Fatal("published never called")
 	}
-	if lastCall := calls[len(calls)-1]; lastCall.err == nil || !strings.Contains(lastCall.err.Error(), "full") || lastCall.evs[0].Seq != seq+1 {
-		t.Errorf("last publication = seq %d, %v; want %d refused with a full-disk error", lastCall.evs[0].Seq, lastCall.err, seq+1)
+	if lastCall := calls[len(calls)-1]; lastCall.Err == nil || !strings.Contains(lastCall.Err.Error(), "full") || lastCall.Events[0].Seq != seq+1 {
+		t.Errorf("last publication = seq %d, %v; want %d refused with a full-disk error", lastCall.Events[0].Seq, lastCall.Err, seq+1)
 	}
 	// A whole turn is refused whole.
 	_, err := db.WriteTurn(ctx, "s1", switchboard.TurnWrite{
 		ClientID: "c1",
-		Messages: []switchboard.Message{user(big), assistant(big)},
+		Messages: []switchboard.Message{user(big), {Role: switchboard.RoleAssistant, Content: big}},
 		Events:   []switchboard.Event{ev("s1", seq+1, switchboard.EventMessage, fmt.Sprintf(`{"pad":%q}`, big))},
 		Turn:     []byte(big),
 	})
 	if err == nil || !strings.Contains(err.Error(), "full") {
 		t.Fatalf("WriteTurn under the limit = %v, want a full-disk error", err)
 	}
-	after := snap(t, db, "s1")
-	if len(after.messages) != int(messages) || len(after.events) != int(seq) || len(after.seen) != 0 || after.pending != "" {
-		t.Errorf("after refused writes: %d messages, %d events, seen %v, pending %q; want %d, %d, none, none",
-			len(after.messages), len(after.events), after.seen, after.pending, messages, seq)
+	stored, err := db.MessageCount(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := db.EventsAfter(ctx, "s1", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen int
+	if err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM seen_inputs WHERE session_id = 's1'`).Scan(&seen); err != nil {
+		t.Fatal(err)
+	}
+	_, perr := db.LoadPending(ctx, "s1")
+	if stored != messages || int64(len(kept)) != seq || seen != 0 || !errors.Is(perr, switchboard.ErrNotFound) {
+		t.Errorf("after refused writes: %d messages, %d events, %d seen ids, open turn %v; want %d, %d, none, none",
+			stored, len(kept), seen, perr, messages, seq)
 	}
 
 	// Lifted: writes go on, from where they stopped.
@@ -97,12 +111,12 @@ func TestLimitSizeFailsWritesLikeAFullDisk(t *testing.T) {
 	}
 	appendMsgs(t, db, "s1", user("after"))
 	messages++
-	if err := db.AppendEvents(ctx, r.published, ev("s1", seq+1, switchboard.EventMessage, `{"after":true}`)); err != nil {
+	if err := db.AppendEvents(ctx, r.Published, ev("s1", seq+1, switchboard.EventMessage, `{"after":true}`)); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, db)
 	seq++
-	checkPublished(t, db, &r)
+	storetest.CheckPublished(t, db, &r)
 
 	// Nothing written before, under or after the limit is lost, reopened too.
 	if err := db.Close(); err != nil {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/switchboard-gw/switchboard/storage/storetest"
 )
 
 // One store per database file: a second Open of the same file, here from
@@ -17,7 +19,7 @@ import (
 func TestSecondOpenOfAFileIsRefused(t *testing.T) {
 	ctx := context.Background()
 	db, path := openFile(t)
-	newSession(t, db, "s1", "")
+	storetest.NewSession(t, db, "s1", "")
 
 	pid := fmt.Sprintf("(pid %d)", os.Getpid())
 	if b, err := os.ReadFile(path + ".lock"); err != nil || strings.TrimSpace(string(b)) != fmt.Sprint(os.Getpid()) {
@@ -35,7 +37,7 @@ func TestSecondOpenOfAFileIsRefused(t *testing.T) {
 	}
 	// The refused Opens did not take the lock from the first store, nor
 	// break it.
-	newSession(t, db, "s2", "")
+	storetest.NewSession(t, db, "s2", "")
 	if _, err := db.Session(ctx, "s1"); err != nil {
 		t.Fatal(err)
 	}

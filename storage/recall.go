@@ -37,7 +37,7 @@ func (db *DB) Search(ctx context.Context, reader, query string, limit int) ([]sw
 
 // SearchHits is Search with each message's id, which semantic recall
 // merges its own matches with.
-func (db *DB) SearchHits(ctx context.Context, reader, query string, limit int) ([]Hit, error) {
+func (db *DB) SearchHits(ctx context.Context, reader, query string, limit int) ([]switchboard.Hit, error) {
 	words, err := db.telling(ctx, queryWords(query))
 	if err != nil {
 		return nil, err
@@ -55,9 +55,9 @@ func (db *DB) SearchHits(ctx context.Context, reader, query string, limit int) (
 		return nil, fmt.Errorf("storage: search: %w", err)
 	}
 	defer rows.Close()
-	var hits []Hit
+	var hits []switchboard.Hit
 	for rows.Next() {
-		var h Hit
+		var h switchboard.Hit
 		if err := scanHit(rows, &h.ID, &h.Found); err != nil {
 			return nil, fmt.Errorf("storage: search: %w", err)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/storage/storetest"
 )
 
 // recallStore is a closed store file holding 300 messages of two sessions
@@ -18,7 +19,7 @@ func recallStore(t *testing.T) string {
 	ctx := context.Background()
 	db, path := openFile(t)
 	for _, id := range []string{"s1", "s2"} {
-		newSession(t, db, id, "")
+		storetest.NewSession(t, db, id, "")
 		if err := db.SetMember(ctx, id, switchboard.Member{Key: "web:alice", Role: "owner"}); err != nil {
 			t.Fatal(err)
 		}

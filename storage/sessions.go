@@ -12,7 +12,7 @@ import (
 )
 
 // CreateSession stores a new session. A non-empty Key must not be held by
-// another session (ErrExists).
+// another session (switchboard.ErrExists).
 func (db *DB) CreateSession(ctx context.Context, s switchboard.Session) error {
 	_, err := db.write.ExecContext(ctx, `INSERT INTO sessions
 		(id, key, guide, owner, created_at, active_at, prompt_tokens, completion_tokens, total_tokens, allowed_tools)
@@ -20,7 +20,7 @@ func (db *DB) CreateSession(ctx context.Context, s switchboard.Session) error {
 		s.ID, nullable(s.Key), s.Guide, s.Owner, s.CreatedAt.UnixMilli(), s.CreatedAt.UnixMilli(),
 		s.Usage.PromptTokens, s.Usage.CompletionTokens, s.Usage.TotalTokens, allowedJSON(s.AllowedTools))
 	if isUnique(err) {
-		return fmt.Errorf("storage: create session %s (key %q): %w", s.ID, s.Key, ErrExists)
+		return fmt.Errorf("storage: create session %s (key %q): %w", s.ID, s.Key, switchboard.ErrExists)
 	}
 	if err != nil {
 		return fmt.Errorf("storage: create session %s: %w", s.ID, err)

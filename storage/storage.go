@@ -41,13 +41,6 @@ import (
 // sentinel, so callers may test for either name.
 var ErrNotFound = switchboard.ErrNotFound
 
-// ErrExists is returned (wrapped) when a record would break a uniqueness
-// rule, such as a second session taking a key another one holds.
-var ErrExists = errors.New("already exists")
-
-// ErrClosed is returned by calls made after Close.
-var ErrClosed = errors.New("store is closed")
-
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/storage/storetest"
 )
 
 // openFile opens a store in a fresh directory (one level down, so Open has
@@ -23,19 +24,6 @@ func openFile(t testing.TB, opts ...Option) (*DB, string) {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db, path
-}
-
-// newSession stores a session with the given id and key.
-func newSession(t testing.TB, db *DB, id, key string) switchboard.Session {
-	t.Helper()
-	s := switchboard.Session{
-		ID: id, Key: key, Guide: "assistant", Owner: "stdin:me",
-		CreatedAt: time.Date(2026, 11, 22, 10, 30, 0, 123_000_000, time.UTC),
-	}
-	if err := db.CreateSession(context.Background(), s); err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 func TestOpenAppliesPragmasOnEveryPool(t *testing.T) {
@@ -98,7 +86,7 @@ func TestMigrationsAreAppliedOnce(t *testing.T) {
 	if len(first) != len(files) {
 		t.Fatalf("applied %v, want %d migrations", first, len(files))
 	}
-	newSession(t, db, "s1", "k1")
+	storetest.NewSession(t, db, "s1", "k1")
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +127,7 @@ func TestMemoryDSN(t *testing.T) {
 	}
 	defer b.Close()
 
-	newSession(t, a, "s1", "stdin")
+	storetest.NewSession(t, a, "s1", "stdin")
 	if err := a.AppendEvents(ctx, nil, ev("s1", 1, switchboard.EventState, `{"state":"idle"}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +150,7 @@ func TestMemoryDSN(t *testing.T) {
 func TestRestartKeepsEverything(t *testing.T) {
 	ctx := context.Background()
 	db, path := openFile(t)
-	newSession(t, db, "s1", "stdin")
+	storetest.NewSession(t, db, "s1", "stdin")
 	if err := db.SetMember(ctx, "s1", switchboard.Member{Key: "stdin:me", Role: "owner"}); err != nil {
 		t.Fatal(err)
 	}
@@ -187,11 +175,25 @@ func TestRestartKeepsEverything(t *testing.T) {
 	if _, err := db.SeenInput(ctx, "s1", "c1"); err != nil {
 		t.Fatal(err)
 	}
+	bound := time.UnixMilli(1_700_000_000_000).UTC()
+	if err := db.Bind(ctx, switchboard.Binding{Channel: "slack", Address: "T1/C1/1.1", SessionID: "s1", CreatedAt: bound, ByInvite: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SetRendered(ctx, "slack", "T1/C1/1.1", "s1", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SetBindingState(ctx, "slack", "T1/C1/1.1", "s1", `{"stream":"1.2"}`); err != nil {
+		t.Fatal(err)
+	}
+	inboxID, _, err := db.AcceptInput(ctx, "s1", "web:u1:c2", switchboard.Input{Kind: switchboard.InputText, ClientID: "c2", Text: "queued"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
 
-	db, err := Open(ctx, path)
+	db, err = Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,6 +217,16 @@ func TestRestartKeepsEverything(t *testing.T) {
 	if seen, err := db.SeenInput(ctx, "s1", "c1"); err != nil || !seen {
 		t.Errorf("input id forgotten across restart: %v, %v", seen, err)
 	}
+	want := switchboard.Binding{Channel: "slack", Address: "T1/C1/1.1", SessionID: "s1", RenderedSeq: 2, CreatedAt: bound, State: `{"stream":"1.2"}`, ByInvite: true}
+	if b, err := db.Binding(ctx, "slack", "T1/C1/1.1"); err != nil || b != want {
+		t.Errorf("binding after restart = %+v, %v; want %+v", b, err, want)
+	}
+	if q, err := db.Inbox(ctx, "s1"); err != nil || len(q) != 1 || q[0].ID != inboxID || q[0].Input.Text != "queued" {
+		t.Errorf("inbox after restart = %+v, %v; want the accepted input %d", q, err, inboxID)
+	}
+	if _, dup, err := db.AcceptInput(ctx, "s1", "web:u1:c2", switchboard.Input{Kind: switchboard.InputText, Text: "again"}); err != nil || !dup {
+		t.Errorf("accepted input's key forgotten across restart: %v, %v", dup, err)
+	}
 }
 
 func TestClosedStoreRefusesWork(t *testing.T) {
@@ -226,10 +238,10 @@ func TestClosedStoreRefusesWork(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if err := db.AppendEvents(ctx, nil, ev("s1", 1, switchboard.EventState, `{}`)); !errors.Is(err, ErrClosed) {
+	if err := db.AppendEvents(ctx, nil, ev("s1", 1, switchboard.EventState, `{}`)); !errors.Is(err, switchboard.ErrClosed) {
 		t.Errorf("AppendEvents after Close = %v, want ErrClosed", err)
 	}
-	if err := db.Flush(ctx); !errors.Is(err, ErrClosed) {
+	if err := db.Flush(ctx); !errors.Is(err, switchboard.ErrClosed) {
 		t.Errorf("Flush after Close = %v, want ErrClosed", err)
 	}
 }
@@ -238,9 +250,4 @@ func TestClosedStoreRefusesWork(t *testing.T) {
 func writeTurn(ctx context.Context, db *DB, sessionID string, w switchboard.TurnWrite) error {
 	_, err := db.WriteTurn(ctx, sessionID, w)
 	return err
-}
-
-// acceptInput accepts in with its client id as the de-duplication key.
-func acceptInput(ctx context.Context, db *DB, sessionID string, in switchboard.Input) (int64, bool, error) {
-	return db.AcceptInput(ctx, sessionID, in.ClientID, in)
 }

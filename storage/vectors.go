@@ -19,10 +19,6 @@ import (
 	"github.com/switchboard-gw/switchboard"
 )
 
-// MaxVectorDims bounds a stored vector's length (the longest embedding
-// models make 3,072 numbers).
-const MaxVectorDims = 16384
-
 // EncodeVector is v as it is stored: its numbers as little-endian float32.
 func EncodeVector(v []float32) []byte {
 	b := make([]byte, 4*len(v))
@@ -37,17 +33,17 @@ func EncodeVector(v []float32) []byte {
 var ErrBadVector = errors.New("not a vector")
 
 // DecodeVector appends the vector b holds to dst. It refuses a BLOB that
-// is not whole float32s, is longer than MaxVectorDims, or holds a number
-// that is not finite: the database is the gateway's own, but a damaged or
-// edited file must turn neither a search's scores into NaN nor a read
-// into a huge allocation.
+// is not whole float32s, is longer than switchboard.MaxVectorDims, or
+// holds a number that is not finite: the database is the gateway's own,
+// but a damaged or edited file must turn neither a search's scores into
+// NaN nor a read into a huge allocation.
 func DecodeVector(dst []float32, b []byte) ([]float32, error) {
 	if len(b)%4 != 0 {
 		return dst, fmt.Errorf("%w: %d bytes are not whole float32s", ErrBadVector, len(b))
 	}
 	n := len(b) / 4
-	if n > MaxVectorDims {
-		return dst, fmt.Errorf("%w: %d numbers, more than %d", ErrBadVector, n, MaxVectorDims)
+	if n > switchboard.MaxVectorDims {
+		return dst, fmt.Errorf("%w: %d numbers, more than %d", ErrBadVector, n, switchboard.MaxVectorDims)
 	}
 	start := len(dst)
 	for i := range n {
@@ -58,13 +54,6 @@ func DecodeVector(dst []float32, b []byte) ([]float32, error) {
 		dst = append(dst, x)
 	}
 	return dst, nil
-}
-
-// Unembedded is a message that has no vector of a space yet.
-type Unembedded struct {
-	ID        int64
-	SessionID string
-	Text      string
 }
 
 // unembedded are the messages Search indexes (a person's and the
@@ -80,16 +69,16 @@ const unembedded = `FROM messages m
 // the message after (0: from the first), oldest first. What is left to
 // embed is always the database's to say, so an indexer that stops anywhere
 // takes up where it was.
-func (db *DB) Unembedded(ctx context.Context, space string, after int64, limit int) ([]Unembedded, error) {
+func (db *DB) Unembedded(ctx context.Context, space string, after int64, limit int) ([]switchboard.Unembedded, error) {
 	rows, err := db.read.QueryContext(ctx, `SELECT m.id, m.session_id, json_extract(m.data, '$.content') `+unembedded+`
 		ORDER BY m.id LIMIT ?3`, space, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("storage: unembedded messages: %w", err)
 	}
 	defer rows.Close()
-	var out []Unembedded
+	var out []switchboard.Unembedded
 	for rows.Next() {
-		var u Unembedded
+		var u switchboard.Unembedded
 		if err := rows.Scan(&u.ID, &u.SessionID, &u.Text); err != nil {
 			return nil, fmt.Errorf("storage: unembedded messages: %w", err)
 		}
@@ -135,13 +124,6 @@ func CountUnembeddedIn(ctx context.Context, db *sql.DB, space string) (pending, 
 	return pending, total, nil
 }
 
-// Vector is a message's vector; an empty one marks a message with nothing
-// to embed, so it is not offered again.
-type Vector struct {
-	MessageID int64
-	Values    []float32
-}
-
 // saveVector stores a message's vector of a space, replacing one of
 // another space; a message deleted meanwhile (retention) is skipped.
 const saveVector = `INSERT INTO message_vectors (message_id, space, vector)
@@ -150,14 +132,14 @@ const saveVector = `INSERT INTO message_vectors (message_id, space, vector)
 
 // SaveVectors stores vectors of space in the writer's next batch, and
 // returns once they are committed.
-func (db *DB) SaveVectors(ctx context.Context, space string, vs []Vector) error {
+func (db *DB) SaveVectors(ctx context.Context, space string, vs []switchboard.Vector) error {
 	if len(vs) == 0 {
 		return nil
 	}
 	blobs := make([][]byte, len(vs))
 	for i, v := range vs {
-		if len(v.Values) > MaxVectorDims {
-			return fmt.Errorf("storage: save vectors: message %d: %d numbers, more than %d", v.MessageID, len(v.Values), MaxVectorDims)
+		if len(v.Values) > switchboard.MaxVectorDims {
+			return fmt.Errorf("storage: save vectors: message %d: %d numbers, more than %d", v.MessageID, len(v.Values), switchboard.MaxVectorDims)
 		}
 		blobs[i] = EncodeVector(v.Values)
 	}
@@ -208,7 +190,7 @@ func (db *DB) MemberSessions(ctx context.Context, reader string) ([]string, erro
 // another length (an empty one, for a message with nothing to embed) are
 // left out, and so is one that cannot be read, which is logged.
 func (db *DB) SessionVectors(ctx context.Context, space, sessionID string, dims int) (ids []int64, flat []float32, err error) {
-	if dims <= 0 || dims > MaxVectorDims {
+	if dims <= 0 || dims > switchboard.MaxVectorDims {
 		return nil, nil, fmt.Errorf("storage: vectors of %s: dims %d", sessionID, dims)
 	}
 	rows, err := db.read.QueryContext(ctx, `SELECT v.message_id, v.vector FROM messages m
@@ -236,16 +218,10 @@ func (db *DB) SessionVectors(ctx context.Context, space, sessionID string, dims 
 	return ids, flat, nil
 }
 
-// Hit is a message a search found, with its id.
-type Hit struct {
-	ID int64
-	switchboard.Found
-}
-
 // Hits are the messages of ids that reader (an author key) may read, a
 // member of their conversation, in no particular order: a message of a
 // conversation reader is not in is left out, whoever asks for it.
-func (db *DB) Hits(ctx context.Context, reader string, ids []int64) ([]Hit, error) {
+func (db *DB) Hits(ctx context.Context, reader string, ids []int64) ([]switchboard.Hit, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -261,9 +237,9 @@ func (db *DB) Hits(ctx context.Context, reader string, ids []int64) ([]Hit, erro
 		return nil, fmt.Errorf("storage: messages found: %w", err)
 	}
 	defer rows.Close()
-	var out []Hit
+	var out []switchboard.Hit
 	for rows.Next() {
-		var h Hit
+		var h switchboard.Hit
 		if err := scanHit(rows, &h.ID, &h.Found); err != nil {
 			return nil, fmt.Errorf("storage: messages found: %w", err)
 		}

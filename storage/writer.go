@@ -63,7 +63,7 @@ func (db *DB) runJob(ctx context.Context, j *writeJob) error {
 	db.mu.RLock()
 	if db.closed {
 		db.mu.RUnlock()
-		return ErrClosed
+		return switchboard.ErrClosed
 	}
 	err := db.enqueue(ctx, writeReq{job: j})
 	db.mu.RUnlock()
@@ -365,13 +365,6 @@ const (
 	lastEvent   = `SELECT seq FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT 1`
 )
 
-// ErrGap is returned (wrapped) for events that would leave a hole in a
-// session's numbering: an event is only stored after the one before it.
-// After one event of a session fails, every later one does too until the
-// session numbers from its last stored event again, so a client is never
-// shown a history with a hole in it.
-var ErrGap = errors.New("events would leave a gap")
-
 // lastSeqs is the writer's memory of each session's last stored seq, so
 // that checking an event's predecessor costs a map lookup instead of a
 // query. A session's events are stored from 1 without a gap, so seq is
@@ -398,7 +391,8 @@ func (l *lastSeqs) commit() {
 	clear(l.tx)
 }
 
-// checkStored fails with ErrGap unless the session's event seq is stored.
+// checkStored fails with switchboard.ErrGap unless the session's event
+// seq is stored.
 func (db *DB) checkStored(ctx context.Context, tx *sql.Tx, sessionID string, seq int64) error {
 	last, ok := db.seqs.tx[sessionID]
 	if !ok {
@@ -412,7 +406,7 @@ func (db *DB) checkStored(ctx context.Context, tx *sql.Tx, sessionID string, seq
 		db.seqs.tx[sessionID] = last // what the database says is true whatever this tx does
 	}
 	if seq > last {
-		return fmt.Errorf("event %d is not stored (the last is %d): %w", seq, last, ErrGap)
+		return fmt.Errorf("event %d is not stored (the last is %d): %w", seq, last, switchboard.ErrGap)
 	}
 	return nil
 }
@@ -426,7 +420,7 @@ func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, evs []switchboard.Ev
 	first := evs[0]
 	for i, ev := range evs[1:] {
 		if ev.Session != first.Session || ev.Seq != first.Seq+int64(i)+1 {
-			return fmt.Errorf("storage: write events: %s/%d after %s/%d: %w", ev.Session, ev.Seq, first.Session, first.Seq+int64(i), ErrGap)
+			return fmt.Errorf("storage: write events: %s/%d after %s/%d: %w", ev.Session, ev.Seq, first.Session, first.Seq+int64(i), switchboard.ErrGap)
 		}
 	}
 	if first.Seq > 1 {

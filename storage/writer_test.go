@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/storage/storetest"
 )
 
 // Messages, input ids and usage from many sessions go through the event
@@ -24,7 +25,7 @@ func testWritesShareACommitAndFailAlone(t *testing.T) {
 	hold, entered, release, _ := holdWriter()
 	db, _ := openFile(t, hold)
 	t.Cleanup(release)
-	newSession(t, db, "a", "")
+	storetest.NewSession(t, db, "a", "")
 
 	if err := db.AppendEvents(ctx, nil, ev("a", 1, switchboard.EventState, `{}`)); err != nil {
 		t.Fatal(err)
@@ -96,14 +97,14 @@ func testWritesShareACommitAndFailAlone(t *testing.T) {
 func TestWritesAfterCloseAreRefused(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openFile(t)
-	newSession(t, db, "a", "")
+	storetest.NewSession(t, db, "a", "")
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.AppendMessages(ctx, "a", []switchboard.Message{{Role: switchboard.RoleUser, Content: "hi"}}, false); !errors.Is(err, ErrClosed) {
+	if err := db.AppendMessages(ctx, "a", []switchboard.Message{{Role: switchboard.RoleUser, Content: "hi"}}, false); !errors.Is(err, switchboard.ErrClosed) {
 		t.Errorf("AppendMessages after Close = %v, want ErrClosed", err)
 	}
-	if _, err := db.SeenInput(ctx, "a", "c1"); !errors.Is(err, ErrClosed) {
+	if _, err := db.SeenInput(ctx, "a", "c1"); !errors.Is(err, switchboard.ErrClosed) {
 		t.Errorf("SeenInput after Close = %v, want ErrClosed", err)
 	}
 }

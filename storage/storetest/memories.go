@@ -1,4 +1,4 @@
-package storage
+package storetest
 
 import (
 	"context"
@@ -12,9 +12,8 @@ import (
 
 // A memory is its owner's: listed newest first, deleted for good by its
 // owner only.
-func TestMemories(t *testing.T) {
+func testMemories(t *testing.T, db Store) {
 	ctx := context.Background()
-	db, _ := openFile(t)
 	at := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
 	for i, m := range []switchboard.Memory{
 		{ID: "mem_a", Owner: "web:alice", Text: "prefers metric units", SessionID: "s1", Channel: "web", CreatedAt: at},
@@ -25,22 +24,28 @@ func TestMemories(t *testing.T) {
 			t.Fatalf("memory %d: %v", i, err)
 		}
 	}
+	if newest, err := db.Memories(ctx, "web:alice", 1); err != nil || len(newest) != 1 || newest[0].ID != "mem_b" {
+		t.Fatalf("alice's newest memory: %+v, %v", newest, err)
+	}
 	mems, err := db.Memories(ctx, "web:alice", 10)
 	if err != nil || len(mems) != 2 || mems[0].ID != "mem_b" || mems[1].Text != "prefers metric units" || mems[0].Channel != "slack" || !mems[1].CreatedAt.Equal(at) {
 		t.Fatalf("alice's memories: %+v, %v", mems, err)
 	}
-	if err := db.ForgetMemory(ctx, "slack:U2", "mem_a"); !errors.Is(err, ErrNotFound) {
+	if err := db.ForgetMemory(ctx, "slack:U2", "mem_a"); !errors.Is(err, switchboard.ErrNotFound) {
 		t.Fatalf("Bob forgetting Alice's memory: %v", err)
 	}
 	if err := db.ForgetMemory(ctx, "web:alice", "mem_a"); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.ForgetMemory(ctx, "web:alice", "mem_a"); !errors.Is(err, ErrNotFound) {
+	if err := db.ForgetMemory(ctx, "web:alice", "mem_a"); !errors.Is(err, switchboard.ErrNotFound) {
 		t.Fatalf("forgetting twice: %v", err)
 	}
-	var left int
-	if err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM memories WHERE id = 'mem_a'`).Scan(&left); err != nil || left != 0 {
-		t.Fatalf("rows left: %d (%v)", left, err)
+	// Gone for good: from her list, and from what the store holds.
+	if mems, err := db.Memories(ctx, "web:alice", 10); err != nil || len(mems) != 1 || mems[0].ID != "mem_b" {
+		t.Fatalf("alice's memories after a forget: %+v, %v", mems, err)
+	}
+	if f, err := db.Footprint(ctx); err != nil || f.Memories != 2 {
+		t.Fatalf("after a forget: %+v, %v; want 2 memories left", f, err)
 	}
 	if mems, _ := db.Memories(ctx, "slack:U2", 10); len(mems) != 1 {
 		t.Fatalf("Bob's memories: %+v", mems)
@@ -49,9 +54,8 @@ func TestMemories(t *testing.T) {
 
 // A person keeps at most MaxMemories; the next is refused and nothing of
 // it is stored, and someone else's are not counted.
-func TestMemoriesAreBounded(t *testing.T) {
+func testMemoriesAreBounded(t *testing.T, db Store) {
 	ctx := context.Background()
-	db, _ := openFile(t)
 	at := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
 	add := func(owner string, i int) error {
 		return db.AddMemory(ctx, switchboard.Memory{ID: fmt.Sprintf("mem_%s_%d", owner, i), Owner: owner, Text: "fact", SessionID: "s1", Channel: "web", CreatedAt: at})
@@ -79,12 +83,11 @@ func TestMemoriesAreBounded(t *testing.T) {
 	}
 }
 
-// Memories are read from the database once and kept: a person with none
-// costs no query on the next turn, and each write shows at once, also when
-// reads and writes race (run with -race).
-func TestMemoriesKeptUntilChanged(t *testing.T) {
+// Each write to a person's memories shows at once, also when reads and
+// writes race (run with -race), and a caller's change to the list it was
+// given is its own (the SQLite store keeps the lists it reads).
+func testMemoriesShowEveryWrite(t *testing.T, db Store) {
 	ctx := context.Background()
-	db, _ := openFile(t)
 	if mems, err := db.Memories(ctx, "web:alice", 5); err != nil || len(mems) != 0 {
 		t.Fatalf("before any memory: %v, %v", mems, err)
 	}
@@ -96,9 +99,13 @@ func TestMemoriesKeptUntilChanged(t *testing.T) {
 	if err != nil || len(mems) != 1 || mems[0].ID != "mem_1" {
 		t.Fatalf("after one was added: %+v, %v", mems, err)
 	}
-	mems[0].Text = "changed by the caller"
-	if again, _ := db.Memories(ctx, "web:alice", 5); again[0].Text != "one" {
-		t.Fatalf("a caller's change reached the kept list: %+v", again)
+	// Each read's list is the caller's own, the first one's and those
+	// after it.
+	for i := range 2 {
+		mems[0].Text = "changed by the caller"
+		if mems, err = db.Memories(ctx, "web:alice", 5); err != nil || len(mems) != 1 || mems[0].Text != "one" {
+			t.Fatalf("read %d after a caller changed the one before: %+v, %v", i+2, mems, err)
+		}
 	}
 
 	// Writers and readers at once: when every writer is done, a read

@@ -1,4 +1,4 @@
-package storage
+package storetest
 
 import (
 	"context"
@@ -11,10 +11,9 @@ import (
 
 // An invite is spent a use at a time; an unknown, used-up, expired or
 // withdrawn code is refused, each with its own reason, and changes nothing.
-func TestInvites(t *testing.T) {
+func testInvites(t *testing.T, db Store) {
 	ctx := context.Background()
-	db, _ := openFile(t)
-	newSession(t, db, "s1", "")
+	NewSession(t, db, "s1", "")
 	now := time.UnixMilli(1_700_000_000_000).UTC()
 	for _, inv := range []switchboard.Invite{
 		{CodeHash: "twice", SessionID: "s1", Role: "member", UsesLeft: 2, ExpiresAt: now.Add(time.Hour), CreatedBy: "web:alice", CreatedAt: now},
@@ -50,5 +49,42 @@ func TestInvites(t *testing.T) {
 	}
 	if _, err := db.RedeemInvite(ctx, "old", now); !errors.Is(err, switchboard.ErrInviteUnknown) {
 		t.Errorf("after the session's deletion: %v", err)
+	}
+}
+
+// Invite reads a code's invite as it was made, without spending a use:
+// after a use it reads one use fewer, once withdrawn it reads withdrawn,
+// and a code not known is ErrNotFound.
+func testInviteIsReadWithoutSpending(t *testing.T, db Store) {
+	ctx := context.Background()
+	NewSession(t, db, "s1", "")
+	now := time.UnixMilli(1_700_000_000_000).UTC()
+	want := switchboard.Invite{CodeHash: "h1", SessionID: "s1", Role: "member", UsesLeft: 3, ExpiresAt: now.Add(time.Hour), CreatedBy: "web:alice", CreatedAt: now}
+	if err := db.CreateInvite(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		got, err := db.Invite(ctx, "h1")
+		same := got.ExpiresAt.Equal(want.ExpiresAt) && got.CreatedAt.Equal(want.CreatedAt)
+		got.ExpiresAt, got.CreatedAt = want.ExpiresAt, want.CreatedAt
+		if err != nil || !same || got != want {
+			t.Fatalf("%s: Invite = %+v, %v; want %+v", when, got, err, want)
+		}
+	}
+	check("made")
+	check("read again")
+	if _, err := db.RedeemInvite(ctx, "h1", now); err != nil {
+		t.Fatal(err)
+	}
+	want.UsesLeft = 2
+	check("used once")
+	if n, err := db.RevokeInvites(ctx, "s1", now); err != nil || n != 1 {
+		t.Fatalf("RevokeInvites = %d, %v", n, err)
+	}
+	want.Revoked = true
+	check("withdrawn")
+	if _, err := db.Invite(ctx, "nope"); !errors.Is(err, switchboard.ErrNotFound) {
+		t.Fatalf("Invite of an unknown code = %v, want ErrNotFound", err)
 	}
 }

@@ -1,4 +1,4 @@
-package storage
+package storetest
 
 import (
 	"context"
@@ -11,30 +11,51 @@ import (
 	"github.com/switchboard-gw/switchboard"
 )
 
-// seenIDs reads a session's recorded client ids straight from the table:
-// SeenInput would record the id it asks about.
-func seenIDs(t testing.TB, db *DB, session string) []string {
-	t.Helper()
-	rows, err := db.read.QueryContext(context.Background(), `SELECT client_id FROM seen_inputs WHERE session_id = ? ORDER BY client_id`, session)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return ids
+// sortedCopy is s sorted, s left as it is.
+func sortedCopy(s []string) []string {
+	s = append([]string(nil), s...)
+	slices.Sort(s)
+	return s
 }
 
-// snapshot is everything a TurnWrite can change in a session.
+// textInput is a text from web:u1 with the given client id.
+func textInput(clientID, text string) switchboard.Input {
+	return switchboard.Input{Kind: switchboard.InputText, ClientID: clientID, Author: switchboard.Author{Channel: "web", ID: "u1"}, Text: text}
+}
+
+// seenIDs are those of ids that the session has recorded as seen. Asking
+// SeenInput records an id, so one that was not seen is forgotten again (a
+// WriteTurn with Forget): the store is left as it was. A session that does
+// not exist has seen none, whether its store refuses the question or
+// answers it.
+func seenIDs(t testing.TB, db Store, session string, ids ...string) []string {
+	t.Helper()
+	ctx := context.Background()
+	_, err := db.Session(ctx, session)
+	exists := err == nil
+	if !exists && !errors.Is(err, switchboard.ErrNotFound) {
+		t.Fatal(err)
+	}
+	var seen []string
+	for _, id := range ids {
+		was, err := db.SeenInput(ctx, session, id)
+		switch {
+		case err != nil && exists:
+			t.Fatal(err)
+		case err != nil:
+		case was:
+			seen = append(seen, id)
+		default:
+			if _, err := db.WriteTurn(ctx, session, switchboard.TurnWrite{ClientID: id, Forget: true}); err != nil && exists {
+				t.Fatal(err)
+			}
+		}
+	}
+	return seen
+}
+
+// snapshot is everything a TurnWrite can change in a session (of the
+// client ids, those the tests use).
 type snapshot struct {
 	messages []string
 	events   []string
@@ -49,7 +70,7 @@ func (s snapshot) String() string {
 		s.messages, s.events, s.seen, s.pending, s.usage, s.inbox)
 }
 
-func snap(t testing.TB, db *DB, session string) snapshot {
+func snap(t testing.TB, db Store, session string) snapshot {
 	t.Helper()
 	ctx := context.Background()
 	var s snapshot
@@ -67,15 +88,15 @@ func snap(t testing.TB, db *DB, session string) snapshot {
 	for _, e := range evs {
 		s.events = append(s.events, fmt.Sprintf("%d:%s", e.Seq, e.Data))
 	}
-	s.seen = seenIDs(t, db, session)
+	s.seen = seenIDs(t, db, session, "c0", "c1", "c2", "c3")
 	if p, err := db.LoadPending(ctx, session); err == nil {
 		s.pending = string(p)
-	} else if !errors.Is(err, ErrNotFound) {
+	} else if !errors.Is(err, switchboard.ErrNotFound) {
 		t.Fatal(err)
 	}
 	if sess, err := db.Session(ctx, session); err == nil {
 		s.usage = sess.Usage
-	} else if !errors.Is(err, ErrNotFound) {
+	} else if !errors.Is(err, switchboard.ErrNotFound) {
 		t.Fatal(err)
 	}
 	inbox, err := db.Inbox(ctx, session)
@@ -89,19 +110,18 @@ func snap(t testing.TB, db *DB, session string) snapshot {
 }
 
 // A TurnWrite is stored whole or not at all, whichever part fails and
-// wherever it fails: before the writer (a message that cannot be encoded),
-// on the first statement (an unknown session) or on the last (usage).
-func TestWriteTurnIsAtomic(t *testing.T) {
+// wherever it fails: before anything is written (a message that cannot be
+// encoded), on the first write (an unknown session) or on the last (usage).
+func testWriteTurnIsAtomic(t *testing.T, db Store) {
 	ctx := context.Background()
-	db, _ := openFile(t)
-	newSession(t, db, "s1", "")
+	NewSession(t, db, "s1", "")
 	inboxID, _, err := acceptInput(ctx, db, "s1", textInput("c0", "queued"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.WriteTurn(ctx, "s1", switchboard.TurnWrite{
 		Messages: []switchboard.Message{user("u1")},
-		Events:   []switchboard.Event{ev("s1", 1, switchboard.EventMessage, `{"n":1}`), ev("s1", 2, switchboard.EventState, `{"n":2}`)},
+		Events:   []switchboard.Event{Event("s1", 1, switchboard.EventMessage, `{"n":1}`), Event("s1", 2, switchboard.EventState, `{"n":2}`)},
 		Turn:     []byte(`{"v":1}`),
 		Usage:    switchboard.Usage{TotalTokens: 1},
 	}); err != nil {
@@ -123,7 +143,7 @@ func TestWriteTurnIsAtomic(t *testing.T) {
 			InboxID:  inboxID,
 			ClientID: "c1",
 			Messages: []switchboard.Message{user("u2"), assistant("a2")},
-			Events:   []switchboard.Event{ev(session, first, switchboard.EventMessage, `{"n":3}`), ev(session, first+1, switchboard.EventMessage, `{"n":4}`)},
+			Events:   []switchboard.Event{Event(session, first, switchboard.EventMessage, `{"n":3}`), Event(session, first+1, switchboard.EventMessage, `{"n":4}`)},
 			Turn:     []byte(`{"v":2}`),
 			Usage:    switchboard.Usage{PromptTokens: 5, CompletionTokens: 5, TotalTokens: 10},
 		}
@@ -143,15 +163,15 @@ func TestWriteTurnIsAtomic(t *testing.T) {
 			w := full("s1")
 			w.Events = w.Events[1:] // 4 after 2
 			return w
-		}, ErrGap},
+		}, switchboard.ErrGap},
 		{"a repeated seq", "s1", func() switchboard.TurnWrite {
 			w := full("s1")
-			w.Events = []switchboard.Event{ev("s1", 2, switchboard.EventError, `{"n":"again"}`)}
+			w.Events = []switchboard.Event{Event("s1", 2, switchboard.EventError, `{"n":"again"}`)}
 			return w
 		}, nil},
 		{"an event of another session", "s1", func() switchboard.TurnWrite {
 			w := full("s1")
-			w.Events = append(w.Events, ev("s2", 5, switchboard.EventMessage, `{}`))
+			w.Events = append(w.Events, Event("s2", 5, switchboard.EventMessage, `{}`))
 			return w
 		}, nil},
 		{"unknown session", "ghost", func() switchboard.TurnWrite { return full("ghost") }, nil},
@@ -159,7 +179,7 @@ func TestWriteTurnIsAtomic(t *testing.T) {
 			w := full("ghost")
 			w.ClientID, w.Messages, w.Turn, w.InboxID = "", nil, nil, 0
 			return w
-		}, ErrNotFound},
+		}, switchboard.ErrNotFound},
 		{"unknown session, end of turn", "ghost", func() switchboard.TurnWrite {
 			w := full("ghost")
 			w.Turn, w.EndTurn = nil, true
@@ -168,9 +188,9 @@ func TestWriteTurnIsAtomic(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var r recorder
+			var r Recorder
 			w := c.w()
-			w.Published = r.published
+			w.Published = r.Published
 			dup, err := db.WriteTurn(ctx, c.session, w)
 			if err == nil || dup {
 				t.Fatalf("WriteTurn = %v, %v; want an error", dup, err)
@@ -184,18 +204,18 @@ func TestWriteTurnIsAtomic(t *testing.T) {
 			if ghost := snap(t, db, "ghost"); ghost.String() != (snapshot{}).String() {
 				t.Errorf("a failed write stored for ghost: %v", ghost)
 			}
-			for _, p := range r.calls() {
-				if p.err == nil {
-					t.Errorf("Published told events %v were stored", p.evs)
+			for _, p := range r.Calls() {
+				if p.Err == nil {
+					t.Errorf("Published told events %v were stored", p.Events)
 				}
 			}
 		})
 	}
 
 	// After all that, the same write goes through whole.
-	var r recorder
+	var r Recorder
 	w := full("s1")
-	w.Published = r.published
+	w.Published = r.Published
 	if dup, err := db.WriteTurn(ctx, "s1", w); err != nil || dup {
 		t.Fatalf("WriteTurn = %v, %v", dup, err)
 	}
@@ -210,21 +230,20 @@ func TestWriteTurnIsAtomic(t *testing.T) {
 	if after.String() != want.String() {
 		t.Errorf("after the write:\n got %v\nwant %v", after, want)
 	}
-	if fmt.Sprint(r.seqs(true)) != "[3 4]" || len(r.seqs(false)) != 0 {
-		t.Errorf("published %+v, want 3 and 4 stored", r.calls())
+	if fmt.Sprint(r.Seqs(true)) != "[3 4]" || len(r.Seqs(false)) != 0 {
+		t.Errorf("published %+v, want 3 and 4 stored", r.Calls())
 	}
 }
 
 // A client id the session has seen makes the write a duplicate: nothing
 // of it is stored, and nothing is published.
-func TestWriteTurnDuplicateWritesNothing(t *testing.T) {
+func testWriteTurnDuplicateWritesNothing(t *testing.T, db Store) {
 	ctx := context.Background()
-	db, _ := openFile(t)
-	newSession(t, db, "s1", "")
+	NewSession(t, db, "s1", "")
 	if dup, err := db.WriteTurn(ctx, "s1", switchboard.TurnWrite{
 		ClientID: "c1",
 		Messages: []switchboard.Message{user("hi")},
-		Events:   []switchboard.Event{ev("s1", 1, switchboard.EventMessage, `{}`)},
+		Events:   []switchboard.Event{Event("s1", 1, switchboard.EventMessage, `{}`)},
 		Turn:     []byte(`{"v":1}`),
 	}); err != nil || dup {
 		t.Fatalf("first WriteTurn = %v, %v", dup, err)
@@ -237,13 +256,13 @@ func TestWriteTurnDuplicateWritesNothing(t *testing.T) {
 	before.seen = append(before.seen, "c2")
 	before.inbox = []int64{inboxID}
 
-	var r recorder
+	var r Recorder
 	dup, err := db.WriteTurn(ctx, "s1", switchboard.TurnWrite{
 		InboxID:   inboxID,
 		ClientID:  "c1",
 		Messages:  []switchboard.Message{user("hi")},
-		Events:    []switchboard.Event{ev("s1", 2, switchboard.EventMessage, `{}`)},
-		Published: r.published,
+		Events:    []switchboard.Event{Event("s1", 2, switchboard.EventMessage, `{}`)},
+		Published: r.Published,
 		Turn:      []byte(`{"v":2}`),
 		Usage:     switchboard.Usage{TotalTokens: 9},
 	})
@@ -253,8 +272,8 @@ func TestWriteTurnDuplicateWritesNothing(t *testing.T) {
 	if after := snap(t, db, "s1"); after.String() != before.String() {
 		t.Errorf("a duplicate changed the session:\nbefore %v\nafter  %v", before, after)
 	}
-	if len(r.seqs(true)) != 0 {
-		t.Errorf("a duplicate's events were published as stored: %+v", r.calls())
+	if len(r.Seqs(true)) != 0 {
+		t.Errorf("a duplicate's events were published as stored: %+v", r.Calls())
 	}
 	// The same id with EndTurn is a duplicate too: the turn stays open.
 	if dup, err := db.WriteTurn(ctx, "s1", switchboard.TurnWrite{ClientID: "c1", EndTurn: true}); err != nil || !dup {
@@ -267,30 +286,29 @@ func TestWriteTurnDuplicateWritesNothing(t *testing.T) {
 
 // Forget removes a client id, so an input the session refused can be sent
 // again; the rest of the write is stored with it.
-func TestWriteTurnForget(t *testing.T) {
+func testWriteTurnForget(t *testing.T, db Store) {
 	ctx := context.Background()
-	db, _ := openFile(t)
-	newSession(t, db, "s1", "")
+	NewSession(t, db, "s1", "")
 	if seen, err := db.SeenInput(ctx, "s1", "c1"); err != nil || seen {
 		t.Fatal(seen, err)
 	}
 	if _, err := db.SeenInput(ctx, "s1", "c2"); err != nil {
 		t.Fatal(err)
 	}
-	var r recorder
+	var r Recorder
 	dup, err := db.WriteTurn(ctx, "s1", switchboard.TurnWrite{
 		ClientID: "c1", Forget: true,
-		Events:    []switchboard.Event{ev("s1", 1, switchboard.EventError, `{"code":"busy"}`)},
-		Published: r.published,
+		Events:    []switchboard.Event{Event("s1", 1, switchboard.EventError, `{"code":"busy"}`)},
+		Published: r.Published,
 	})
 	if err != nil || dup {
 		t.Fatalf("WriteTurn(Forget) = %v, %v", dup, err)
 	}
-	if got := fmt.Sprint(seenIDs(t, db, "s1")); got != "[c2]" {
+	if got := fmt.Sprint(seenIDs(t, db, "s1", "c1", "c2", "never")); got != "[c2]" {
 		t.Errorf("seen ids after Forget = %s, want [c2]", got)
 	}
-	if fmt.Sprint(r.seqs(true)) != "[1]" {
-		t.Errorf("published %+v, want event 1 stored", r.calls())
+	if fmt.Sprint(r.Seqs(true)) != "[1]" {
+		t.Errorf("published %+v, want event 1 stored", r.Calls())
 	}
 	// Forgetting an id never seen is not an error.
 	if dup, err := db.WriteTurn(ctx, "s1", switchboard.TurnWrite{ClientID: "never", Forget: true}); err != nil || dup {
@@ -303,22 +321,21 @@ func TestWriteTurnForget(t *testing.T) {
 	if n, err := db.MessageCount(ctx, "s1"); err != nil || n != 1 {
 		t.Errorf("MessageCount = %d, %v; want 1", n, err)
 	}
-	if got := fmt.Sprint(seenIDs(t, db, "s1")); got != "[c1 c2]" {
+	if got := fmt.Sprint(seenIDs(t, db, "s1", "c1", "c2", "never")); got != "[c1 c2]" {
 		t.Errorf("seen ids = %s, want [c1 c2]", got)
 	}
 }
 
-// A turn is open (pending_turns) from the write that sets Turn until the
+// A turn is open (LoadPending has it) from the write that sets Turn until the
 // one with EndTurn; the writes between update it.
-func TestWriteTurnOpensUpdatesAndEndsTheTurn(t *testing.T) {
+func testWriteTurnOpensUpdatesAndEndsTheTurn(t *testing.T, db Store) {
 	ctx := context.Background()
-	db, _ := openFile(t)
-	newSession(t, db, "s1", "")
-	newSession(t, db, "s2", "")
+	NewSession(t, db, "s1", "")
+	NewSession(t, db, "s2", "")
 	pending := func(session string) string {
 		t.Helper()
 		p, err := db.LoadPending(ctx, session)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, switchboard.ErrNotFound) {
 			return "<none>"
 		}
 		if err != nil {
@@ -372,10 +389,9 @@ func TestWriteTurnOpensUpdatesAndEndsTheTurn(t *testing.T) {
 
 // Published is told about a write's events once the whole write is
 // committed (a reader sees its message too), before WriteTurn returns.
-func TestWriteTurnPublishesAfterCommit(t *testing.T) {
+func testWriteTurnPublishesAfterCommit(t *testing.T, db Store) {
 	ctx := context.Background()
-	db, _ := openFile(t)
-	newSession(t, db, "s1", "")
+	NewSession(t, db, "s1", "")
 	type seen struct {
 		seqs     []int64
 		err      error
@@ -386,7 +402,7 @@ func TestWriteTurnPublishesAfterCommit(t *testing.T) {
 	var calls []seen
 	w := switchboard.TurnWrite{
 		Messages: []switchboard.Message{user("hi")},
-		Events:   []switchboard.Event{ev("s1", 1, switchboard.EventMessage, `{}`), ev("s1", 2, switchboard.EventState, `{}`)},
+		Events:   []switchboard.Event{Event("s1", 1, switchboard.EventMessage, `{}`), Event("s1", 2, switchboard.EventState, `{}`)},
 		Usage:    switchboard.Usage{TotalTokens: 4},
 		Published: func(evs []switchboard.Event, err error) {
 			s := seen{err: err}
@@ -416,12 +432,59 @@ func TestWriteTurnPublishesAfterCommit(t *testing.T) {
 	}
 }
 
-func sortedCopy(s []string) []string {
-	s = append([]string(nil), s...)
-	slices.Sort(s)
-	return s
+// A WriteTurn's Published hears only of events it stored: a write that
+// fails, whichever part failed, returns its error to the caller and tells
+// Published nothing.
+func testWriteTurnPublishesOnlyWhatItStored(t *testing.T, db Store) {
+	ctx := context.Background()
+	var early, late Recorder
+	// Fails on its message: ghost is not a session.
+	if _, err := db.WriteTurn(ctx, "ghost", switchboard.TurnWrite{
+		Messages:  []switchboard.Message{user("hi")},
+		Events:    []switchboard.Event{Event("ghost", 1, switchboard.EventMessage, `{}`)},
+		Published: early.Published,
+	}); err == nil {
+		t.Fatal("WriteTurn for an unknown session succeeded")
+	}
+	// Fails on its usage, after the events.
+	if _, err := db.WriteTurn(ctx, "ghost", switchboard.TurnWrite{
+		Events:    []switchboard.Event{Event("ghost", 1, switchboard.EventMessage, `{}`)},
+		Usage:     switchboard.Usage{TotalTokens: 1},
+		Published: late.Published,
+	}); err == nil {
+		t.Fatal("WriteTurn for an unknown session succeeded")
+	}
+	if n, m := len(early.Calls()), len(late.Calls()); n != 0 || m != 0 {
+		t.Errorf("Published told %d times of a write failing before its events, %d times of one failing after them; want 0",
+			n, m)
+	}
 }
 
-func textInput(clientID, text string) switchboard.Input {
-	return switchboard.Input{Kind: switchboard.InputText, ClientID: clientID, Author: switchboard.Author{Channel: "web", ID: "u1"}, Text: text}
+// A turn's write that says which events must be stored before it is
+// refused, whole, while one of them is missing: a turn's progress is never
+// stored past a hole in what its listeners were shown.
+func testWriteTurnWaitsForTheEventsBeforeIt(t *testing.T, db Store) {
+	ctx := context.Background()
+	NewSession(t, db, "s", "")
+	if err := db.AppendEvents(ctx, nil, Event("s", 1, switchboard.EventMessage, `{}`), Event("s", 2, switchboard.EventDelta, `{}`)); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, db)
+	end := switchboard.TurnWrite{Messages: []switchboard.Message{user("answer")}, EndTurn: true, EventsThrough: 3}
+	if _, err := db.WriteTurn(ctx, "s", end); !errors.Is(err, switchboard.ErrGap) {
+		t.Fatalf("WriteTurn through an unstored event = %v, want ErrGap", err)
+	}
+	if n, err := db.MessageCount(ctx, "s"); err != nil || n != 0 {
+		t.Fatalf("a refused write stored %d messages (%v)", n, err)
+	}
+	if err := db.AppendEvents(ctx, nil, Event("s", 3, switchboard.EventDelta, `{}`)); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, db)
+	if _, err := db.WriteTurn(ctx, "s", end); err != nil {
+		t.Fatalf("WriteTurn once event 3 is stored: %v", err)
+	}
+	if n, err := db.MessageCount(ctx, "s"); err != nil || n != 1 {
+		t.Fatalf("%d messages stored (%v), want 1", n, err)
+	}
 }

@@ -1,4 +1,4 @@
-package storage
+package storetest
 
 import (
 	"context"
@@ -10,16 +10,15 @@ import (
 )
 
 // A place shows one session, a session many places; how far a place was
-// rendered only grows, survives a reopen, and a place behind its session's
-// events is what a listener catches up on start.
-func TestBindings(t *testing.T) {
+// rendered only grows, and a place behind its session's events is what a
+// listener catches up on start.
+func testBindings(t *testing.T, db Store) {
 	ctx := context.Background()
-	db, path := openFile(t)
-	newSession(t, db, "s1", "slack:T1:C1:1.1")
-	newSession(t, db, "s2", "")
+	NewSession(t, db, "s1", "slack:T1:C1:1.1")
+	NewSession(t, db, "s2", "")
 	now := time.UnixMilli(1_700_000_000_000).UTC()
 
-	if _, err := db.Binding(ctx, "slack", "T1/C1/1.1"); !errors.Is(err, ErrNotFound) {
+	if _, err := db.Binding(ctx, "slack", "T1/C1/1.1"); !errors.Is(err, switchboard.ErrNotFound) {
 		t.Fatalf("unbound place: %v, want ErrNotFound", err)
 	}
 	for _, b := range []switchboard.Binding{
@@ -31,7 +30,7 @@ func TestBindings(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := db.AppendEvents(ctx, nil, ev("s1", 1, switchboard.EventDelta, `{}`), ev("s1", 2, switchboard.EventDelta, `{}`)); err != nil {
+	if err := db.AppendEvents(ctx, nil, Event("s1", 1, switchboard.EventDelta, `{}`), Event("s1", 2, switchboard.EventDelta, `{}`)); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Flush(ctx); err != nil {
@@ -64,15 +63,9 @@ func TestBindings(t *testing.T) {
 	if err := db.Bind(ctx, switchboard.Binding{Channel: "slack", Address: "T1/C1/1.1", SessionID: "s1", CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	db.Close()
-	db, err = Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	b, err := db.Binding(ctx, "slack", "T1/C1/1.1")
 	if err != nil || b.SessionID != "s1" || b.RenderedSeq != 2 || !b.CreatedAt.Equal(now) || b.State != `{"stream":"1.2"}` {
-		t.Fatalf("after reopen: %+v, %v; want s1 rendered through 2, with its state", b, err)
+		t.Fatalf("bound again: %+v, %v; want s1 rendered through 2, with its state", b, err)
 	}
 	all, err := db.SessionBindings(ctx, "s1")
 	if err != nil || len(all) != 2 || all[0].Channel != "slack" || all[1].Channel != "discord" {
@@ -98,7 +91,7 @@ func TestBindings(t *testing.T) {
 	if err := db.DeleteSessions(ctx, []string{"s2"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Binding(ctx, "slack", "T1/D1"); !errors.Is(err, ErrNotFound) {
+	if _, err := db.Binding(ctx, "slack", "T1/D1"); !errors.Is(err, switchboard.ErrNotFound) {
 		t.Fatalf("binding of a deleted session: %v", err)
 	}
 }
@@ -106,11 +99,10 @@ func TestBindings(t *testing.T) {
 // How a place was bound is kept: a place joined by invite stays so when it
 // is bound again to the same session, and a new session bound there
 // brings its own.
-func TestBindingByInvite(t *testing.T) {
+func testBindingByInvite(t *testing.T, db Store) {
 	ctx := context.Background()
-	db, _ := openFile(t)
-	newSession(t, db, "s1", "")
-	newSession(t, db, "s2", "")
+	NewSession(t, db, "s1", "")
+	NewSession(t, db, "s2", "")
 	now := time.UnixMilli(1_700_000_000_000).UTC()
 	bind := func(session string, byInvite bool) switchboard.Binding {
 		t.Helper()

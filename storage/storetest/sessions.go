@@ -1,4 +1,4 @@
-package storage
+package storetest
 
 import (
 	"context"
@@ -11,10 +11,9 @@ import (
 	"github.com/switchboard-gw/switchboard"
 )
 
-func TestSessionRoundTrip(t *testing.T) {
+func testSessionRoundTrip(t *testing.T, db Store) {
 	ctx := context.Background()
-	db, _ := openFile(t)
-	want := newSession(t, db, "s1", "slack:T1:C1:1700000000.000100")
+	want := NewSession(t, db, "s1", "slack:T1:C1:1700000000.000100")
 
 	got, err := db.Session(ctx, "s1")
 	if err != nil {
@@ -52,9 +51,8 @@ func TestSessionRoundTrip(t *testing.T) {
 	}
 }
 
-func TestSessionNotFound(t *testing.T) {
+func testSessionNotFound(t *testing.T, db Store) {
 	ctx := context.Background()
-	db, _ := openFile(t)
 	checks := map[string]error{}
 	_, checks["Session"] = db.Session(ctx, "nope")
 	_, checks["SessionByKey"] = db.SessionByKey(ctx, "nope")
@@ -63,25 +61,24 @@ func TestSessionNotFound(t *testing.T) {
 	checks["SetSessionGuide"] = db.SetSessionGuide(ctx, "nope", "g")
 	checks["WriteTurn usage"] = writeTurn(ctx, db, "nope", switchboard.TurnWrite{Usage: switchboard.Usage{TotalTokens: 1}})
 	for name, err := range checks {
-		if !errors.Is(err, ErrNotFound) || !errors.Is(err, switchboard.ErrNotFound) {
+		if !errors.Is(err, switchboard.ErrNotFound) {
 			t.Errorf("%s: err = %v, want ErrNotFound", name, err)
 		}
 	}
 }
 
-func TestSessionKeyIsUniqueUntilCleared(t *testing.T) {
+func testSessionKeyIsUniqueUntilCleared(t *testing.T, db Store) {
 	ctx := context.Background()
-	db, _ := openFile(t)
-	newSession(t, db, "old", "stdin")
+	NewSession(t, db, "old", "stdin")
 	// Sessions without a key never collide with each other.
-	newSession(t, db, "a", "")
-	newSession(t, db, "b", "")
+	NewSession(t, db, "a", "")
+	NewSession(t, db, "b", "")
 
 	err := db.CreateSession(ctx, switchboard.Session{ID: "new", Key: "stdin"})
-	if !errors.Is(err, ErrExists) {
+	if !errors.Is(err, switchboard.ErrExists) {
 		t.Fatalf("second session with key stdin: err = %v, want ErrExists", err)
 	}
-	if err := db.CreateSession(ctx, switchboard.Session{ID: "old"}); !errors.Is(err, ErrExists) {
+	if err := db.CreateSession(ctx, switchboard.Session{ID: "old"}); !errors.Is(err, switchboard.ErrExists) {
 		t.Errorf("duplicate id: err = %v, want ErrExists", err)
 	}
 
@@ -89,7 +86,7 @@ func TestSessionKeyIsUniqueUntilCleared(t *testing.T) {
 	if err := db.ClearSessionKey(ctx, "old"); err != nil {
 		t.Fatal(err)
 	}
-	newSession(t, db, "new", "stdin")
+	NewSession(t, db, "new", "stdin")
 	s, err := db.SessionByKey(ctx, "stdin")
 	if err != nil || s.ID != "new" {
 		t.Errorf("SessionByKey(stdin) = %q, %v; want new", s.ID, err)
@@ -100,13 +97,12 @@ func TestSessionKeyIsUniqueUntilCleared(t *testing.T) {
 	}
 }
 
-func TestMembers(t *testing.T) {
+func testMembers(t *testing.T, db Store) {
 	ctx := context.Background()
-	db, _ := openFile(t)
-	newSession(t, db, "s1", "")
-	newSession(t, db, "s2", "")
+	NewSession(t, db, "s1", "")
+	NewSession(t, db, "s2", "")
 
-	if _, err := db.Member(ctx, "s1", "web:u1"); !errors.Is(err, ErrNotFound) {
+	if _, err := db.Member(ctx, "s1", "web:u1"); !errors.Is(err, switchboard.ErrNotFound) {
 		t.Errorf("Member of nobody: err = %v, want ErrNotFound", err)
 	}
 	set := func(s, a, r string) {
@@ -168,10 +164,9 @@ func TestMembers(t *testing.T) {
 
 // A tool allowed for the session is stored with the turn write that
 // allows it, survives a reload, and an empty list clears it.
-func TestAllowedToolsStoredWithTheTurn(t *testing.T) {
+func testAllowedToolsStoredWithTheTurn(t *testing.T, db Store) {
 	ctx := context.Background()
-	db, _ := openFile(t)
-	newSession(t, db, "s1", "")
+	NewSession(t, db, "s1", "")
 	if _, err := db.WriteTurn(ctx, "s1", switchboard.TurnWrite{Allowed: []string{"current_time", "mcp.search"}}); err != nil {
 		t.Fatal(err)
 	}
