@@ -1,0 +1,163 @@
+package postgres
+
+// Message vectors for semantic recall: bytea of little-endian float32, as
+// the SQLite store keeps them, each with the space (embedding model and
+// dimensions) that made it. A vector goes with its message.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// unembedded are the messages Search indexes (a person's and the
+// assistant's, with text) that have no vector of the space $1, after the
+// message $2, in the order they were stored. A vector of another space
+// counts as none.
+const unembedded = `FROM messages m
+	LEFT JOIN message_vectors v ON v.message_id = m.id AND v.space = $1
+	WHERE m.id > $2 AND v.message_id IS NULL AND m.role IN ('user', 'assistant')
+	  AND switchboard_content(m.data) IS NOT NULL`
+
+// Unembedded returns up to limit messages with no vector of space, after
+// the message after (0: from the first), oldest first.
+func (db *DB) Unembedded(ctx context.Context, space string, after int64, limit int) ([]Unembedded, error) {
+	rows, err := db.pool.Query(ctx, `SELECT m.id, m.session_id, switchboard_content(m.data) `+unembedded+`
+		ORDER BY m.id LIMIT $3`, space, after, max(limit, 0))
+	if err != nil {
+		return nil, fmt.Errorf("postgres: unembedded messages: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Unembedded, error) {
+		var u Unembedded
+		err := row.Scan(&u.ID, &u.SessionID, &u.Text)
+		return u, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: unembedded messages: %w", err)
+	}
+	return out, nil
+}
+
+// CountUnembedded is how many messages after the message after have no
+// vector of space. It reads every message after after: it is for metrics
+// and the doctor, not for each search.
+func (db *DB) CountUnembedded(ctx context.Context, space string, after int64) (int64, error) {
+	var n int64
+	if err := db.pool.QueryRow(ctx, `SELECT count(*) `+unembedded, space, after).Scan(&n); err != nil {
+		return 0, fmt.Errorf("postgres: count unembedded messages: %w", err)
+	}
+	return n, nil
+}
+
+// saveVector stores a message's vector of a space, replacing one of
+// another space; a message deleted meanwhile (retention) is skipped.
+const saveVectors = `INSERT INTO message_vectors (message_id, space, vector)
+	SELECT m.id, $1, v.vector FROM unnest($2::bigint[], $3::bytea[]) AS v(id, vector)
+	JOIN messages m ON m.id = v.id
+	ON CONFLICT (message_id) DO UPDATE SET space = excluded.space, vector = excluded.vector`
+
+// SaveVectors stores vectors of space in the writer's next batch, and
+// returns once they are committed.
+func (db *DB) SaveVectors(ctx context.Context, space string, vs []Vector) error {
+	if len(vs) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(vs))
+	blobs := make([][]byte, len(vs))
+	for i, v := range vs {
+		if len(v.Values) > MaxVectorDims {
+			return fmt.Errorf("postgres: save vectors: message %d: %d numbers, more than %d", v.MessageID, len(v.Values), MaxVectorDims)
+		}
+		ids[i], blobs[i] = v.MessageID, encodeVector(v.Values)
+	}
+	err := db.inBatch(ctx, func(s *steps) error {
+		s.exec(saveVectors, space, ids, blobs)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: save vectors: %w", err)
+	}
+	return nil
+}
+
+// MemberSessions are the conversations reader (an author key) is a member
+// of: those their searches may find messages in.
+func (db *DB) MemberSessions(ctx context.Context, reader string) ([]string, error) {
+	ids, err := db.texts(ctx, `SELECT session_id FROM members WHERE author_key = $1 ORDER BY session_id COLLATE "C"`, reader)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: sessions of %s: %w", reader, err)
+	}
+	return ids, nil
+}
+
+// SessionVectors are a conversation's vectors of space that have dims
+// numbers, oldest message first: their messages' ids, and the vectors one
+// after another in flat. Vectors of another length are left out, and so
+// is one that cannot be read, which is logged.
+func (db *DB) SessionVectors(ctx context.Context, space, sessionID string, dims int) (ids []int64, flat []float32, err error) {
+	if dims <= 0 || dims > MaxVectorDims {
+		return nil, nil, fmt.Errorf("postgres: vectors of %s: dims %d", sessionID, dims)
+	}
+	rows, err := db.pool.Query(ctx, `SELECT v.message_id, v.vector FROM messages m
+		JOIN message_vectors v ON v.message_id = m.id
+		WHERE m.session_id = $1 AND v.space = $2 AND length(v.vector) = $3 ORDER BY m.id`, sessionID, space, 4*dims)
+	if err != nil {
+		return nil, nil, fmt.Errorf("postgres: vectors of %s: %w", sessionID, err)
+	}
+	var (
+		id   int64
+		blob []byte
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &blob}, func() error {
+		var derr error
+		if flat, derr = decodeVector(flat, blob); derr != nil {
+			db.log.Warn("postgres: a message's vector cannot be read; semantic recall leaves the message out", "message", id, "err", derr)
+			return nil
+		}
+		ids = append(ids, id)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("postgres: vectors of %s: %w", sessionID, err)
+	}
+	return ids, flat, nil
+}
+
+// Hits are the messages of ids that reader (an author key) may read, a
+// member of their conversation, in no particular order.
+func (db *DB) Hits(ctx context.Context, reader string, ids []int64) ([]Hit, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := db.pool.Query(ctx, `SELECT id, session_id, data, created_at FROM messages
+		WHERE id = ANY($1) AND session_id IN (SELECT session_id FROM members WHERE author_key = $2)`, ids, reader)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: messages found: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, scanHit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: messages found: %w", err)
+	}
+	return out, nil
+}
+
+// scanHit reads a row of id, session_id, data, created_at.
+func scanHit(row pgx.CollectableRow) (Hit, error) {
+	var (
+		h    Hit
+		data []byte
+		at   int64
+	)
+	if err := row.Scan(&h.ID, &h.SessionID, &data, &at); err != nil {
+		return h, err
+	}
+	if err := json.Unmarshal(data, &h.Message); err != nil {
+		return h, err
+	}
+	if at > 0 {
+		h.At = fromMillis(at)
+	}
+	return h, nil
+}
