@@ -24,6 +24,9 @@ import (
 // conversations. A question of common words alone finds nothing.
 const commonWord = 5000
 
+// maxQueryWords bounds a search's words, as the SQLite store's MaxQuery.
+const maxQueryWords = 32
+
 // maxQueryText bounds the text of a query that is folded into words.
 const maxQueryText = 4096
 
@@ -48,7 +51,7 @@ func (db *DB) Search(ctx context.Context, reader, query string, limit int) ([]sw
 
 // SearchHits is Search with each message's id, which semantic recall
 // merges its own matches with.
-func (db *DB) SearchHits(ctx context.Context, reader, query string, limit int) ([]Hit, error) {
+func (db *DB) SearchHits(ctx context.Context, reader, query string, limit int) ([]switchboard.Hit, error) {
 	words, err := db.telling(ctx, query)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: search: %w", err)
@@ -72,7 +75,7 @@ func (db *DB) SearchHits(ctx context.Context, reader, query string, limit int) (
 }
 
 // telling folds the query into its words, as the index folds messages
-// (the first MaxQuery, in the query's order), and keeps those in at most
+// (the first maxQueryWords, in the query's order), and keeps those in at most
 // commonWord messages, counting each word's messages only up to that
 // bound.
 func (db *DB) telling(ctx context.Context, query string) ([]string, error) {
@@ -80,7 +83,7 @@ func (db *DB) telling(ctx context.Context, query string) ([]string, error) {
 	// separate words like any other character that is not a letter.
 	query = strings.ReplaceAll(strings.ToValidUTF8(query[:min(len(query), maxQueryText)], " "), "\x00", " ")
 	rows, err := db.pool.Query(ctx, `SELECT w.lexeme FROM unnest(to_tsvector('simple', switchboard_fold($1))) w
-		ORDER BY w.positions[1] LIMIT $2`, query, MaxQuery)
+		ORDER BY w.positions[1] LIMIT $2`, query, maxQueryWords)
 	if err != nil {
 		return nil, err
 	}

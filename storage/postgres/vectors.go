@@ -6,11 +6,45 @@ package postgres
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard-gw/switchboard"
 )
+
+// The byte format is the SQLite store's (storage.EncodeVector and
+// DecodeVector), so a database moves from one store to the other as it
+// is; the two could share one package for it.
+
+// encodeVector is v as stored: its numbers as little-endian float32.
+func encodeVector(v []float32) []byte {
+	// Never nil, which would be stored as NULL: an empty vector is one.
+	b, _ := binary.Append(make([]byte, 0, 4*len(v)), binary.LittleEndian, v) // fixed-size numbers: cannot fail
+	return b
+}
+
+// decodeVector appends the vector b holds to dst; it refuses one that is
+// not whole float32s or holds a number that is not finite, so a damaged
+// row turns no search's scores into NaN.
+func decodeVector(dst []float32, b []byte) ([]float32, error) {
+	if len(b)%4 != 0 || len(b)/4 > switchboard.MaxVectorDims {
+		return dst, fmt.Errorf("a vector of %d bytes", len(b))
+	}
+	v := make([]float32, len(b)/4)
+	if _, err := binary.Decode(b, binary.LittleEndian, v); err != nil {
+		return dst, err
+	}
+	for i, x := range v {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return dst, fmt.Errorf("number %d of the vector is not finite", i)
+		}
+	}
+	return append(dst, v...), nil
+}
 
 // unembedded are the messages Search indexes (a person's and the
 // assistant's, with text) that have no vector of the space $1, after the
@@ -23,14 +57,14 @@ const unembedded = `FROM messages m
 
 // Unembedded returns up to limit messages with no vector of space, after
 // the message after (0: from the first), oldest first.
-func (db *DB) Unembedded(ctx context.Context, space string, after int64, limit int) ([]Unembedded, error) {
+func (db *DB) Unembedded(ctx context.Context, space string, after int64, limit int) ([]switchboard.Unembedded, error) {
 	rows, err := db.pool.Query(ctx, `SELECT m.id, m.session_id, switchboard_content(m.data) `+unembedded+`
 		ORDER BY m.id LIMIT $3`, space, after, max(limit, 0))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: unembedded messages: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Unembedded, error) {
-		var u Unembedded
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (switchboard.Unembedded, error) {
+		var u switchboard.Unembedded
 		err := row.Scan(&u.ID, &u.SessionID, &u.Text)
 		return u, err
 	})
@@ -60,15 +94,15 @@ const saveVectors = `INSERT INTO message_vectors (message_id, space, vector)
 
 // SaveVectors stores vectors of space in the writer's next batch, and
 // returns once they are committed.
-func (db *DB) SaveVectors(ctx context.Context, space string, vs []Vector) error {
+func (db *DB) SaveVectors(ctx context.Context, space string, vs []switchboard.Vector) error {
 	if len(vs) == 0 {
 		return nil
 	}
 	ids := make([]int64, len(vs))
 	blobs := make([][]byte, len(vs))
 	for i, v := range vs {
-		if len(v.Values) > MaxVectorDims {
-			return fmt.Errorf("postgres: save vectors: message %d: %d numbers, more than %d", v.MessageID, len(v.Values), MaxVectorDims)
+		if len(v.Values) > switchboard.MaxVectorDims {
+			return fmt.Errorf("postgres: save vectors: message %d: %d numbers, more than %d", v.MessageID, len(v.Values), switchboard.MaxVectorDims)
 		}
 		ids[i], blobs[i] = v.MessageID, encodeVector(v.Values)
 	}
@@ -97,7 +131,7 @@ func (db *DB) MemberSessions(ctx context.Context, reader string) ([]string, erro
 // after another in flat. Vectors of another length are left out, and so
 // is one that cannot be read, which is logged.
 func (db *DB) SessionVectors(ctx context.Context, space, sessionID string, dims int) (ids []int64, flat []float32, err error) {
-	if dims <= 0 || dims > MaxVectorDims {
+	if dims <= 0 || dims > switchboard.MaxVectorDims {
 		return nil, nil, fmt.Errorf("postgres: vectors of %s: dims %d", sessionID, dims)
 	}
 	rows, err := db.pool.Query(ctx, `SELECT v.message_id, v.vector FROM messages m
@@ -127,7 +161,7 @@ func (db *DB) SessionVectors(ctx context.Context, space, sessionID string, dims 
 
 // Hits are the messages of ids that reader (an author key) may read, a
 // member of their conversation, in no particular order.
-func (db *DB) Hits(ctx context.Context, reader string, ids []int64) ([]Hit, error) {
+func (db *DB) Hits(ctx context.Context, reader string, ids []int64) ([]switchboard.Hit, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -144,9 +178,9 @@ func (db *DB) Hits(ctx context.Context, reader string, ids []int64) ([]Hit, erro
 }
 
 // scanHit reads a row of id, session_id, data, created_at.
-func scanHit(row pgx.CollectableRow) (Hit, error) {
+func scanHit(row pgx.CollectableRow) (switchboard.Hit, error) {
 	var (
-		h    Hit
+		h    switchboard.Hit
 		data []byte
 		at   int64
 	)
