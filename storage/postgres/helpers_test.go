@@ -2,17 +2,15 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"sync"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 
-	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/internal/pgtest"
+	"github.com/switchboard-gw/switchboard/storage/storetest"
 )
 
 var pg *pgtest.Server
@@ -81,68 +79,19 @@ func count(t testing.TB, db *DB, query string, args ...any) int64 {
 	return n
 }
 
-var t0 = time.Date(2026, 11, 22, 10, 30, 0, 0, time.UTC)
+// Helpers of the store test suite, which this package's own tests share.
+var (
+	ev         = storetest.Event
+	newSession = func(t testing.TB, db *DB, id, key string) { storetest.NewSession(t, db, id, key) }
+)
 
-func ev(session string, seq int64, typ switchboard.EventType, data string) switchboard.Event {
-	return switchboard.Event{
-		Seq: seq, Session: session, Agent: "assistant", Type: typ, Data: json.RawMessage(data),
-		Time: t0.Add(time.Duration(seq) * time.Millisecond),
-	}
-}
+type recorder = storetest.Recorder
 
 func flush(t testing.TB, db *DB) {
 	t.Helper()
 	if err := db.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func newSession(t testing.TB, db *DB, id, key string) switchboard.Session {
-	t.Helper()
-	s := switchboard.Session{
-		ID: id, Key: key, Guide: "assistant", Owner: "stdin:me",
-		CreatedAt: time.Date(2026, 11, 22, 10, 30, 0, 123_000_000, time.UTC),
-	}
-	if err := db.CreateSession(context.Background(), s); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// recorder records what a publisher is told.
-type recorder struct {
-	mu   sync.Mutex
-	pubs []publication
-}
-
-type publication struct {
-	evs []switchboard.Event
-	err error
-}
-
-func (r *recorder) published(evs []switchboard.Event, err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.pubs = append(r.pubs, publication{append([]switchboard.Event(nil), evs...), err})
-}
-
-func (r *recorder) calls() []publication {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]publication(nil), r.pubs...)
-}
-
-// seqs lists the seqs of the publications with (ok) or without a nil error.
-func (r *recorder) seqs(ok bool) []int64 {
-	var out []int64
-	for _, p := range r.calls() {
-		if (p.err == nil) == ok {
-			for _, e := range p.evs {
-				out = append(out, e.Seq)
-			}
-		}
-	}
-	return out
 }
 
 // holdCommit holds the writer's first transaction before its commit

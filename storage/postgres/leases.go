@@ -146,16 +146,8 @@ func (db *DB) RenewLeases(ctx context.Context, ttl time.Duration) ([]Lease, erro
 	if db.replica == "" {
 		return nil, fmt.Errorf("postgres: renew leases: %w", errNoReplica)
 	}
-	rows, err := db.pool.Query(ctx, `UPDATE leases SET expires_at = `+nowMillis+` + $2
+	return db.leases(ctx, "renew leases", `UPDATE leases SET expires_at = `+nowMillis+` + $2
 		WHERE holder = $1 RETURNING name, holder, epoch, expires_at`, db.replica, ttlMillis(ttl))
-	if err != nil {
-		return nil, fmt.Errorf("postgres: renew leases: %w", err)
-	}
-	ls, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Lease, error) { return scanLease(row) })
-	if err != nil {
-		return nil, fmt.Errorf("postgres: renew leases: %w", err)
-	}
-	return ls, nil
 }
 
 // ReleaseLease gives up the lease name if this replica holds it (a lease
@@ -176,14 +168,19 @@ func (db *DB) ReleaseLease(ctx context.Context, name string) error {
 // Leases lists the leases whose names start with prefix, by name, whoever
 // holds them and expired or not: for gateway doctor and tests.
 func (db *DB) Leases(ctx context.Context, prefix string) ([]Lease, error) {
-	rows, err := db.pool.Query(ctx, `SELECT name, holder, epoch, expires_at FROM leases
+	return db.leases(ctx, "leases", `SELECT name, holder, epoch, expires_at FROM leases
 		WHERE starts_with(name, $1) ORDER BY name COLLATE "C"`, prefix)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: leases: %w", err)
+}
+
+// leases reads the leases query returns (name, holder, epoch, expires_at).
+func (db *DB) leases(ctx context.Context, op, query string, args ...any) ([]Lease, error) {
+	rows, err := db.pool.Query(ctx, query, args...)
+	var ls []Lease
+	if err == nil {
+		ls, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Lease, error) { return scanLease(row) })
 	}
-	ls, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Lease, error) { return scanLease(row) })
 	if err != nil {
-		return nil, fmt.Errorf("postgres: leases: %w", err)
+		return nil, fmt.Errorf("postgres: %s: %w", op, err)
 	}
 	return ls, nil
 }

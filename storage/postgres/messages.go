@@ -128,11 +128,17 @@ const (
 		SELECT switchboard_found(count(*), 'session ' || $5) FROM s`
 )
 
-// seenDuplicate reports whether err is the seen_inputs key of an input
-// the session had seen already.
-func seenDuplicate(err error) bool {
-	code, constraint := pgCode(err)
-	return code == codeUnique && constraint == "seen_inputs_pkey"
+// duplicateIsNoError is a job's failed for a write that records an input
+// key: the key's row already there (the session had seen the input) undid
+// the write, which is no error to its caller but *dup.
+func duplicateIsNoError(dup *bool) func(error) error {
+	return func(err error) error {
+		if code, constraint := pgCode(err); code == codeUnique && constraint == "seen_inputs_pkey" {
+			*dup = true
+			return nil
+		}
+		return err
+	}
 }
 
 // WriteTurn makes one atomic change to a session (see
@@ -161,13 +167,7 @@ func (db *DB) WriteTurn(ctx context.Context, sessionID string, w switchboard.Tur
 	}
 	j := &job{session: sessionID, fenced: true, epoch: db.fenceOf(sessionID), durable: w.Durable,
 		events: w.Events, published: w.Published}
-	j.failed = func(err error) error {
-		if seenDuplicate(err) {
-			dup = true
-			return nil
-		}
-		return err
-	}
+	j.failed = duplicateIsNoError(&dup)
 	j.build = func(s *steps) error {
 		now := time.Now().UnixMilli()
 		if len(w.Events) == 0 && w.EventsThrough > 0 {
@@ -228,13 +228,7 @@ func (db *DB) AcceptInput(ctx context.Context, sessionID, key string, in switchb
 		return 0, false, fmt.Errorf("postgres: accept input: %w", err)
 	}
 	j := &job{durable: true}
-	j.failed = func(err error) error {
-		if seenDuplicate(err) {
-			dup = true
-			return nil
-		}
-		return err
-	}
+	j.failed = duplicateIsNoError(&dup)
 	j.build = func(s *steps) error {
 		now := time.Now().UnixMilli()
 		if key != "" {

@@ -25,9 +25,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -188,40 +185,28 @@ const migrationLock int64 = 0x7377626d69677261 // "swbmigra"
 // takes migrationLock, so replicas starting at once wait for one another
 // and apply each migration once.
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	files, err := fs.ReadDir(migrationFiles, "migrations") // sorted by name
 	if err != nil {
 		return fmt.Errorf("postgres: migrate: %w", err)
 	}
-	type migration struct {
-		version int
-		name    string
-	}
-	var ms []migration
-	seen := map[int]string{}
-	for _, n := range names {
-		base := path.Base(n)
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return fmt.Errorf("postgres: migrate: %s: name must be NNNN_description.sql", base)
+	last := 0
+	for _, f := range files {
+		// NNNN_description.sql: zero-padded, so the names' order is the
+		// versions', and each version comes once.
+		var version int
+		if _, err := fmt.Sscanf(f.Name(), "%04d_", &version); err != nil || version <= last || !strings.HasSuffix(f.Name(), ".sql") {
+			return fmt.Errorf("postgres: migrate: %s: name must be NNNN_description.sql, its version above the one before", f.Name())
 		}
-		if prev, dup := seen[v]; dup {
-			return fmt.Errorf("postgres: migrate: %s and %s share version %d", prev, base, v)
-		}
-		seen[v] = base
-		ms = append(ms, migration{v, n})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for _, m := range ms {
-		if err := applyMigration(ctx, pool, m.version, m.name); err != nil {
-			return fmt.Errorf("postgres: migrate %s: %w", path.Base(m.name), err)
+		last = version
+		if err := applyMigration(ctx, pool, version, f.Name()); err != nil {
+			return fmt.Errorf("postgres: migrate %s: %w", f.Name(), err)
 		}
 	}
 	return nil
 }
 
 func applyMigration(ctx context.Context, pool *pgxpool.Pool, version int, name string) error {
-	body, err := migrationFiles.ReadFile(name)
+	body, err := migrationFiles.ReadFile("migrations/" + name)
 	if err != nil {
 		return err
 	}
@@ -250,7 +235,7 @@ func applyMigration(ctx context.Context, pool *pgxpool.Pool, version int, name s
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, `+nowMillis+`)`,
-			version, path.Base(name))
+			version, name)
 		return err
 	})
 }

@@ -59,19 +59,11 @@ func (db *DB) SearchHits(ctx context.Context, reader, query string, limit int) (
 	if len(words) == 0 {
 		return nil, nil
 	}
-	rows, err := db.pool.Query(ctx, `SELECT m.id, m.session_id, m.data, m.created_at
+	return db.hits(ctx, "search", `SELECT m.id, m.session_id, m.data, m.created_at
 		FROM messages m, CAST($1 AS tsquery) q
 		WHERE m.recall @@ q
 		  AND m.session_id IN (SELECT session_id FROM members WHERE author_key = $2)
 		ORDER BY ts_rank_cd(m.recall, q) DESC, m.id DESC LIMIT $3`, anyOf(words), reader, max(limit, 0))
-	if err != nil {
-		return nil, fmt.Errorf("postgres: search: %w", err)
-	}
-	hits, err := pgx.CollectRows(rows, scanHit)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: search: %w", err)
-	}
-	return hits, nil
 }
 
 // telling folds the query into its words, as the index folds messages

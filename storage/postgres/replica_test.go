@@ -177,10 +177,10 @@ func TestStaleHolderIsFencedOut(t *testing.T) {
 	a.Fence("s", la.Epoch)
 	var pub recorder
 	if _, err := a.WriteTurn(ctx, "s", switchboard.TurnWrite{Messages: []switchboard.Message{user("hi")}, Turn: []byte("open"),
-		Events: []switchboard.Event{ev("s", 1, switchboard.EventMessage, `{}`)}, Published: pub.published}); err != nil {
+		Events: []switchboard.Event{ev("s", 1, switchboard.EventMessage, `{}`)}, Published: pub.Published}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.AppendEvents(ctx, pub.published, ev("s", 2, switchboard.EventDelta, `{}`)); err != nil {
+	if err := a.AppendEvents(ctx, pub.Published, ev("s", 2, switchboard.EventDelta, `{}`)); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, a)
@@ -191,13 +191,13 @@ func TestStaleHolderIsFencedOut(t *testing.T) {
 	b.Fence("s", lb.Epoch)
 
 	// r0 still believes it runs s.
-	if err := a.AppendEvents(ctx, pub.published, ev("s", 3, switchboard.EventDelta, `{"stale":true}`)); err != nil {
+	if err := a.AppendEvents(ctx, pub.Published, ev("s", 3, switchboard.EventDelta, `{"stale":true}`)); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Flush(ctx); !errors.Is(err, ErrLeaseLost) {
 		t.Errorf("Flush after a stale event = %v, want ErrLeaseLost", err)
 	}
-	if refused := pub.calls(); len(refused) != 3 || !errors.Is(refused[2].err, ErrLeaseLost) {
+	if refused := pub.Calls(); len(refused) != 3 || !errors.Is(refused[2].Err, ErrLeaseLost) {
 		t.Errorf("the stale event's publisher was told %+v, want ErrLeaseLost", refused)
 	}
 	_, err := a.WriteTurn(ctx, "s", switchboard.TurnWrite{ClientID: "c", Messages: []switchboard.Message{user("stale")},
@@ -256,7 +256,7 @@ func TestTakeoverWaitsForTheWriteInFlight(t *testing.T) {
 	// Expired already (nobody took it: still r0's), so that r1 may take it.
 	expire(t, a, SessionLease("s"))
 	var pub recorder
-	if err := a.AppendEvents(ctx, pub.published, ev("s", 1, switchboard.EventDelta, `{}`)); err != nil {
+	if err := a.AppendEvents(ctx, pub.Published, ev("s", 1, switchboard.EventDelta, `{}`)); err != nil {
 		t.Fatal(err)
 	}
 	<-entered // r0's write is in flight: fenced, stored, not committed
@@ -288,14 +288,14 @@ func TestTakeoverWaitsForTheWriteInFlight(t *testing.T) {
 		t.Fatalf("takeover = %+v", l)
 	}
 	flush(t, a)
-	if got := pub.seqs(true); fmt.Sprint(got) != "[1]" {
-		t.Errorf("the write in flight: published %v, refused %v; want it stored", got, pub.calls())
+	if got := pub.Seqs(true); fmt.Sprint(got) != "[1]" {
+		t.Errorf("the write in flight: published %v, refused %v; want it stored", got, pub.Calls())
 	}
 	if last, _ := b.LastSeq(ctx, "s"); last != 1 {
 		t.Errorf("the new holder sees LastSeq %d, want 1", last)
 	}
 	// r0's next write is after the takeover: refused.
-	if err := a.AppendEvents(ctx, pub.published, ev("s", 2, switchboard.EventDelta, `{}`)); err != nil {
+	if err := a.AppendEvents(ctx, pub.Published, ev("s", 2, switchboard.EventDelta, `{}`)); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Flush(ctx); !errors.Is(err, ErrLeaseLost) {

@@ -125,38 +125,38 @@ func TestGapIsRefusedAndOtherSessionsAreStored(t *testing.T) {
 	<-entered
 	var a, b recorder
 	for seq := int64(1); seq <= 3; seq++ {
-		if err := db.AppendEvents(ctx, a.published, ev("a", seq, switchboard.EventDelta, `{}`)); err != nil {
+		if err := db.AppendEvents(ctx, a.Published, ev("a", seq, switchboard.EventDelta, `{}`)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := db.AppendEvents(ctx, b.published, ev("b", 2, switchboard.EventDelta, `{}`), ev("b", 3, switchboard.EventDelta, `{}`)); err != nil {
+	if err := db.AppendEvents(ctx, b.Published, ev("b", 2, switchboard.EventDelta, `{}`), ev("b", 3, switchboard.EventDelta, `{}`)); err != nil {
 		t.Fatal(err)
 	}
 	var c recorder // after b in the same batch: stored although b failed
-	if err := db.AppendEvents(ctx, c.published, ev("c", 1, switchboard.EventDelta, `{}`)); err != nil {
+	if err := db.AppendEvents(ctx, c.Published, ev("c", 1, switchboard.EventDelta, `{}`)); err != nil {
 		t.Fatal(err)
 	}
 	release()
 	if err := db.Flush(ctx); !errors.Is(err, ErrGap) {
 		t.Errorf("Flush after a gap = %v, want ErrGap", err)
 	}
-	if got := fmt.Sprint(a.seqs(true)); got != "[1 2 3]" {
+	if got := fmt.Sprint(a.Seqs(true)); got != "[1 2 3]" {
 		t.Errorf("a stored %v", got)
 	}
-	if got := fmt.Sprint(c.seqs(true)); got != "[1]" {
+	if got := fmt.Sprint(c.Seqs(true)); got != "[1]" {
 		t.Errorf("c stored %v", got)
 	}
-	if got := fmt.Sprint(b.seqs(false)); got != "[2 3]" || len(b.seqs(true)) != 0 {
-		t.Errorf("b refused %v, stored %v", got, b.seqs(true))
+	if got := fmt.Sprint(b.Seqs(false)); got != "[2 3]" || len(b.Seqs(true)) != 0 {
+		t.Errorf("b refused %v, stored %v", got, b.Seqs(true))
 	}
-	for _, p := range b.calls() {
-		if !errors.Is(p.err, ErrGap) {
-			t.Errorf("b refused with %v, want ErrGap", p.err)
+	for _, p := range b.Calls() {
+		if !errors.Is(p.Err, ErrGap) {
+			t.Errorf("b refused with %v, want ErrGap", p.Err)
 		}
 	}
 	appendAndFlush := func(evs ...switchboard.Event) error {
 		t.Helper()
-		if err := db.AppendEvents(ctx, b.published, evs...); err != nil {
+		if err := db.AppendEvents(ctx, b.Published, evs...); err != nil {
 			t.Fatal(err)
 		}
 		return db.Flush(ctx)

@@ -165,16 +165,22 @@ func (db *DB) Hits(ctx context.Context, reader string, ids []int64) ([]switchboa
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := db.pool.Query(ctx, `SELECT id, session_id, data, created_at FROM messages
+	return db.hits(ctx, "messages found", `SELECT id, session_id, data, created_at FROM messages
 		WHERE id = ANY($1) AND session_id IN (SELECT session_id FROM members WHERE author_key = $2)`, ids, reader)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: messages found: %w", err)
+}
+
+// hits reads the messages query returns (id, session_id, data,
+// created_at).
+func (db *DB) hits(ctx context.Context, op, query string, args ...any) ([]switchboard.Hit, error) {
+	rows, err := db.pool.Query(ctx, query, args...)
+	var hits []switchboard.Hit
+	if err == nil {
+		hits, err = pgx.CollectRows(rows, scanHit)
 	}
-	out, err := pgx.CollectRows(rows, scanHit)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: messages found: %w", err)
+		return nil, fmt.Errorf("postgres: %s: %w", op, err)
 	}
-	return out, nil
+	return hits, nil
 }
 
 // scanHit reads a row of id, session_id, data, created_at.
