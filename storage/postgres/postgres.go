@@ -246,7 +246,7 @@ func applyMigration(ctx context.Context, pool *pgxpool.Pool, version int, name s
 const nowMillis = `(floor(extract(epoch FROM clock_timestamp()) * 1000))::bigint`
 
 // Close commits every queued write, then forgets this replica (see
-// WithReplica) and closes the pool. It returns any write error the writer
+// WithReplica), releasing the leases it holds, and closes the pool. It returns any write error the writer
 // has not reported yet.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {

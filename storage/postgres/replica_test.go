@@ -478,7 +478,8 @@ func TestPayloadSizes(t *testing.T) {
 	}
 }
 
-// Replicas lists those whose heartbeat is recent; Close forgets one.
+// Replicas lists those whose heartbeat is recent; Close forgets one and
+// gives up its leases.
 func TestHeartbeatAndReplicas(t *testing.T) {
 	ctx := context.Background()
 	dsn := pg.NewDatabase(t)
@@ -515,11 +516,18 @@ func TestHeartbeatAndReplicas(t *testing.T) {
 	if got := ids(time.Minute); got != "[r0 r1]" {
 		t.Errorf("Replicas after r1's heartbeat = %s", got)
 	}
+	if _, err := b.AcquireLease(ctx, "session:s", time.Hour); err != nil {
+		t.Fatal(err)
+	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if got := ids(time.Hour); got != "[r0]" {
 		t.Errorf("Replicas after r1 closed = %s", got)
+	}
+	// r1's leases went with it: taken over at once, at a new epoch.
+	if l, err := a.AcquireLease(ctx, "session:s", time.Minute); err != nil || l.Epoch != 2 {
+		t.Errorf("r1's lease after it closed: %+v, %v", l, err)
 	}
 }
 

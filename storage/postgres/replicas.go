@@ -68,11 +68,17 @@ func (db *DB) Replicas(ctx context.Context, within time.Duration) ([]Replica, er
 	return rs, nil
 }
 
-// forget removes this replica from the table (Close).
+// forget removes this replica from the table and gives up every lease it
+// holds, so that the others take its conversations over at once rather
+// than when the leases expire (Close, once the writer has stopped: nothing
+// of this replica's can be written after it).
 func (db *DB) forget() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := db.pool.Exec(ctx, `DELETE FROM replicas WHERE id = $1`, db.replica); err != nil {
+	b := &pgx.Batch{}
+	b.Queue(`DELETE FROM replicas WHERE id = $1`, db.replica)
+	b.Queue(`UPDATE leases SET expires_at = 0 WHERE holder = $1`, db.replica)
+	if err := db.pool.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("forget replica %s: %w", db.replica, err)
 	}
 	return nil
