@@ -361,3 +361,83 @@ func TestMemoriesBoundHoldsAcrossReplicas(t *testing.T) {
 		t.Errorf("%d added at once, %d kept; want 1 and %d", added, len(mems), switchboard.MaxMemories)
 	}
 }
+
+// Jobs that fail in a batch they share undo only themselves: a turn for a
+// missing session, a duplicate input, a turn past a gap; the writes
+// around them are stored, in order.
+func TestFailedJobsInASharedBatchUndoOnlyThemselves(t *testing.T) {
+	ctx := context.Background()
+	hold, entered, release := holdCommit()
+	db := open(t, hold)
+	t.Cleanup(release)
+	newSession(t, db, "s", "")
+	first := make(chan error, 1)
+	go func() { // the held batch
+		_, _, err := db.AcceptInput(ctx, "s", "k", switchboard.Input{Text: "first"})
+		first <- err
+	}()
+	<-entered
+	type result struct {
+		name string
+		dup  bool
+		err  error
+	}
+	results := make(chan result, 5)
+	turn := func(name, session string, w switchboard.TurnWrite) {
+		dup, err := db.WriteTurn(ctx, session, w)
+		results <- result{name, dup, err}
+	}
+	queued := len(db.queue)
+	for i, f := range []func(){
+		func() { turn("ok before", "s", switchboard.TurnWrite{Messages: []switchboard.Message{user("1")}}) },
+		func() {
+			turn("missing session", "nope", switchboard.TurnWrite{Messages: []switchboard.Message{user("x")}})
+		},
+		func() {
+			_, dup, err := db.AcceptInput(ctx, "s", "k", switchboard.Input{Text: "again"})
+			results <- result{"duplicate input", dup, err}
+		},
+		func() {
+			turn("gap", "s", switchboard.TurnWrite{Messages: []switchboard.Message{user("x")}, Events: []switchboard.Event{ev("s", 5, switchboard.EventMessage, `{}`)}})
+		},
+		func() {
+			turn("ok after", "s", switchboard.TurnWrite{Messages: []switchboard.Message{user("2")}, Events: []switchboard.Event{ev("s", 1, switchboard.EventMessage, `{}`)}})
+		},
+	} {
+		go f()
+		for len(db.queue) < queued+i+1 { // queued in this order
+			time.Sleep(time.Millisecond)
+		}
+	}
+	release()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]result{}
+	for range 5 {
+		r := <-results
+		got[r.name] = r
+	}
+	if r := got["ok before"]; r.err != nil || r.dup {
+		t.Errorf("ok before: %+v", r)
+	}
+	if r := got["missing session"]; r.err == nil {
+		t.Errorf("a turn for a missing session: %+v", r)
+	}
+	if r := got["duplicate input"]; r.err != nil || !r.dup {
+		t.Errorf("a duplicate input: %+v", r)
+	}
+	if r := got["gap"]; !errors.Is(r.err, ErrGap) {
+		t.Errorf("a turn past a gap: %+v", r)
+	}
+	if r := got["ok after"]; r.err != nil || r.dup {
+		t.Errorf("ok after: %+v", r)
+	}
+	w, err := db.Window(ctx, "s", 10)
+	if err != nil || len(w) != 2 || w[0].Content != "1" || w[1].Content != "2" {
+		t.Errorf("messages %+v, %v; want 1 and 2", w, err)
+	}
+	if in, _ := db.Inbox(ctx, "s"); len(in) != 1 {
+		t.Errorf("inbox %+v, want the first input alone", in)
+	}
+}
