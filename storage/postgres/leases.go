@@ -44,6 +44,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard-gw/switchboard"
 )
 
 // ErrLeaseHeld is returned (wrapped, in a *LeaseHeldError) by
@@ -52,8 +54,8 @@ var ErrLeaseHeld = errors.New("the lease is held by another replica")
 
 // ErrLeaseLost is returned (wrapped) for a fenced write whose lease this
 // replica no longer holds at the epoch it was made under, or never held:
-// nothing of it is stored.
-var ErrLeaseLost = errors.New("this replica no longer holds the conversation's lease")
+// nothing of it is stored. It is the domain's, which the sessions test for.
+var ErrLeaseLost = switchboard.ErrLeaseLost
 
 // LeaseHeldError says who holds a lease and until when.
 type LeaseHeldError struct {
