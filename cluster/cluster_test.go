@@ -1,0 +1,442 @@
+package cluster
+
+// Replicas in one process: each has its own store (its own pool, writer
+// and listening connection, opened WithReplica), its own session manager
+// and its own Cluster, on one real PostgreSQL database, and they share one
+// scripted model server. A crash is a replica whose manager and cluster
+// stop at once without giving anything up; its leases are then run out
+// through SQL, as the lease time would, so nothing waits on a clock.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/guides"
+	"github.com/switchboard-gw/switchboard/internal/pgtest"
+	"github.com/switchboard-gw/switchboard/providers"
+	"github.com/switchboard-gw/switchboard/providers/openai"
+	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
+	"github.com/switchboard-gw/switchboard/sessions"
+	"github.com/switchboard-gw/switchboard/storage/postgres"
+	"github.com/switchboard-gw/switchboard/tools"
+)
+
+var pg *pgtest.Server
+
+func TestMain(m *testing.M) { pgtest.Main(m, &pg) }
+
+// lease is long enough that a replica slowed by the race detector keeps
+// its leases, short enough that one looks for conversations to take over
+// every second; a test that needs a lease gone runs it out through SQL.
+const lease = 4 * time.Second
+
+type replica struct {
+	t   *testing.T
+	id  string
+	db  *postgres.DB
+	c   *Cluster
+	m   *sessions.Manager
+	llm *openaitest.Server
+
+	stop    context.CancelFunc
+	stopped chan struct{}
+	once    sync.Once
+}
+
+var alice = switchboard.Author{Channel: "web", ID: "alice", Name: "Alice"}
+
+func logger(t *testing.T) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// startReplica starts replica id on the database dsn, with llm as its model.
+func startReplica(t *testing.T, dsn, id string, llm *openaitest.Server) *replica {
+	t.Helper()
+	log := logger(t).With("replica", id)
+	db, err := postgres.Open(context.Background(), dsn, postgres.WithReplica(id), postgres.WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalog, err := guides.LoadDir("../guides")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := tools.NewRegistry(tools.Builtins(time.Now)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := openai.New(providers.Config{Name: "main", Kind: "openai", BaseURL: llm.BaseURL(), APIKey: "test", Model: "gpt-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(Config{Store: db, Lease: lease, Logger: log})
+	ctx, stop := context.WithCancel(context.Background())
+	m := sessions.NewManager(ctx, sessions.Config{
+		Store: db, Guides: catalog, DefaultGuide: "assistant", Tools: reg, Cluster: c,
+		Providers:       map[string]*providers.Resilient{"main": {Name: "main", Provider: p, Policy: providers.Policy{MaxRetries: 0}}},
+		DefaultProvider: "main", Logger: log, IdleTimeout: time.Hour,
+	})
+	r := &replica{t: t, id: id, db: db, c: c, m: m, llm: llm, stop: stop, stopped: make(chan struct{})}
+	go func() {
+		defer close(r.stopped)
+		c.Run(ctx, m)
+	}()
+	t.Cleanup(r.crash)
+	t.Cleanup(func() { db.Close() })
+	return r
+}
+
+// crash stops the replica's manager and cluster at once: its leases stay
+// as they were, unrenewed, as a killed process leaves them.
+func (r *replica) crash() {
+	r.once.Do(func() {
+		r.stop()
+		r.m.Wait()
+		<-r.stopped
+	})
+}
+
+// runOut runs out the leases replica holder holds, as time would.
+func runOut(t *testing.T, dsn, holder string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `UPDATE leases SET expires_at = 0 WHERE holder = $1`, holder); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// holder is who holds session id's lease, unexpired ("" for nobody).
+func holder(t *testing.T, dsn, id string) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var h string
+	err = conn.QueryRow(ctx, `SELECT holder FROM leases WHERE name = $1 AND expires_at > (extract(epoch from clock_timestamp()) * 1000)::bigint`, postgres.SessionLease(id)).Scan(&h)
+	if err == pgx.ErrNoRows {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// watcher collects a subscription's events.
+type watcher struct {
+	t   *testing.T
+	sub *sessions.Subscription
+	mu  sync.Mutex
+	evs []switchboard.Event
+	got chan struct{}
+}
+
+func watch(t *testing.T, r *replica, opts sessions.AttachOptions) *watcher {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sub, err := r.m.Attach(ctx, opts)
+	if err != nil {
+		t.Fatalf("%s: attach: %v", r.id, err)
+	}
+	w := &watcher{t: t, sub: sub, got: make(chan struct{}, 1)}
+	go func() {
+		for ev := range sub.Events() {
+			w.mu.Lock()
+			w.evs = append(w.evs, ev)
+			w.mu.Unlock()
+			select {
+			case w.got <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	t.Cleanup(sub.Close)
+	return w
+}
+
+// until waits for an event that ok accepts and returns it.
+func (w *watcher) until(what string, ok func(switchboard.Event) bool) switchboard.Event {
+	w.t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		w.mu.Lock()
+		for _, ev := range w.evs {
+			if ok(ev) {
+				w.mu.Unlock()
+				return ev
+			}
+		}
+		w.mu.Unlock()
+		select {
+		case <-w.got:
+		case <-deadline:
+			w.t.Fatalf("no %s among %s", what, w.describe())
+		}
+	}
+}
+
+func (w *watcher) stored() []switchboard.Event {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []switchboard.Event
+	for _, ev := range w.evs {
+		if ev.Seq > 0 {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func (w *watcher) describe() string {
+	var b strings.Builder
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, ev := range w.evs {
+		fmt.Fprintf(&b, "\n  %d %s %s", ev.Seq, ev.Type, ev.Data)
+	}
+	return b.String()
+}
+
+// answer is whether ev is the assistant's message with text.
+func answer(text string) func(switchboard.Event) bool {
+	return func(ev switchboard.Event) bool {
+		if ev.Type != switchboard.EventMessage {
+			return false
+		}
+		var m switchboard.MessageData
+		return json.Unmarshal(ev.Data, &m) == nil && m.Role == switchboard.RoleAssistant && m.Content == text
+	}
+}
+
+func errorCode(code string) func(switchboard.Event) bool {
+	return func(ev switchboard.Event) bool {
+		var d switchboard.ErrorData
+		return ev.Type == switchboard.EventError && json.Unmarshal(ev.Data, &d) == nil && d.Code == code
+	}
+}
+
+// gapless fails unless evs are numbered 1, 2, 3… with none twice.
+func gapless(t *testing.T, who string, evs []switchboard.Event) {
+	t.Helper()
+	for i, ev := range evs {
+		if ev.Seq != int64(i+1) {
+			t.Fatalf("%s was shown seq %d at position %d: a gap or a repeat", who, ev.Seq, i+1)
+		}
+	}
+}
+
+func submit(t *testing.T, r *replica, id string, in switchboard.Input) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := r.m.Submit(ctx, id, in); err != nil {
+		t.Fatalf("%s: submit: %v", r.id, err)
+	}
+}
+
+func text(s, clientID string) switchboard.Input {
+	return switchboard.Input{Kind: switchboard.InputText, Author: alice, Text: s, ClientID: clientID}
+}
+
+// A conversation run by one replica is followed on another, whose
+// listener sees every event the owner stores, numbered as the owner's
+// listener sees them; what a person writes on the other replica is
+// answered by the owner, once, and both see the answer.
+func TestAMirrorShowsTheOwnersConversation(t *testing.T) {
+	dsn := pg.NewDatabase(t)
+	llm := openaitest.New()
+	t.Cleanup(llm.Close)
+	a, b := startReplica(t, dsn, "a", llm), startReplica(t, dsn, "b", llm)
+
+	onA := watch(t, a, sessions.AttachOptions{Key: "web:k1", Author: alice, AfterSeq: 0})
+	id := onA.sub.Ready.Session
+	llm.Push(openaitest.Reply{Text: []string{"Hello ", "from a."}})
+	submit(t, a, id, text("hi", "c1"))
+	onA.until("a's answer on a", answer("Hello from a."))
+	if h := holder(t, dsn, id); h != "a" {
+		t.Fatalf("the lease is %q's, want a's: a created the session and ran its turn", h)
+	}
+
+	onB := watch(t, b, sessions.AttachOptions{SessionID: id, Author: alice, AfterSeq: 0})
+	onB.until("a's answer replayed on b", answer("Hello from a."))
+
+	// Written on b, answered by a.
+	llm.Push(openaitest.Reply{Text: []string{"Answered ", "by a."}})
+	submit(t, b, id, text("from b", "c2"))
+	onB.until("the answer on b", answer("Answered by a."))
+	onA.until("the answer on a", answer("Answered by a."))
+	// Sent again (a client that did not see it taken): answered once.
+	submit(t, b, id, text("from b", "c2"))
+	if h := holder(t, dsn, id); h != "a" {
+		t.Fatalf("the lease moved to %q: a is alive and runs the session", h)
+	}
+	if n := len(llm.Requests()); n != 2 {
+		t.Fatalf("the model was asked %d times, want 2: each message once", n)
+	}
+
+	// Both were shown the same history, whole.
+	llm.Push(openaitest.Reply{Text: []string{"Third."}})
+	submit(t, a, id, text("third", "c3"))
+	onB.until("the third answer on b", answer("Third."))
+	onA.until("the third answer on a", answer("Third."))
+	last, err := a.db.LastSeq(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	through := func(ev switchboard.Event) bool { return ev.Seq == last }
+	onA.until("the last stored event on a", through)
+	onB.until("the last stored event on b", through)
+	sa, sb := onA.stored(), onB.stored()
+	gapless(t, "a's listener", sa)
+	gapless(t, "b's listener", sb)
+	for i := range last {
+		if sa[i].Type != sb[i].Type || string(sa[i].Data) != string(sb[i].Data) {
+			t.Fatalf("event %d differs: a saw %s %s, b saw %s %s", i+1, sa[i].Type, sa[i].Data, sb[i].Type, sb[i].Data)
+		}
+	}
+}
+
+// A tool call that needs approval, asked for by the replica that runs the
+// turn, is approved by a person on another replica.
+func TestApprovedFromAnotherReplica(t *testing.T) {
+	dsn := pg.NewDatabase(t)
+	llm := openaitest.New()
+	t.Cleanup(llm.Close)
+	a, b := startReplica(t, dsn, "a", llm), startReplica(t, dsn, "b", llm)
+
+	onA := watch(t, a, sessions.AttachOptions{Key: "web:k2", Author: alice, AfterSeq: 0})
+	id := onA.sub.Ready.Session
+	llm.Push(openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "current_time", Args: `{"timezone":"UTC"}`}}},
+		openaitest.Reply{Text: []string{"It is now."}})
+	submit(t, a, id, text("what time is it?", "c1"))
+	onA.until("the approval request on a", func(ev switchboard.Event) bool { return ev.Type == switchboard.EventConfirmationRequest })
+
+	onB := watch(t, b, sessions.AttachOptions{SessionID: id, Author: alice, AfterSeq: -1})
+	if len(onB.sub.Ready.Pending) != 1 {
+		t.Fatalf("b's ready lists %d open requests, want the one a asked", len(onB.sub.Ready.Pending))
+	}
+	submit(t, b, id, switchboard.Input{Kind: switchboard.InputConfirm, Author: alice, ConfirmationID: onB.sub.Ready.Pending[0].ConfirmationID, Approved: true})
+	onB.until("the answer after the approval, on b", answer("It is now."))
+	onA.until("the answer after the approval, on a", answer("It is now."))
+	if got := llm.ToolResults(); len(got) != 1 {
+		t.Fatalf("tool results sent to the model: %q, want the one approved call", got)
+	}
+}
+
+// A replica killed in the middle of a turn leaves the conversation to
+// another, which takes it over once the lease runs out: the turn is run
+// again after an "interrupted" notice, and the one listening on the
+// survivor sees the whole history with no gap.
+func TestTakenOverWhenItsReplicaDies(t *testing.T) {
+	dsn := pg.NewDatabase(t)
+	llm := openaitest.New()
+	t.Cleanup(llm.Close)
+	a, b := startReplica(t, dsn, "a", llm), startReplica(t, dsn, "b", llm)
+
+	onA := watch(t, a, sessions.AttachOptions{Key: "web:k3", Author: alice, AfterSeq: 0})
+	id := onA.sub.Ready.Session
+	onB := watch(t, b, sessions.AttachOptions{SessionID: id, Author: alice, AfterSeq: 0})
+	gate := make(chan struct{}) // the first reply stops after its first text, until the end
+	t.Cleanup(func() { close(gate) })
+	llm.Push(openaitest.Reply{Text: []string{"Cut ", "short"}, Gate: gate}, openaitest.Reply{Text: []string{"Whole answer."}})
+	submit(t, a, id, text("a long question", "c1"))
+	onB.until("the streamed start on b", func(ev switchboard.Event) bool { return ev.Type == switchboard.EventDelta })
+
+	a.crash()
+	runOut(t, dsn, "a")
+	onB.until("the interrupted notice on b", errorCode(switchboard.ErrCodeInterrupted))
+	onB.until("the answer run again on b", answer("Whole answer."))
+	if h := holder(t, dsn, id); h != "b" {
+		t.Fatalf("the lease is %q's, want b's", h)
+	}
+	gapless(t, "b's listener", onB.stored())
+}
+
+// A replica that paused past its lease, while another took the
+// conversation over, cannot write into it any more: the database refuses
+// its writes, it stops running the conversation, and what its person
+// sends goes to the new owner, answered once.
+func TestAPausedOwnerIsFencedOut(t *testing.T) {
+	dsn := pg.NewDatabase(t)
+	llm := openaitest.New()
+	t.Cleanup(llm.Close)
+	a, b := startReplica(t, dsn, "a", llm), startReplica(t, dsn, "b", llm)
+
+	onA := watch(t, a, sessions.AttachOptions{Key: "web:k4", Author: alice, AfterSeq: 0})
+	id := onA.sub.Ready.Session
+	llm.Push(openaitest.Reply{Text: []string{"One."}})
+	submit(t, a, id, text("one", "c1"))
+	onA.until("the first answer", answer("One."))
+
+	// a "pauses": its lease runs out and b, asked to act, takes over.
+	runOut(t, dsn, "a")
+	onB := watch(t, b, sessions.AttachOptions{SessionID: id, Author: alice, AfterSeq: 0})
+	llm.Push(openaitest.Reply{Text: []string{"Two, from b."}})
+	submit(t, b, id, text("two", "c2"))
+	onB.until("b's answer", answer("Two, from b."))
+	if h := holder(t, dsn, id); h != "b" {
+		t.Fatalf("the lease is %q's, want b's", h)
+	}
+
+	// a wakes up believing it runs the session: its person writes there.
+	llm.Push(openaitest.Reply{Text: []string{"Three, from b."}})
+	submit(t, a, id, text("three", "c3"))
+	onB.until("the answer to what was written on a", answer("Three, from b."))
+	onA.until("the same answer on a", answer("Three, from b."))
+	if n := len(llm.Requests()); n != 3 {
+		t.Fatalf("the model was asked %d times, want 3", n)
+	}
+	gapless(t, "a's listener", onA.stored())
+	gapless(t, "b's listener", onB.stored())
+}
+
+// A replica that drains gives its conversations up at once: another runs
+// them without waiting for the lease to run out.
+func TestDrainGivesConversationsUp(t *testing.T) {
+	dsn := pg.NewDatabase(t)
+	llm := openaitest.New()
+	t.Cleanup(llm.Close)
+	a, b := startReplica(t, dsn, "a", llm), startReplica(t, dsn, "b", llm)
+
+	onA := watch(t, a, sessions.AttachOptions{Key: "web:k5", Author: alice, AfterSeq: 0})
+	id := onA.sub.Ready.Session
+	llm.Push(openaitest.Reply{Text: []string{"Before."}})
+	submit(t, a, id, text("before", "c1"))
+	onA.until("the answer", answer("Before."))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a.m.Drain(ctx)
+	if h := holder(t, dsn, id); h != "" {
+		t.Fatalf("after a drained, the lease is %q's, want nobody's", h)
+	}
+	llm.Push(openaitest.Reply{Text: []string{"After, from b."}})
+	onB := watch(t, b, sessions.AttachOptions{SessionID: id, Author: alice, AfterSeq: 0})
+	submit(t, b, id, text("after", "c2"))
+	onB.until("b's answer", answer("After, from b."))
+	if h := holder(t, dsn, id); h != "b" {
+		t.Fatalf("the lease is %q's, want b's", h)
+	}
+}
