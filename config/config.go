@@ -203,6 +203,12 @@ type Storage struct {
 	// the log show it); empty: the host name and a random suffix, new at
 	// every start.
 	Replica string `koanf:"replica"`
+	// DataDir is where files are kept beside the database: the pictures
+	// the model made, what people upload, the sandbox's workspaces.
+	// Empty: the SQLite file's folder, or with PostgreSQL the folder
+	// "data" in the working directory. Replicas that keep files share it (a network
+	// file system), or a conversation's files stay on one machine.
+	DataDir string `koanf:"data_dir"`
 	// Retention deletes sessions whose last turn ended longer ago than
 	// this, with everything they hold; 0 keeps them.
 	Retention Duration `koanf:"retention"`
@@ -699,7 +705,7 @@ func IsPostgres(dsn string) bool {
 // pathKeys are the keys that name files or folders on this machine.
 // Not tools.sandbox.python (a path inside the sandbox) nor
 // tools.mcp[].command (a command line, run as a shell would run it).
-var pathKeys = []string{"storage.dsn", "guides.dir", "tools.sandbox.dir", "tools.sandbox.wheelhouse", "tools.sandbox.bwrap"}
+var pathKeys = []string{"storage.dsn", "storage.data_dir", "guides.dir", "tools.sandbox.dir", "tools.sandbox.wheelhouse", "tools.sandbox.bwrap"}
 
 // resolvePaths makes the relative paths of pathKeys relative to dir, the
 // config file's folder. Empty values (a default chosen later), absolute

@@ -13,7 +13,6 @@ import (
 	"github.com/switchboard-gw/switchboard/providers/gemini"
 	"github.com/switchboard-gw/switchboard/providers/openai"
 	"github.com/switchboard-gw/switchboard/semantic"
-	"github.com/switchboard-gw/switchboard/storage"
 )
 
 // buildEmbedder is the embedder the embeddings section configures, at its
@@ -65,7 +64,7 @@ func buildEmbedder(cfg config.Config, environ []string, log *slog.Logger) (provi
 
 // buildRecall is semantic recall over db, when embeddings are configured
 // and can be made (nil otherwise: recall is full-text alone).
-func buildRecall(cfg config.Config, environ []string, db *storage.DB, log *slog.Logger) (*semantic.Recall, error) {
+func buildRecall(cfg config.Config, environ []string, db semantic.Store, log *slog.Logger) (*semantic.Recall, error) {
 	emb, err := buildEmbedder(cfg, environ, log)
 	if err != nil || emb == nil {
 		return nil, err
@@ -98,7 +97,7 @@ func runIndexer(ctx context.Context, r *semantic.Recall) (stop func()) {
 // recallStore is the store the sessions use when semantic recall is on:
 // memory.recall searches through it.
 type recallStore struct {
-	*storage.DB
+	gatewayStore
 	recall *semantic.Recall
 }
 

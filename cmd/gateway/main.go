@@ -42,7 +42,6 @@ import (
 	"github.com/switchboard-gw/switchboard/providers/gemini"
 	"github.com/switchboard-gw/switchboard/providers/openai"
 	"github.com/switchboard-gw/switchboard/sessions"
-	"github.com/switchboard-gw/switchboard/storage"
 	"github.com/switchboard-gw/switchboard/web"
 )
 
@@ -163,10 +162,11 @@ Flags:
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	db, err := storage.Open(ctx, cfg.Storage.DSN)
+	dbase, err := openDatabase(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
+	db := dbase.store
 	defer db.Close()
 	// Semantic recall, when embeddings are configured (embeddings.go).
 	recall, err := buildRecall(cfg, environ, db, log)
@@ -267,6 +267,7 @@ Flags:
 		ToolTimeout: time.Duration(cfg.Sessions.ToolTimeout), Logger: log,
 		MaxLive: cfg.Sessions.MaxLive, NewPerMinute: cfg.Sessions.NewPerMinute, DeltaInterval: time.Duration(cfg.Sessions.DeltaInterval),
 		Retention: time.Duration(cfg.Storage.Retention), MaxBindings: cfg.Sessions.MaxBindings,
+		Cluster:   dbase.sessionsCluster(),
 		PublicURL: inviteHTTP.InviteBase(),
 		Uploads:   tb.uploads(), UploadLimits: uploadLimits(cfg.Uploads),
 		Files: tb.files, Forget: func(ids []string) {
@@ -304,6 +305,11 @@ Flags:
 	// What a crash or the last shutdown left under way goes on now.
 	if err := manager.Recover(ctx); err != nil {
 		log.Error("some sessions could not be resumed", "err", err)
+	}
+	if dbase.cluster != nil {
+		// Leases kept, conversations of replicas gone taken over, other
+		// replicas' events and inputs heard, until the sessions stop.
+		go dbase.cluster.Run(sessionsCtx, manager)
 	}
 
 	// Listeners outlive ctx: on shutdown they keep serving while the
@@ -771,11 +777,18 @@ func localUser(environ []string) switchboard.Author {
 	return switchboard.Author{Channel: "stdin", ID: name, Name: name}
 }
 
-// dataDir is a folder beside the database for what the gateway keeps in
-// files (the terminal's images); in the temporary directory when the
-// database is in memory.
+// dataDir is a folder in storage.data_dir, or beside the database, for
+// what the gateway keeps in files (the terminal's images); in the
+// temporary directory when the database is in memory, in ./data with
+// PostgreSQL.
 func dataDir(cfg config.Config, name string) string {
+	if d := cfg.Storage.DataDir; d != "" {
+		return filepath.Join(d, name)
+	}
 	dsn := cfg.Storage.DSN
+	if config.IsPostgres(dsn) {
+		return filepath.Join("data", name)
+	}
 	if dsn == ":memory:" || strings.HasPrefix(dsn, "file::memory:") {
 		return filepath.Join(os.TempDir(), "switchboard-"+name)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/switchboard-gw/switchboard/config"
 	"github.com/switchboard-gw/switchboard/sessions"
-	"github.com/switchboard-gw/switchboard/storage"
 	"github.com/switchboard-gw/switchboard/tools"
 	"github.com/switchboard-gw/switchboard/tools/mcp"
 	"github.com/switchboard-gw/switchboard/tools/sandbox"
@@ -38,12 +37,8 @@ type toolbox struct {
 // db keeps what remember is told and recall answers memory_search (the
 // store's full-text search, or semantic recall's); both are nil for the
 // doctor, which only checks that guides name tools that exist.
-func buildTools(cfg config.Config, environ []string, db *storage.DB, recall tools.Recall, log *slog.Logger) (*toolbox, error) {
+func buildTools(cfg config.Config, environ []string, memories tools.Memories, recall tools.Recall, log *slog.Logger) (*toolbox, error) {
 	tb := &toolbox{log: log, images: dataDir(cfg, "images")}
-	var memories tools.Memories
-	if db != nil {
-		memories = db
-	}
 	all := append(tools.Builtins(time.Now), append(tools.MemoryTools(memories, time.Now), tools.RecallTool(recall))...)
 	if sc := cfg.Tools.Sandbox; sc.Enabled {
 		sb, err := sandbox.New(sandboxConfig(cfg), log)
