@@ -52,6 +52,7 @@ type Store interface {
 type Sessions interface {
 	StoredElsewhere(sessionID string)
 	InputElsewhere(sessionID string)
+	BoundElsewhere(sessionID string)
 	Lost(sessionID string)
 	TakeOver(ctx context.Context, sessionID string) (bool, error)
 	Resync()
@@ -161,6 +162,8 @@ func (c *Cluster) listen(ctx context.Context, s Sessions) {
 			s.StoredElsewhere(n.Session)
 		case postgres.NoteInput:
 			s.InputElsewhere(n.Session)
+		case postgres.NoteBound:
+			s.BoundElsewhere(n.Session)
 		case postgres.NoteResync:
 			s.Resync()
 		}

@@ -10,6 +10,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -438,5 +439,96 @@ func TestDrainGivesConversationsUp(t *testing.T) {
 	onB.until("b's answer", answer("After, from b."))
 	if h := holder(t, dsn, id); h != "b" {
 		t.Fatalf("the lease is %q's, want b's", h)
+	}
+}
+
+// follows records what a channel's follower is told.
+type follows struct {
+	mu    sync.Mutex
+	bound []switchboard.Binding
+	told  chan struct{}
+}
+
+func (f *follows) Follow(b switchboard.Binding) {
+	f.mu.Lock()
+	f.bound = append(f.bound, b)
+	f.mu.Unlock()
+	select {
+	case f.told <- struct{}{}:
+	default:
+	}
+}
+
+func (f *follows) saw(address string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, b := range f.bound {
+		if b.Address == address {
+			return true
+		}
+	}
+	return false
+}
+
+// A place bound on a replica that does not run the conversation is
+// rendered by the one that does: its follower is told.
+func TestAPlaceBoundElsewhereIsRenderedByTheOwner(t *testing.T) {
+	dsn := pg.NewDatabase(t)
+	llm := openaitest.New()
+	t.Cleanup(llm.Close)
+	a, b := startReplica(t, dsn, "a", llm), startReplica(t, dsn, "b", llm)
+	onA, onB := &follows{told: make(chan struct{}, 1)}, &follows{told: make(chan struct{}, 1)}
+	a.m.SetFollower("chat", onA)
+	b.m.SetFollower("chat", onB)
+
+	w := watch(t, a, sessions.AttachOptions{Key: "web:k6", Author: alice, AfterSeq: 0})
+	id := w.sub.Ready.Session
+	watch(t, b, sessions.AttachOptions{SessionID: id, Author: alice, AfterSeq: 0}) // b mirrors it
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := b.m.Bind(ctx, "chat", "room-1", id); err != nil {
+		t.Fatal(err)
+	}
+	for !onA.saw("room-1") {
+		select {
+		case <-onA.told:
+		case <-ctx.Done():
+			t.Fatal("the replica that runs the conversation was not told of the place bound on the other")
+		}
+	}
+	// b's own follower is refused the conversation (it renders nothing).
+	if _, err := b.m.Attach(ctx, sessions.AttachOptions{SessionID: id, Follow: "chat"}); !errors.Is(err, sessions.ErrElsewhere) {
+		t.Fatalf("a follower's attach on the mirror = %v, want ErrElsewhere", err)
+	}
+}
+
+// Two replicas asked at once for the conversation of a new place (two
+// messages of a new thread landing on different replicas) agree on one.
+func TestOnePlaceOneConversationAcrossReplicas(t *testing.T) {
+	dsn := pg.NewDatabase(t)
+	llm := openaitest.New()
+	t.Cleanup(llm.Close)
+	rs := []*replica{startReplica(t, dsn, "a", llm), startReplica(t, dsn, "b", llm)}
+	for round := range 10 {
+		key := fmt.Sprintf("web:race-%d", round)
+		ids := make([]string, len(rs))
+		var wg sync.WaitGroup
+		for i, r := range rs {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				sub, err := r.m.Attach(ctx, sessions.AttachOptions{Key: key, Author: alice, AfterSeq: -1})
+				if err != nil {
+					t.Errorf("%s: attach %s: %v", r.id, key, err)
+					return
+				}
+				ids[i] = sub.Ready.Session
+				sub.Close()
+			})
+		}
+		wg.Wait()
+		if ids[0] == "" || ids[0] != ids[1] {
+			t.Fatalf("one place, two conversations: %q and %q", ids[0], ids[1])
+		}
 	}
 }

@@ -394,6 +394,15 @@ func (m *Manager) InputElsewhere(sessionID string) {
 	}
 }
 
+// BoundElsewhere tells the manager that a place was bound to a session,
+// perhaps on another replica: if this replica runs it, the place's
+// renderer follows it here.
+func (m *Manager) BoundElsewhere(sessionID string) {
+	if v, ok := m.live.Load(sessionID); ok && !v.(*session).remote.Load() {
+		go m.announce(m.ctx, sessionID)
+	}
+}
+
 // Lost tells the manager that this replica no longer holds the lease of a
 // session: it stops running it (demote).
 func (m *Manager) Lost(sessionID string) {

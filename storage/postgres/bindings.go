@@ -13,15 +13,21 @@ import (
 // Bind stores that b.Address shows b.SessionID. A place already bound to
 // another session is bound anew, from b.RenderedSeq; binding it again to
 // the same session keeps how far it was rendered and how it was bound.
+//
+// The same statement notifies NoteBound for the session, so that the
+// replica running it, whichever it is, renders the place.
 func (db *DB) Bind(ctx context.Context, b switchboard.Binding) error {
-	_, err := db.pool.Exec(ctx, `INSERT INTO bindings AS o (channel, address, session_id, rendered_seq, created_at, by_invite)
+	_, err := db.pool.Exec(ctx, `WITH bound AS (
+		INSERT INTO bindings AS o (channel, address, session_id, rendered_seq, created_at, by_invite)
 		VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (channel, address) DO UPDATE SET
 			rendered_seq = CASE WHEN o.session_id = excluded.session_id THEN o.rendered_seq ELSE excluded.rendered_seq END,
 			state = CASE WHEN o.session_id = excluded.session_id THEN o.state ELSE '' END,
 			by_invite = CASE WHEN o.session_id = excluded.session_id THEN o.by_invite ELSE excluded.by_invite END,
-			session_id = excluded.session_id`,
-		b.Channel, b.Address, b.SessionID, b.RenderedSeq, b.CreatedAt.UnixMilli(), b.ByInvite)
+			session_id = excluded.session_id
+		RETURNING 1)
+		SELECT pg_notify('switchboard', $7) FROM bound`,
+		b.Channel, b.Address, b.SessionID, b.RenderedSeq, b.CreatedAt.UnixMilli(), b.ByInvite, payload(Note{Kind: NoteBound, Session: b.SessionID}))
 	if err != nil {
 		return fmt.Errorf("postgres: bind %s %s to %s: %w", b.Channel, b.Address, b.SessionID, err)
 	}

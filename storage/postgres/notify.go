@@ -26,6 +26,9 @@ const (
 	NoteEvents = "events"
 	// NoteInput: an input was accepted for Session (InboxID).
 	NoteInput = "input"
+	// NoteBound: a place was bound to Session (Bind): the replica that
+	// runs it has the place's renderer follow it.
+	NoteBound = "bound"
 	// NoteResync: notifications may have been missed (the listening
 	// connection was lost and is back): re-read what matters.
 	NoteResync = "resync"
