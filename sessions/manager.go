@@ -569,6 +569,16 @@ func (m *Manager) open(ctx context.Context, opts AttachOptions) (s *session, cre
 		}
 	}
 	s, err = m.create(ctx, opts.Key, opts.Guide, opts.Author)
+	if opts.Key != "" && errors.Is(err, switchboard.ErrExists) {
+		// Made a moment ago by another attach, here or on another
+		// replica (two messages of a new thread): that one it is.
+		rec, ferr := m.cfg.Store.SessionByKey(ctx, opts.Key)
+		if ferr != nil {
+			return nil, false, fmt.Errorf("sessions: open %q: %w", opts.Key, ferr)
+		}
+		s, err = m.load(ctx, rec.ID)
+		return s, false, err
+	}
 	return s, err == nil, err
 }
 
