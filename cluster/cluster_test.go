@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/collaboration"
 	"github.com/switchboard-gw/switchboard/guides"
 	"github.com/switchboard-gw/switchboard/internal/pgtest"
 	"github.com/switchboard-gw/switchboard/providers"
@@ -529,6 +530,38 @@ func TestOnePlaceOneConversationAcrossReplicas(t *testing.T) {
 		wg.Wait()
 		if ids[0] == "" || ids[0] != ids[1] {
 			t.Fatalf("one place, two conversations: %q and %q", ids[0], ids[1])
+		}
+	}
+}
+
+// A role given on one replica holds on the other: the owner, meeting a
+// person it has not seen, reads the store rather than make them a member
+// over the role they were given.
+func TestARoleGivenElsewhereHolds(t *testing.T) {
+	dsn := pg.NewDatabase(t)
+	llm := openaitest.New()
+	t.Cleanup(llm.Close)
+	a, b := startReplica(t, dsn, "a", llm), startReplica(t, dsn, "b", llm)
+	bob := switchboard.Author{Channel: "web", ID: "bob", Name: "Bob"}
+
+	onA := watch(t, a, sessions.AttachOptions{Key: "web:k7", Author: alice, AfterSeq: -1})
+	id := onA.sub.Ready.Session
+	onB := watch(t, b, sessions.AttachOptions{SessionID: id, Author: bob, Role: collaboration.Approver, AfterSeq: -1})
+	if onB.sub.Ready.Role != string(collaboration.Approver) {
+		t.Fatalf("bob's role on b: %q, want approver", onB.sub.Ready.Role)
+	}
+	again := watch(t, a, sessions.AttachOptions{SessionID: id, Author: bob, AfterSeq: -1})
+	if again.sub.Ready.Role != string(collaboration.Approver) {
+		t.Fatalf("bob's role on a, the owner: %q, want the approver he was made on b", again.sub.Ready.Role)
+	}
+	ctx := context.Background()
+	members, err := a.db.Members(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range members {
+		if m.Key == bob.Key() && m.Role != string(collaboration.Approver) {
+			t.Fatalf("stored role of bob: %q, want approver", m.Role)
 		}
 	}
 }

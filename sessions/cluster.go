@@ -91,6 +91,19 @@ func (m *Manager) restoreMirror(ctx context.Context, id string) (*session, error
 	return s, nil
 }
 
+// rereadMembers reads the session's people again from the store, where
+// other replicas record who joined and with which role.
+func (s *session) rereadMembers(ctx context.Context) error {
+	members, err := s.m.cfg.Store.Members(ctx, s.id)
+	if err != nil {
+		return fmt.Errorf("members of %s: %w", s.id, err)
+	}
+	s.mu.Lock()
+	s.setMembersLocked(members)
+	s.mu.Unlock()
+	return nil
+}
+
 // refresh reads again what a mirror shows of its session that the owner
 // may have changed: its people and the approval requests open.
 func (s *session) refresh(ctx context.Context) error {
@@ -324,6 +337,9 @@ func (s *session) done(id int64) {
 // of a session this replica runs, in the order they were stored, each
 // once. A stop stops the running turn at once, as a local one does.
 func (s *session) takeUpForwarded(ctx context.Context) {
+	if s.m.cfg.Cluster == nil {
+		return // one gateway: every input was queued as it was accepted
+	}
 	s.acceptMu.Lock()
 	defer s.acceptMu.Unlock()
 	if s.remote.Load() {
@@ -344,10 +360,8 @@ func (s *session) takeUpForwarded(ctx context.Context) {
 		return
 	}
 	// Whoever joined or was given a role on another replica.
-	if members, err := s.m.cfg.Store.Members(ctx, s.id); err == nil {
-		s.mu.Lock()
-		s.setMembersLocked(members)
-		s.mu.Unlock()
+	if err := s.rereadMembers(ctx); err != nil {
+		s.log.Warn("members not read again; roles given on other replicas may be missed", "err", err)
 	}
 	for _, q := range queued {
 		if _, ok := s.queuedIDs[q.ID]; ok {
@@ -364,7 +378,7 @@ func (s *session) takeUpForwarded(ctx context.Context) {
 			s.taken(q.ID)
 		default:
 			s.mu.Unlock()
-			s.log.Warn("queue full: forwarded inputs wait in the inbox for the next look", "waiting", len(queued))
+			s.backlog.Store(true) // taken up once the queue is through
 			s.kick()
 			return
 		}

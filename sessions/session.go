@@ -157,6 +157,8 @@ type session struct {
 	pullMu     sync.Mutex
 	pullQueued atomic.Bool
 	queuedIDs  map[int64]struct{}
+	// backlog: inputs wait in the inbox that the queue had no room for.
+	backlog atomic.Bool
 }
 
 // stored is what a session's owner loads of it from the store.
@@ -239,11 +241,20 @@ func (s *session) takeOver(st stored) {
 	s.setMembersLocked(st.members)
 	s.mu.Unlock()
 	// What was under way comes first, then what was waiting: in the
-	// order they were accepted.
+	// order they were accepted. A mirror taking over (promote) may find
+	// its queue made already and smaller than what waits: the rest stays
+	// in the inbox, taken up once there is room (backlog).
+	if !s.inboxMade.Load() {
+		s.inboxCap = max(s.inboxCap, len(st.queued)+1)
+	}
 	s.takeUp(st.open, func(j job) { s.jobs() <- &j })
 	for _, q := range st.queued {
-		s.taken(q.ID)
-		s.jobs() <- &job{input: q.Input, inboxID: q.ID, receipt: newReceipt()}
+		select {
+		case s.jobs() <- &job{input: q.Input, inboxID: q.ID, receipt: newReceipt()}:
+			s.taken(q.ID)
+		default:
+			s.backlog.Store(true)
+		}
 	}
 	if st.open != nil || len(st.queued) > 0 {
 		s.log.Info("session resumed", "open_turn", st.open != nil, "queued_inputs", len(st.queued))
@@ -347,6 +358,9 @@ func (s *session) park() bool {
 	}
 	s.running = false
 	s.armIdleLocked()
+	if s.backlog.Swap(false) {
+		go s.takeUpForwarded(s.m.ctx) // inputs left in the inbox for lack of room
+	}
 	return true
 }
 
@@ -616,6 +630,16 @@ func (s *session) schedule(j job) {
 // join makes the author a member with the role they already have, the role
 // given, or the join role. A role the owner pinned with /role stays.
 func (s *session) join(ctx context.Context, a switchboard.Author, role collaboration.Role) (collaboration.Role, error) {
+	s.mu.Lock()
+	_, known := s.roles[a.Key()]
+	s.mu.Unlock()
+	if !known && s.m.cfg.Cluster != nil && !s.unstored.Load() {
+		// Joined on another replica, perhaps with a role given there:
+		// what the store has, not a member's role over it.
+		if err := s.rereadMembers(ctx); err != nil {
+			return "", fmt.Errorf("sessions: join: %w", err)
+		}
+	}
 	s.mu.Lock()
 	cur, known := s.roles[a.Key()]
 	pinned := s.pinned[a.Key()]
