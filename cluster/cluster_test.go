@@ -565,3 +565,56 @@ func TestARoleGivenElsewhereHolds(t *testing.T) {
 		}
 	}
 }
+
+// A role is held by one replica at a time, and moves to another when its
+// holder dies.
+func TestARoleHasOneHolder(t *testing.T) {
+	dsn := pg.NewDatabase(t)
+	llm := openaitest.New()
+	t.Cleanup(llm.Close)
+	a, b := startReplica(t, dsn, "a", llm), startReplica(t, dsn, "b", llm)
+
+	var mu sync.Mutex
+	leading := map[string]bool{}
+	started := make(chan string, 4)
+	lead := func(r *replica) {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		go func() {
+			<-r.stopped // the replica's crash ends its role too
+			cancel()
+		}()
+		go r.c.Lead(ctx, "indexer", func(ctx context.Context) {
+			mu.Lock()
+			for other, on := range leading {
+				if on {
+					t.Errorf("%s holds the role while %s does", r.id, other)
+				}
+			}
+			leading[r.id] = true
+			mu.Unlock()
+			started <- r.id
+			<-ctx.Done()
+			mu.Lock()
+			leading[r.id] = false
+			mu.Unlock()
+		})
+	}
+	lead(a)
+	lead(b)
+	first := <-started
+	dead, other := a, b
+	if first == "b" {
+		dead, other = b, a
+	}
+	dead.crash()
+	runOut(t, dsn, dead.id)
+	select {
+	case second := <-started:
+		if second != other.id {
+			t.Fatalf("after %s died, %s took the role, want %s", dead.id, second, other.id)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("nobody took the role over after %s died", dead.id)
+	}
+}

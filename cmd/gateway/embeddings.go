@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/cluster"
 	"github.com/switchboard-gw/switchboard/config"
 	"github.com/switchboard-gw/switchboard/providers"
 	"github.com/switchboard-gw/switchboard/providers/gemini"
@@ -81,11 +82,19 @@ func buildRecall(cfg config.Config, environ []string, db semantic.Store, log *sl
 
 // runIndexer embeds stored messages in the background until the returned
 // func is called, which waits for it to stop (before the store closes).
-func runIndexer(ctx context.Context, r *semantic.Recall) (stop func()) {
+//
+// With replicas (c not nil), one indexer runs among them: the replica
+// holding the "indexer" role; another takes it over when it dies. Two
+// would embed the same messages and pay for them twice.
+func runIndexer(ctx context.Context, r *semantic.Recall, c *cluster.Cluster) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		if c != nil {
+			c.Lead(ctx, "indexer", r.Run)
+			return
+		}
 		r.Run(ctx)
 	}()
 	return func() {

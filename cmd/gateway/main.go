@@ -210,7 +210,7 @@ Flags:
 		// Its indexer starts once the configuration is known to be
 		// good, and stops before the store closes.
 		recall.Register(mets)
-		defer runIndexer(ctx, recall)()
+		defer runIndexer(ctx, recall, dbase.cluster)()
 	}
 	parts := newHealth(mets) // health.go: /readyz, switchboard_component_up
 	// Memories, summaries and the recall index grow with use: their sizes
