@@ -53,6 +53,7 @@ type Sessions interface {
 	StoredElsewhere(sessionID string)
 	InputElsewhere(sessionID string)
 	BoundElsewhere(sessionID string)
+	MembersElsewhere(sessionID string)
 	Lost(sessionID string)
 	TakeOver(ctx context.Context, sessionID string) (bool, error)
 	Resync()
@@ -164,6 +165,8 @@ func (c *Cluster) listen(ctx context.Context, s Sessions) {
 			s.InputElsewhere(n.Session)
 		case postgres.NoteBound:
 			s.BoundElsewhere(n.Session)
+		case postgres.NoteMembers:
+			s.MembersElsewhere(n.Session)
 		case postgres.NoteResync:
 			s.Resync()
 		}

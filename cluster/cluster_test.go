@@ -618,3 +618,28 @@ func TestARoleHasOneHolder(t *testing.T) {
 		t.Fatalf("nobody took the role over after %s died", dead.id)
 	}
 }
+
+// Someone who joins on one replica is on the roster the others show.
+func TestTheRosterCrossesReplicas(t *testing.T) {
+	dsn := pg.NewDatabase(t)
+	llm := openaitest.New()
+	t.Cleanup(llm.Close)
+	a, b := startReplica(t, dsn, "a", llm), startReplica(t, dsn, "b", llm)
+	bob := switchboard.Author{Channel: "web", ID: "bob", Name: "Bob"}
+
+	onA := watch(t, a, sessions.AttachOptions{Key: "web:k8", Author: alice, AfterSeq: -1})
+	id := onA.sub.Ready.Session
+	watch(t, b, sessions.AttachOptions{SessionID: id, Author: bob, AfterSeq: -1})
+	onA.until("a roster with bob on a", func(ev switchboard.Event) bool {
+		var d switchboard.MembersData
+		if ev.Type != switchboard.EventMembers || json.Unmarshal(ev.Data, &d) != nil {
+			return false
+		}
+		for _, m := range d.Members {
+			if m.ID == "bob" {
+				return true
+			}
+		}
+		return false
+	})
+}

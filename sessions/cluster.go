@@ -417,6 +417,32 @@ func (m *Manager) BoundElsewhere(sessionID string) {
 	}
 }
 
+// MembersElsewhere tells the manager that a session's people changed,
+// perhaps on another replica (someone joined, a role was given, someone
+// left): a session loaded here reads them again and shows its listeners
+// the roster. Who is here is each replica's own: its listeners.
+func (m *Manager) MembersElsewhere(sessionID string) {
+	v, ok := m.live.Load(sessionID)
+	if !ok {
+		return
+	}
+	s := v.(*session)
+	if s.unstored.Load() {
+		return
+	}
+	go func() {
+		if err := s.rereadMembers(m.ctx); err != nil {
+			if m.ctx.Err() == nil {
+				s.log.Warn("members not read again after a change elsewhere", "err", err)
+			}
+			return
+		}
+		s.mu.Lock()
+		s.membersChangedLocked()
+		s.mu.Unlock()
+	}()
+}
+
 // Lost tells the manager that this replica no longer holds the lease of a
 // session: it stops running it (demote).
 func (m *Manager) Lost(sessionID string) {

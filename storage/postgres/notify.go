@@ -29,6 +29,9 @@ const (
 	// NoteBound: a place was bound to Session (Bind): the replica that
 	// runs it has the place's renderer follow it.
 	NoteBound = "bound"
+	// NoteMembers: Session's people changed (SetMember, RemoveMember):
+	// every replica showing it reads them again.
+	NoteMembers = "members"
 	// NoteResync: notifications may have been missed (the listening
 	// connection was lost and is back): re-read what matters.
 	NoteResync = "resync"

@@ -157,10 +157,13 @@ func (db *DB) DeleteSessions(ctx context.Context, ids []string) error {
 // SetMember grants a member their role in a session under the name given,
 // replacing what was there; a LastSeen of zero keeps the stored one.
 func (db *DB) SetMember(ctx context.Context, sessionID string, m switchboard.Member) error {
-	_, err := db.pool.Exec(ctx, `INSERT INTO members (session_id, author_key, role, name, last_seen, pinned) VALUES ($1, $2, $3, $4, $5, $6)
+	_, err := db.pool.Exec(ctx, `WITH set AS (
+		INSERT INTO members (session_id, author_key, role, name, last_seen, pinned) VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (session_id, author_key) DO UPDATE SET role = excluded.role, name = excluded.name,
-		last_seen = GREATEST(members.last_seen, excluded.last_seen), pinned = excluded.pinned`,
-		sessionID, m.Key, m.Role, m.Name, unixMilli(m.LastSeen), m.Pinned)
+		last_seen = GREATEST(members.last_seen, excluded.last_seen), pinned = excluded.pinned
+		RETURNING 1)
+		SELECT pg_notify('switchboard', $7) FROM set`,
+		sessionID, m.Key, m.Role, m.Name, unixMilli(m.LastSeen), m.Pinned, payload(Note{Kind: NoteMembers, Session: sessionID}))
 	if err != nil {
 		return fmt.Errorf("postgres: set member %s in %s: %w", m.Key, sessionID, err)
 	}
@@ -170,7 +173,8 @@ func (db *DB) SetMember(ctx context.Context, sessionID string, m switchboard.Mem
 // RemoveMember takes a member out of a session (/leave); removing one who
 // is not there is no error.
 func (db *DB) RemoveMember(ctx context.Context, sessionID, authorKey string) error {
-	if _, err := db.pool.Exec(ctx, `DELETE FROM members WHERE session_id = $1 AND author_key = $2`, sessionID, authorKey); err != nil {
+	if _, err := db.pool.Exec(ctx, `WITH gone AS (DELETE FROM members WHERE session_id = $1 AND author_key = $2 RETURNING 1)
+		SELECT pg_notify('switchboard', $3) FROM gone LIMIT 1`, sessionID, authorKey, payload(Note{Kind: NoteMembers, Session: sessionID})); err != nil {
 		return fmt.Errorf("postgres: remove member %s from %s: %w", authorKey, sessionID, err)
 	}
 	return nil
