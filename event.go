@@ -44,6 +44,16 @@ type Event struct {
 	Data    json.RawMessage `json:"data"`
 }
 
+// Numbered fails for an event that a store cannot take: one without a
+// session or a seq (seqs start at 1). Stores check it as events are
+// queued, where the caller can still act on it.
+func (e Event) Numbered() error {
+	if e.Session == "" || e.Seq <= 0 {
+		return fmt.Errorf("event %q/%d needs a session and a seq > 0", e.Session, e.Seq)
+	}
+	return nil
+}
+
 // Ephemeral reports whether the event is sent live but not stored or
 // numbered: a ready event is per connection. (A notice, such as a storage
 // failure, is an error event with seq 0: it is not part of the history.)

@@ -14,6 +14,18 @@ type Hit struct {
 	Found
 }
 
+// Founds are the messages of hits, in their order.
+func Founds(hits []Hit) []Found {
+	if len(hits) == 0 {
+		return nil
+	}
+	found := make([]Found, len(hits))
+	for i, h := range hits {
+		found[i] = h.Found
+	}
+	return found
+}
+
 // Unembedded is a message that has no vector of a space yet.
 type Unembedded struct {
 	ID        int64

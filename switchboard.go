@@ -218,6 +218,21 @@ var (
 	ErrInviteRevoked = errors.New("that invite code was withdrawn")
 )
 
+// Redeemable says why inv lets no one in at now (ErrInviteRevoked,
+// ErrInviteExpired, ErrInviteUsedUp), or nil when one more may use it:
+// every store redeems by this rule.
+func (inv Invite) Redeemable(now time.Time) error {
+	switch {
+	case inv.Revoked:
+		return ErrInviteRevoked
+	case !now.Before(inv.ExpiresAt):
+		return ErrInviteExpired
+	case inv.UsesLeft <= 0:
+		return ErrInviteUsedUp
+	}
+	return nil
+}
+
 // ErrNotFound is returned (wrapped) by stores for a missing record.
 var ErrNotFound = errors.New("not found")
 

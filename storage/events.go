@@ -33,8 +33,8 @@ func (db *DB) AppendEvents(ctx context.Context, published func([]switchboard.Eve
 	// Checked here, where the caller can still act on it, rather than in a
 	// batch that other sessions' events share.
 	for _, ev := range evs {
-		if ev.Session == "" || ev.Seq <= 0 {
-			return fmt.Errorf("storage: append events: event %q/%d needs a session and a seq > 0", ev.Session, ev.Seq)
+		if err := ev.Numbered(); err != nil {
+			return fmt.Errorf("storage: append events: %w", err)
 		}
 	}
 	for _, ev := range evs {

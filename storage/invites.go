@@ -61,13 +61,8 @@ func (db *DB) RedeemInvite(ctx context.Context, codeHash string, now time.Time) 
 			return err
 		}
 		inv.ExpiresAt, inv.CreatedAt, inv.Revoked = fromMillis(expires), fromMillis(created), revoked != 0
-		switch {
-		case inv.Revoked:
-			return switchboard.ErrInviteRevoked
-		case !now.Before(inv.ExpiresAt):
-			return switchboard.ErrInviteExpired
-		case inv.UsesLeft <= 0:
-			return switchboard.ErrInviteUsedUp
+		if err := inv.Redeemable(now); err != nil {
+			return err
 		}
 		inv.UsesLeft--
 		_, err = tx.ExecContext(ctx, `UPDATE invites SET uses_left = uses_left - 1 WHERE code_hash = ?`, codeHash)

@@ -35,8 +35,8 @@ func (db *DB) AppendEvents(ctx context.Context, published func([]switchboard.Eve
 		return fmt.Errorf("postgres: append events: %w", ErrClosed)
 	}
 	for _, ev := range evs {
-		if ev.Session == "" || ev.Seq <= 0 {
-			return fmt.Errorf("postgres: append events: event %q/%d needs a session and a seq > 0", ev.Session, ev.Seq)
+		if err := ev.Numbered(); err != nil {
+			return fmt.Errorf("postgres: append events: %w", err)
 		}
 	}
 	for _, ev := range evs {

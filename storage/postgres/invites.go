@@ -63,13 +63,8 @@ func (db *DB) RedeemInvite(ctx context.Context, codeHash string, now time.Time) 
 		if err != nil {
 			return err
 		}
-		switch {
-		case inv.Revoked:
-			return switchboard.ErrInviteRevoked
-		case !now.Before(inv.ExpiresAt):
-			return switchboard.ErrInviteExpired
-		case inv.UsesLeft <= 0:
-			return switchboard.ErrInviteUsedUp
+		if err := inv.Redeemable(now); err != nil {
+			return err
 		}
 		inv.UsesLeft--
 		_, err = tx.Exec(ctx, `UPDATE invites SET uses_left = uses_left - 1 WHERE code_hash = $1`, codeHash)

@@ -39,14 +39,7 @@ const maxQueryText = 4096
 // quotes, stars and operators are text.
 func (db *DB) Search(ctx context.Context, reader, query string, limit int) ([]switchboard.Found, error) {
 	hits, err := db.SearchHits(ctx, reader, query, limit)
-	if err != nil || len(hits) == 0 {
-		return nil, err
-	}
-	found := make([]switchboard.Found, len(hits))
-	for i, h := range hits {
-		found[i] = h.Found
-	}
-	return found, nil
+	return switchboard.Founds(hits), err
 }
 
 // SearchHits is Search with each message's id, which semantic recall
