@@ -62,8 +62,9 @@ func logger(t *testing.T) *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// startReplica starts replica id on the database dsn, with llm as its model.
-func startReplica(t *testing.T, dsn, id string, llm *openaitest.Server) *replica {
+// startReplica starts replica id on the database dsn, with llm as its
+// model; with changes to its cluster's Config.
+func startReplica(t *testing.T, dsn, id string, llm *openaitest.Server, with ...func(*Config)) *replica {
 	t.Helper()
 	log := logger(t).With("replica", id)
 	db, err := postgres.Open(context.Background(), dsn, postgres.WithReplica(id), postgres.WithLogger(log))
@@ -82,7 +83,11 @@ func startReplica(t *testing.T, dsn, id string, llm *openaitest.Server) *replica
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := New(Config{Store: db, Lease: lease, Logger: log})
+	cfg := Config{Store: db, Lease: lease, Logger: log}
+	for _, f := range with {
+		f(&cfg)
+	}
+	c := New(cfg)
 	ctx, stop := context.WithCancel(context.Background())
 	m := sessions.NewManager(ctx, sessions.Config{
 		Store: db, Guides: catalog, DefaultGuide: "assistant", Tools: reg, Cluster: c,
