@@ -114,16 +114,22 @@ func (r *replica) crash() {
 	})
 }
 
-// runOut runs out the leases replica holder holds, as time would.
-func runOut(t *testing.T, dsn, holder string) {
+// connect is a connection of the test's own to the database dsn, closed
+// when the test ends.
+func connect(t *testing.T, dsn string) *pgx.Conn {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
+	conn, err := pgx.Connect(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `UPDATE leases SET expires_at = 0 WHERE holder = $1`, holder); err != nil {
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+// runOut runs out the leases replica holder holds, as time would.
+func runOut(t *testing.T, dsn, holder string) {
+	t.Helper()
+	if _, err := connect(t, dsn).Exec(context.Background(), `UPDATE leases SET expires_at = 0 WHERE holder = $1`, holder); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -131,14 +137,8 @@ func runOut(t *testing.T, dsn, holder string) {
 // holder is who holds session id's lease, unexpired ("" for nobody).
 func holder(t *testing.T, dsn, id string) string {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	var h string
-	err = conn.QueryRow(ctx, `SELECT holder FROM leases WHERE name = $1 AND expires_at > (extract(epoch from clock_timestamp()) * 1000)::bigint`, postgres.SessionLease(id)).Scan(&h)
+	err := connect(t, dsn).QueryRow(context.Background(), `SELECT holder FROM leases WHERE name = $1 AND expires_at > (extract(epoch from clock_timestamp()) * 1000)::bigint`, postgres.SessionLease(id)).Scan(&h)
 	if err == pgx.ErrNoRows {
 		return ""
 	}

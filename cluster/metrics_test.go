@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/metrics"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
@@ -128,13 +126,7 @@ func TestMetricsAfterALoss(t *testing.T) {
 // forget makes replica id unheard of, as time would once it is dead.
 func forget(t *testing.T, dsn, id string) {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `UPDATE replicas SET seen_at = 0 WHERE id = $1`, id); err != nil {
+	if _, err := connect(t, dsn).Exec(context.Background(), `UPDATE replicas SET seen_at = 0 WHERE id = $1`, id); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -25,40 +25,46 @@ func pgDoctor(t *testing.T, s *doctorSetup, dsn string, env ...string) (string, 
 	return s.doctor(t, env, "--set", "storage.dsn="+dsn)
 }
 
-// pgExec runs statements on the database dsn, as its owner.
-func pgExec(t *testing.T, dsn string, stmts ...string) {
+// pgConn is a connection of the test's own to the database dsn, as its
+// owner, closed when the test ends.
+func pgConn(t *testing.T, dsn string) *pgx.Conn {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
+	conn, err := pgx.Connect(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(ctx)
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+// pgExec runs statements on the database dsn.
+func pgExec(t *testing.T, dsn string, stmts ...string) {
+	t.Helper()
+	conn := pgConn(t, dsn)
 	for _, s := range stmts {
-		if _, err := conn.Exec(ctx, s); err != nil {
+		if _, err := conn.Exec(context.Background(), s); err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
 	}
+}
+
+// pgQuery is a query's one value.
+func pgQuery[T any](t *testing.T, dsn, query string) T {
+	t.Helper()
+	var v T
+	if err := pgConn(t, dsn).QueryRow(context.Background(), query).Scan(&v); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return v
 }
 
 // pgSnapshot is what the replicas' tables hold, to show the doctor
 // changed nothing.
 func pgSnapshot(t *testing.T, dsn string) string {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	var snap string
-	err = conn.QueryRow(ctx, `SELECT
+	return pgQuery[string](t, dsn, `SELECT
 		(SELECT string_agg(id || '@' || seen_at, ',' ORDER BY id) FROM replicas) || ' / ' ||
-		(SELECT string_agg(name || '=' || holder || ':' || epoch || '@' || expires_at, ',' ORDER BY name) FROM leases)`).Scan(&snap)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return snap
+		(SELECT string_agg(name || '=' || holder || ':' || epoch || '@' || expires_at, ',' ORDER BY name) FROM leases)`)
 }
 
 // openReplica opens the store as the gateway opens it, as replica id.
@@ -88,14 +94,8 @@ func TestDoctorPostgresEmptyDatabase(t *testing.T) {
 	if strings.Contains(out, "WAL") || strings.Contains(out, ".lock") {
 		t.Errorf("SQLite's rows on PostgreSQL:\n%s", out)
 	}
-	var tables int
-	conn, err := pgx.Connect(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_tables WHERE schemaname = 'public'`).Scan(&tables); err != nil || tables != 0 {
-		t.Errorf("the doctor left %d tables (%v): it must not migrate", tables, err)
+	if tables := pgQuery[int64](t, dsn, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public'`); tables != 0 {
+		t.Errorf("the doctor left %d tables: it must not migrate", tables)
 	}
 }
 
