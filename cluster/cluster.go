@@ -81,6 +81,12 @@ type Config struct {
 	Up   func()
 }
 
+// LiveWithin is how recently a replica must have been heard of (its
+// heartbeat, stored with every renewal, every third of the lease time) to
+// count as live: three lease times, so nine heartbeats missed in a row.
+// gateway doctor and switchboard_replicas_live count by it.
+func LiveWithin(lease time.Duration) time.Duration { return 3 * lease }
+
 // Cluster keeps this replica's leases. It is safe for concurrent use.
 type Cluster struct {
 	cfg Config

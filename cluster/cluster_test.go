@@ -64,8 +64,9 @@ func logger(t *testing.T) *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// startReplica starts replica id on the database dsn, with llm as its model.
-func startReplica(t *testing.T, dsn, id string, llm *openaitest.Server) *replica {
+// startReplica starts replica id on the database dsn, with llm as its
+// model; with changes to its cluster's Config.
+func startReplica(t *testing.T, dsn, id string, llm *openaitest.Server, with ...func(*Config)) *replica {
 	t.Helper()
 	log := logger(t).With("replica", id)
 	db, err := postgres.Open(context.Background(), dsn, postgres.WithReplica(id), postgres.WithLogger(log))
@@ -84,7 +85,11 @@ func startReplica(t *testing.T, dsn, id string, llm *openaitest.Server) *replica
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := New(Config{Store: db, Lease: lease, Logger: log})
+	cfg := Config{Store: db, Lease: lease, Logger: log}
+	for _, f := range with {
+		f(&cfg)
+	}
+	c := New(cfg)
 	ctx, stop := context.WithCancel(context.Background())
 	m := sessions.NewManager(ctx, sessions.Config{
 		Store: db, Guides: catalog, DefaultGuide: "assistant", Tools: reg, Cluster: c,
@@ -111,16 +116,22 @@ func (r *replica) crash() {
 	})
 }
 
-// runOut runs out the leases replica holder holds, as time would.
-func runOut(t *testing.T, dsn, holder string) {
+// connect is a connection of the test's own to the database dsn, closed
+// when the test ends.
+func connect(t *testing.T, dsn string) *pgx.Conn {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
+	conn, err := pgx.Connect(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `UPDATE leases SET expires_at = 0 WHERE holder = $1`, holder); err != nil {
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+// runOut runs out the leases replica holder holds, as time would.
+func runOut(t *testing.T, dsn, holder string) {
+	t.Helper()
+	if _, err := connect(t, dsn).Exec(context.Background(), `UPDATE leases SET expires_at = 0 WHERE holder = $1`, holder); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -128,14 +139,8 @@ func runOut(t *testing.T, dsn, holder string) {
 // holder is who holds session id's lease, unexpired ("" for nobody).
 func holder(t *testing.T, dsn, id string) string {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	var h string
-	err = conn.QueryRow(ctx, `SELECT holder FROM leases WHERE name = $1 AND expires_at > (extract(epoch from clock_timestamp()) * 1000)::bigint`, postgres.SessionLease(id)).Scan(&h)
+	err := connect(t, dsn).QueryRow(context.Background(), `SELECT holder FROM leases WHERE name = $1 AND expires_at > (extract(epoch from clock_timestamp()) * 1000)::bigint`, postgres.SessionLease(id)).Scan(&h)
 	if err == pgx.ErrNoRows {
 		return ""
 	}

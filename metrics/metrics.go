@@ -29,6 +29,10 @@ type Metrics struct {
 
 	circuitOpen *prometheus.GaugeVec
 	componentUp *prometheus.GaugeVec
+
+	// Registered by Cluster, on PostgreSQL only.
+	leasesLost prometheus.Counter
+	takenOver  prometheus.Counter
 }
 
 // New makes the collectors and registers them, with the Go runtime and
@@ -73,8 +77,16 @@ func New() *Metrics {
 		}, []string{"provider"}),
 		componentUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "switchboard_component_up",
-			Help: "What each listener, provider and MCP server says of itself (/readyz): 1 up, 0.5 degraded, 0 down or still starting.",
+			Help: "What each listener, provider and MCP server, and on PostgreSQL the database, says of itself (/readyz): 1 up, 0.5 degraded, 0 down or still starting.",
 		}, []string{"component", "kind"}),
+		leasesLost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_leases_lost_total",
+			Help: "Conversations this replica stopped running because another replica took them over: its leases ran out unrenewed (the database unreachable for a lease time, or this replica paused).",
+		}),
+		takenOver: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_sessions_taken_over_total",
+			Help: "Conversations with work left that this replica took over from a replica gone (their lease ran out): interrupted turns are run again.",
+		}),
 	}
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),

@@ -71,6 +71,46 @@ func TestNilMetricsIsANoOp(t *testing.T) {
 	m.Connected()("done")
 	m.ProviderCircuit("main", true)
 	m.StoreSizes(time.Minute, func(context.Context) (metrics.StoreSizes, error) { return metrics.StoreSizes{}, nil })
+	m.Cluster(time.Minute, func(context.Context) (int, error) { return 1, nil }, func() int { return 1 })
+	m.LeasesLost(1)
+	m.TakenOver(1)
+}
+
+// A replica's metrics appear once Cluster registers them (on PostgreSQL
+// alone): the replicas live read at most once per interval, the leases
+// held at each scrape, the counters as the cluster counts.
+func TestClusterMetrics(t *testing.T) {
+	m := metrics.New()
+	m.LeasesLost(1) // counted before registration: kept
+	if body := scrape(t, m); strings.Contains(body, "switchboard_replicas_live") || strings.Contains(body, "switchboard_leases") {
+		t.Fatalf("a replica's metrics before Cluster:\n%s", body)
+	}
+	live, reads, held := 3, 0, 2
+	m.Cluster(time.Hour, func(ctx context.Context) (int, error) {
+		reads++
+		if _, ok := ctx.Deadline(); !ok {
+			t.Error("the reading has no deadline")
+		}
+		return live, nil
+	}, func() int { return held })
+	m.LeasesLost(2)
+	m.TakenOver(4)
+	body := scrape(t, m)
+	live, held = 5, 7
+	body2 := scrape(t, m)
+	for _, want := range []string{
+		"switchboard_replicas_live 3\n",
+		"switchboard_leases_held 2\n",
+		"switchboard_leases_lost_total 3\n",
+		"switchboard_sessions_taken_over_total 4\n",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("scrape lacks %q:\n%s", want, body)
+		}
+	}
+	if !strings.Contains(body2, "switchboard_replicas_live 3\n") || !strings.Contains(body2, "switchboard_leases_held 7\n") || reads != 1 {
+		t.Errorf("second scrape (%d readings of the replicas live): want them read once an hour, the leases at each scrape:\n%s", reads, body2)
+	}
 }
 
 func TestProviderCircuitGauge(t *testing.T) {

@@ -17,9 +17,9 @@ type StoreSizes struct {
 	IndexBytes      int64 // the recall index on disk
 }
 
-// storeReadTimeout bounds one reading of the store's sizes, made during a
-// scrape.
-const storeReadTimeout = 10 * time.Second
+// sampleTimeout bounds one reading of sampled gauges (the store's sizes,
+// the replicas live), made during a scrape.
+const sampleTimeout = 10 * time.Second
 
 // StoreSizes registers the gauges switchboard_memories_stored,
 // switchboard_summaries_stored, switchboard_recall_indexed_messages and
@@ -34,60 +34,58 @@ func (m *Metrics) StoreSizes(every time.Duration, read func(context.Context) (St
 		return
 	}
 	fresh := "Read at most every " + every.String() + "."
-	m.reg.MustRegister(&storeCollector{
+	m.reg.MustRegister(&sampled{
 		every: every,
-		read:  read,
-		memories: prometheus.NewDesc("switchboard_memories_stored",
-			"Memories people asked the assistant to keep (remember), everyone's; /forget deletes one. "+fresh, nil, nil),
-		summaries: prometheus.NewDesc("switchboard_summaries_stored",
-			"Summaries of compacted conversations (memory.policy compact): one for each compacted session. "+fresh, nil, nil),
-		indexed: prometheus.NewDesc("switchboard_recall_indexed_messages",
-			"Messages in the recall index (SQLite FTS5): people's and the assistant's with text. "+fresh, nil, nil),
-		indexBytes: prometheus.NewDesc("switchboard_recall_index_bytes",
-			"The recall index on disk: FTS5's tables, its copy of the messages' text among them. "+fresh, nil, nil),
+		read: func(ctx context.Context) ([]float64, error) {
+			s, err := read(ctx)
+			return []float64{float64(s.Memories), float64(s.Summaries), float64(s.IndexedMessages), float64(s.IndexBytes)}, err
+		},
+		descs: []*prometheus.Desc{
+			prometheus.NewDesc("switchboard_memories_stored",
+				"Memories people asked the assistant to keep (remember), everyone's; /forget deletes one. "+fresh, nil, nil),
+			prometheus.NewDesc("switchboard_summaries_stored",
+				"Summaries of compacted conversations (memory.policy compact): one for each compacted session. "+fresh, nil, nil),
+			prometheus.NewDesc("switchboard_recall_indexed_messages",
+				"Messages in the recall index (SQLite FTS5): people's and the assistant's with text. "+fresh, nil, nil),
+			prometheus.NewDesc("switchboard_recall_index_bytes",
+				"The recall index on disk: FTS5's tables, its copy of the messages' text among them. "+fresh, nil, nil),
+		},
 	})
 }
 
-// storeCollector is StoreSizes' collector: it reads the sizes when a
-// scrape finds its last reading older than every.
-type storeCollector struct {
-	every                                    time.Duration
-	read                                     func(context.Context) (StoreSizes, error)
-	memories, summaries, indexed, indexBytes *prometheus.Desc
+// sampled is a collector of gauges that read gives together, one value
+// for each of descs, in their order: it reads them during a scrape that
+// finds its last reading older than every.
+type sampled struct {
+	every time.Duration
+	read  func(context.Context) ([]float64, error)
+	descs []*prometheus.Desc
 
 	// mu is held for a reading, so concurrent scrapes read once.
 	mu    sync.Mutex
 	tried time.Time // the last reading, successful or not
-	last  StoreSizes
-	ok    bool // last holds a successful reading
+	last  []float64 // the last successful reading; nil before one
 }
 
-func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.memories
-	ch <- c.summaries
-	ch <- c.indexed
-	ch <- c.indexBytes
+func (c *sampled) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
 }
 
-func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *sampled) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.tried.IsZero() || time.Since(c.tried) >= c.every {
 		c.tried = time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), storeReadTimeout)
-		s, err := c.read(ctx)
+		ctx, cancel := context.WithTimeout(context.Background(), sampleTimeout)
+		vs, err := c.read(ctx)
 		cancel()
-		if err == nil {
-			c.last, c.ok = s, true
+		if err == nil && len(vs) == len(c.descs) {
+			c.last = vs
 		}
 	}
-	if !c.ok {
-		return
-	}
-	for _, g := range []struct {
-		desc *prometheus.Desc
-		v    int64
-	}{{c.memories, c.last.Memories}, {c.summaries, c.last.Summaries}, {c.indexed, c.last.IndexedMessages}, {c.indexBytes, c.last.IndexBytes}} {
-		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(g.v))
+	for i, v := range c.last {
+		ch <- prometheus.MustNewConstMetric(c.descs[i], prometheus.GaugeValue, v)
 	}
 }

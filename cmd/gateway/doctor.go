@@ -4,8 +4,10 @@ package main
 // then one row per thing a start-up (or the first conversation) depends on,
 // each OK, INFO, WARN or PROBLEM with how to fix it. It runs beside a
 // gateway that is serving without disturbing it: the database is only read
-// (its header, and an immutable read-only open), the lock is probed without
-// being created, and a port in use is asked whether it is a gateway.
+// (an SQLite file's header, and an immutable read-only open; PostgreSQL
+// through read-only transactions, as no replica: doctor_postgres.go), the
+// lock is probed without being created, and a port in use is asked
+// whether it is a gateway.
 
 import (
 	"cmp"
@@ -39,6 +41,7 @@ import (
 	"github.com/switchboard-gw/switchboard/providers"
 	"github.com/switchboard-gw/switchboard/providers/openai"
 	"github.com/switchboard-gw/switchboard/storage"
+	"github.com/switchboard-gw/switchboard/storage/postgres"
 	"github.com/switchboard-gw/switchboard/tools/mcp"
 	"github.com/switchboard-gw/switchboard/tools/sandbox"
 )
@@ -80,6 +83,11 @@ type doctor struct {
 	// gateway is running on this configuration.
 	gatewayPID int
 	dbHeld     bool
+	// On PostgreSQL, the read-only look at the database every row that
+	// reads it shares (doctor_postgres.go).
+	pgOnce sync.Once
+	pg     *postgres.Inspector
+	pgErr  error
 }
 
 // runDoctor is `gateway doctor [--config F] [--set k=v]... [--timeout D]`.
@@ -120,6 +128,9 @@ func runDoctor(ctx context.Context, args []string, out, errOut io.Writer, enviro
 		d.secrets = append(d.secrets, t.Secret(environ))
 	}
 	d.secrets = append(d.secrets, cfg.Listeners.WebSocket.Auth.Secret(environ))
+	if config.IsPostgres(cfg.Storage.DSN) {
+		d.secrets = append(d.secrets, dsnPassword(cfg.Storage.DSN))
+	}
 
 	results := d.run(ctx, sets)
 	for i := range results {
@@ -189,8 +200,17 @@ func (d *doctor) run(ctx context.Context, sets []string) []checkResult {
 	var embeddings checkResult
 	wg.Go(func() { embeddings = d.checkEmbeddings(ctx) })
 
-	db := d.checkDatabase()
-	recall := d.checkRecallIndex(ctx) // after checkDatabase, which finds out whether a gateway holds the file
+	// The database's rows come before the ports', which ask them whether
+	// a gateway runs on this database.
+	var dbRows []checkResult
+	if config.IsPostgres(d.cfg.Storage.DSN) {
+		defer d.closeInspector()
+		dbRows = d.checkPostgres(ctx)
+	} else {
+		db := d.checkDatabase()
+		recall := d.checkRecallIndex(ctx) // after checkDatabase, which finds out whether a gateway holds the file
+		dbRows = []checkResult{db, recall}
+	}
 	httpRes := d.checkPort(ctx, "http.addr", d.cfg.HTTP.Addr, "/healthz")
 	var metricsRes checkResult
 	if d.cfg.Metrics.Addr == "" {
@@ -203,7 +223,9 @@ func (d *doctor) run(ctx context.Context, sets []string) []checkResult {
 	wg.Wait()
 
 	results = append(results, provResults...)
-	results = append(results, embeddings, db, recall, httpRes, metricsRes)
+	results = append(results, embeddings)
+	results = append(results, dbRows...)
+	results = append(results, httpRes, metricsRes)
 	results = append(results, listeners...)
 	results = append(results, bwrap)
 	results = append(results, mcpResults...)

@@ -75,9 +75,12 @@ func (d *doctor) checkEmbeddings(ctx context.Context) checkResult {
 
 // embeddingBacklog says how many stored messages wait to be embedded,
 // read as checkDatabase reads: from a file no gateway holds, opened
-// read-only and immutable.
+// read-only and immutable; on PostgreSQL, beside the replicas.
 func (d *doctor) embeddingBacklog(ctx context.Context, space string) string {
 	dsn := d.cfg.Storage.DSN
+	if config.IsPostgres(dsn) {
+		return d.postgresBacklog(ctx, space)
+	}
 	if dsn == ":memory:" {
 		return "the database is in memory: every message is embedded afresh at each start"
 	}

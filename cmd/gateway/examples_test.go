@@ -14,6 +14,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +26,7 @@ import (
 	"time"
 
 	gws "github.com/gorilla/websocket"
+	"gopkg.in/yaml.v3"
 
 	"github.com/switchboard-gw/switchboard/config"
 	"github.com/switchboard-gw/switchboard/guides"
@@ -152,6 +155,8 @@ var shellRules = []shellRule{
 		notRun: "needs a Docker engine, which CI lacks; the image's config passes the doctor in TestDoctorContainerConfig and its static build is TestVersionStaticBuild"},
 	{first: regexp.MustCompile(`^cat > \.env\.gateway <<EOF`),
 		notRun: "docker compose needs a Docker engine, which CI lacks; compose.yaml's config is deploy/container.yaml, checked by TestDoctorContainerConfig"},
+	{first: regexp.MustCompile(`^pw=\$\(openssl rand -hex 24\)$`),
+		notRun: "docker compose needs a Docker engine, which CI lacks; the replicas' compose file is parsed, and each replica's settings loaded as configuration, by the yaml example (loadExampleCompose)"},
 	{first: regexp.MustCompile(`^sudo useradd `),
 		notRun: "installs a system user and files under /etc and /usr/local; the unit that uses them is checked by the ini example"},
 	{first: regexp.MustCompile(`^sudo systemctl daemon-reload$`),
@@ -198,6 +203,10 @@ func TestDocumentationExamples(t *testing.T) {
 				}
 				shellRules[i].run(t, cmds)
 			case "yaml":
+				if composeRE.MatchString(b.text) {
+					loadExampleCompose(t, b)
+					return
+				}
 				loadExampleConfig(t, b)
 			case "markdown":
 				loadExampleGuide(t, b)
@@ -463,7 +472,72 @@ func loadExampleUnit(t *testing.T, b docBlock) {
 	if err != nil {
 		t.Fatalf("%s: its settings do not load: %v", b, err)
 	}
-	if cfg.Storage.DSN != "/var/lib/switchboard/switchboard.db" {
+	switch {
+	case config.IsPostgres(cfg.Storage.DSN):
+		// A replica's: its files go to the shared storage.data_dir, which
+		// ProtectSystem=strict leaves read-only unless the unit says.
+		if cfg.Storage.DataDir == "" || !strings.Contains(b.text, "\nReadWritePaths="+cfg.Storage.DataDir+"\n") {
+			t.Errorf("%s: a replica's unit needs storage.data_dir (%q) and ReadWritePaths= naming it", b, cfg.Storage.DataDir)
+		}
+	case cfg.Storage.DSN != "/var/lib/switchboard/switchboard.db":
 		t.Errorf("%s: storage.dsn is %q, not the StateDirectory", b, cfg.Storage.DSN)
+	}
+}
+
+// composeRE tells a compose file from a configuration: services at the top.
+var composeRE = regexp.MustCompile(`(?m)^services:\s*$`)
+
+// loadExampleCompose checks a compose file: it parses (anchors and merge
+// keys too); each gateway service's SWITCHBOARD_* settings load as config
+// keys over the image's configuration (deploy/container.yaml) with its
+// secrets set; a PostgreSQL storage.dsn names a service of the file; and
+// a load balancer's configuration in it reaches every gateway on its port.
+func loadExampleCompose(t *testing.T, b docBlock) {
+	var file struct {
+		Services map[string]struct {
+			Image       string         `yaml:"image"`
+			Environment map[string]any `yaml:"environment"`
+		} `yaml:"services"`
+		Configs map[string]struct {
+			Content string `yaml:"content"`
+		} `yaml:"configs"`
+	}
+	if err := yaml.Unmarshal([]byte(b.text), &file); err != nil {
+		t.Fatalf("%s: not YAML: %v", b, err)
+	}
+	var proxies []string
+	for _, c := range file.Configs {
+		proxies = append(proxies, c.Content)
+	}
+	gateways := 0
+	for name, svc := range file.Services {
+		if !strings.HasPrefix(svc.Image, "switchboard") {
+			continue
+		}
+		gateways++
+		env := []string{"GATEWAY_TOKEN=example-token", "OPENAI_API_KEY=sk-example"}
+		for k, v := range svc.Environment {
+			env = append(env, fmt.Sprintf("%s=%v", k, v))
+		}
+		cfg, err := config.Load("../../deploy/container.yaml", nil, env)
+		if err != nil {
+			t.Errorf("%s: service %s: its settings do not load: %v", b, name, err)
+			continue
+		}
+		if config.IsPostgres(cfg.Storage.DSN) {
+			u, err := url.Parse(cfg.Storage.DSN)
+			if _, ok := file.Services[u.Hostname()]; err != nil || !ok {
+				t.Errorf("%s: service %s: storage.dsn's host %q is no service of the file", b, name, u.Hostname())
+			}
+		}
+		_, port, _ := net.SplitHostPort(cfg.HTTP.Addr)
+		for _, p := range proxies {
+			if !strings.Contains(p, name+":"+port) {
+				t.Errorf("%s: the load balancer's configuration does not reach %s:%s:\n%s", b, name, port, p)
+			}
+		}
+	}
+	if gateways == 0 {
+		t.Errorf("%s: a compose file with no gateway (image switchboard…)", b)
 	}
 }

@@ -1,11 +1,13 @@
 package main
 
-// Health: what each listener, provider and MCP server says of itself, on
-// GET /readyz, on switchboard_component_up, and through `gateway status`.
-// /healthz stays a liveness check (the process answers); /readyz says
-// whether the gateway can do its job: it is not ready while a configured
-// listener is down or still connecting. A provider or an MCP server that
-// is down degrades the gateway without making it unready: the guides that
+// Health: what each listener, provider and MCP server, and on PostgreSQL
+// the database, says of itself, on GET /readyz, on
+// switchboard_component_up, and through `gateway status`. /healthz stays a
+// liveness check (the process answers); /readyz says whether the gateway
+// can do its job: it is not ready while a configured listener is down or
+// still connecting, nor while a replica cannot renew its leases (its
+// conversations move to the others). A provider or an MCP server that is
+// down degrades the gateway without making it unready: the guides that
 // use it fail over or tell their users, the others go on.
 
 import (
@@ -21,10 +23,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/switchboard-gw/switchboard/cluster"
 	"github.com/switchboard-gw/switchboard/config"
 	"github.com/switchboard-gw/switchboard/health"
 	"github.com/switchboard-gw/switchboard/metrics"
 	"github.com/switchboard-gw/switchboard/providers"
+	"github.com/switchboard-gw/switchboard/storage/postgres"
 	"github.com/switchboard-gw/switchboard/tools/mcp"
 )
 
@@ -70,6 +74,28 @@ func readyz(reg *health.Registry) http.HandlerFunc {
 		}
 		_ = json.NewEncoder(w).Encode(body)
 	}
+}
+
+// replicasEvery is how often, at most, a scrape asks the database how
+// many replicas are live.
+const replicasEvery = 5 * time.Second
+
+// watchedCluster is a replica's cluster reporting what it sees: to
+// /readyz as the part "database" (kind storage, required: up once the
+// store is open, down while the leases cannot be renewed, with why and the
+// fix), and to the metrics (the takeovers and losses it counts, the leases
+// it holds, the replicas live).
+func watchedCluster(cfg cluster.Config, pg *postgres.DB, mets *metrics.Metrics, parts *health.Registry) *cluster.Cluster {
+	db := parts.Add("database", "storage", true)
+	db.Up() // reached and migrated as the store opened
+	cfg.Down, cfg.Up = db.Down, db.Up
+	cfg.Metrics = mets
+	c := cluster.New(cfg)
+	mets.Cluster(replicasEvery, func(ctx context.Context) (int, error) {
+		rs, err := pg.Replicas(ctx, cluster.LiveWithin(cfg.Lease))
+		return len(rs), err
+	}, c.Held)
+	return c
 }
 
 // followMCP reports each MCP server's state as it changes, until ctx

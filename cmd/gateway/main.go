@@ -162,7 +162,9 @@ Flags:
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	dbase, err := openDatabase(ctx, cfg, log)
+	mets := metrics.New()
+	parts := newHealth(mets) // health.go: /readyz, switchboard_component_up
+	dbase, err := openDatabase(ctx, cfg, log, mets, parts)
 	if err != nil {
 		return err
 	}
@@ -205,14 +207,12 @@ Flags:
 	if err := checkWebSocket(cfg, environ); err != nil {
 		return err
 	}
-	mets := metrics.New()
 	if recall != nil {
 		// Its indexer starts once the configuration is known to be
 		// good, and stops before the store closes.
 		recall.Register(mets)
 		defer runIndexer(ctx, recall, dbase.cluster)()
 	}
-	parts := newHealth(mets) // health.go: /readyz, switchboard_component_up
 	// Memories, summaries and the recall index grow with use: their sizes
 	// are read during a scrape, at most once a minute (the index's bytes
 	// walk its pages: ~60 ms for a million messages).

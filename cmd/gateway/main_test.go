@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-gw/switchboard/internal/pgtest"
 	"github.com/switchboard-gw/switchboard/listeners/discord/discordtest"
 	"github.com/switchboard-gw/switchboard/listeners/slack/slacktest"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
@@ -29,8 +30,12 @@ func TestMain(m *testing.M) {
 		serveTestMCP() // mcp_test.go: an MCP server for the gateway to start
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	// A PostgreSQL server for the tests of replicas (doctor_postgres_test.go,
+	// health_test.go): each test makes a database of its own on it.
+	pgtest.Main(m, &pg)
 }
+
+var pg *pgtest.Server
 
 type gateway struct {
 	t      *testing.T

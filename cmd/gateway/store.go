@@ -12,6 +12,8 @@ import (
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/cluster"
 	"github.com/switchboard-gw/switchboard/config"
+	"github.com/switchboard-gw/switchboard/health"
+	"github.com/switchboard-gw/switchboard/metrics"
 	"github.com/switchboard-gw/switchboard/semantic"
 	"github.com/switchboard-gw/switchboard/sessions"
 	"github.com/switchboard-gw/switchboard/storage"
@@ -39,8 +41,9 @@ type database struct {
 	replica string
 }
 
-// openDatabase opens the store storage.dsn names.
-func openDatabase(ctx context.Context, cfg config.Config, log *slog.Logger) (database, error) {
+// openDatabase opens the store storage.dsn names. On PostgreSQL its
+// cluster reports to mets and to parts (health.go: watchedCluster).
+func openDatabase(ctx context.Context, cfg config.Config, log *slog.Logger, mets *metrics.Metrics, parts *health.Registry) (database, error) {
 	if !config.IsPostgres(cfg.Storage.DSN) {
 		db, err := storage.Open(ctx, cfg.Storage.DSN, storage.WithLogger(log))
 		if err != nil {
@@ -54,7 +57,7 @@ func openDatabase(ctx context.Context, cfg config.Config, log *slog.Logger) (dat
 		return database{}, fmt.Errorf("storage.dsn: %w (gateway doctor checks the database)", err)
 	}
 	log.Info("storage: PostgreSQL, as one of the gateway's replicas", "replica", id, "lease", time.Duration(cfg.Storage.Lease))
-	c := cluster.New(cluster.Config{Store: pg, Lease: time.Duration(cfg.Storage.Lease), Logger: log})
+	c := watchedCluster(cluster.Config{Store: pg, Lease: time.Duration(cfg.Storage.Lease), Logger: log}, pg, mets, parts)
 	return database{store: pg, pg: pg, cluster: c, replica: id}, nil
 }
 

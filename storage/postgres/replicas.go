@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Replica is a gateway sharing the database, as its heartbeats say.
@@ -48,7 +49,12 @@ func (db *DB) Heartbeat(ctx context.Context) error {
 // Replicas lists the replicas whose last heartbeat is within the given
 // time of the database's now, by id.
 func (db *DB) Replicas(ctx context.Context, within time.Duration) ([]Replica, error) {
-	rows, err := db.pool.Query(ctx, `SELECT id, host, started_at, seen_at FROM replicas
+	return readReplicas(ctx, db.pool, within)
+}
+
+// readReplicas is Replicas on pool (a store's, or an Inspector's).
+func readReplicas(ctx context.Context, pool *pgxpool.Pool, within time.Duration) ([]Replica, error) {
+	rows, err := pool.Query(ctx, `SELECT id, host, started_at, seen_at FROM replicas
 		WHERE seen_at >= `+nowMillis+` - $1 ORDER BY id COLLATE "C"`, within.Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("postgres: replicas: %w", err)

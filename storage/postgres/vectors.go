@@ -12,6 +12,7 @@ import (
 	"math"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard-gw/switchboard"
 )
@@ -78,11 +79,19 @@ func (db *DB) Unembedded(ctx context.Context, space string, after int64, limit i
 // vector of space. It reads every message after after: it is for metrics
 // and the doctor, not for each search.
 func (db *DB) CountUnembedded(ctx context.Context, space string, after int64) (int64, error) {
-	var n int64
-	if err := db.pool.QueryRow(ctx, `SELECT count(*) `+unembedded, space, after).Scan(&n); err != nil {
+	n, err := countUnembedded(ctx, db.pool, space, after)
+	if err != nil {
 		return 0, fmt.Errorf("postgres: count unembedded messages: %w", err)
 	}
 	return n, nil
+}
+
+// countUnembedded is CountUnembedded on pool (a store's, or an
+// Inspector's).
+func countUnembedded(ctx context.Context, pool *pgxpool.Pool, space string, after int64) (int64, error) {
+	var n int64
+	err := pool.QueryRow(ctx, `SELECT count(*) `+unembedded, space, after).Scan(&n)
+	return n, err
 }
 
 // saveVector stores a message's vector of a space, replacing one of
