@@ -123,9 +123,8 @@ func (db *DB) Listen(ctx context.Context, fn func(Note)) error {
 	}()
 	cfg := db.pool.Config().ConnConfig.Copy()
 	backoff := listenBackoffMin
-	lost := false
 	for {
-		err := db.listen(ctx, cfg, lost, fn, func() { backoff = listenBackoffMin })
+		err := db.listen(ctx, cfg, fn, func() { backoff = listenBackoffMin })
 		select {
 		case <-db.closing:
 			return fmt.Errorf("postgres: listen: %w", ErrClosed)
@@ -134,7 +133,6 @@ func (db *DB) Listen(ctx context.Context, fn func(Note)) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		lost = true
 		db.log.Error("postgres: the connection listening for other replicas' writes is lost; reconnecting (check that the database server runs and is reachable, and its max_connections)",
 			"err", err, "retry_in", backoff)
 		select {
@@ -147,10 +145,11 @@ func (db *DB) Listen(ctx context.Context, fn func(Note)) error {
 }
 
 // listen connects, listens, and delivers notifications until the
-// connection fails or ctx ends. After a lost connection, the first thing
-// fn is told once listening again is to resync; listening resets the
-// backoff.
-func (db *DB) listen(ctx context.Context, cfg *pgx.ConnConfig, resync bool, fn func(Note), listening func()) error {
+// connection fails or ctx ends. The first thing fn is told once listening
+// is to resync, the first time too: what was committed before LISTEN took
+// effect (a replica starting while another writes, or after a lost
+// connection) is heard by no one. Listening resets the backoff.
+func (db *DB) listen(ctx context.Context, cfg *pgx.ConnConfig, fn func(Note), listening func()) error {
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return err
@@ -164,9 +163,7 @@ func (db *DB) listen(ctx context.Context, cfg *pgx.ConnConfig, resync bool, fn f
 		return err
 	}
 	listening()
-	if resync {
-		fn(Note{Kind: NoteResync})
-	}
+	fn(Note{Kind: NoteResync})
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {

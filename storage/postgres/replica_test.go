@@ -324,15 +324,26 @@ func (n *notes) add(note Note) {
 // notes so far.
 func (n *notes) wait(t *testing.T, what string, match func(Note) bool) []Note {
 	t.Helper()
+	return n.waitN(t, what, 1, match)
+}
+
+// waitN waits until k notes that match accepts have come, and returns the
+// notes so far.
+func (n *notes) waitN(t *testing.T, what string, k int, match func(Note) bool) []Note {
+	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
 		n.mu.Lock()
 		got := append([]Note(nil), n.got...)
 		n.mu.Unlock()
+		matched := 0
 		for _, note := range got {
 			if match(note) {
-				return got
+				matched++
 			}
+		}
+		if matched >= k {
+			return got
 		}
 		select {
 		case <-n.ch:
@@ -384,6 +395,11 @@ func TestListenHearsOtherReplicasAndResyncs(t *testing.T) {
 		}
 	}()
 	listening(t, b)
+	// Once listening, a resync first: what was committed before LISTEN
+	// took effect was heard by no one.
+	if first := got.wait(t, "the resync on listening", func(n Note) bool { return n.Kind == NoteResync }); first[0].Kind != NoteResync {
+		t.Errorf("notes %+v: want a resync first", first)
+	}
 
 	if err := a.AppendEvents(ctx, nil, ev("s", 1, switchboard.EventDelta, `{}`), ev("s", 2, switchboard.EventDelta, `{}`)); err != nil {
 		t.Fatal(err)
@@ -402,7 +418,7 @@ func TestListenHearsOtherReplicasAndResyncs(t *testing.T) {
 	_ = a.Flush(ctx)
 
 	sql(t, a, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN switchboard'`)
-	all := got.wait(t, "a resync", func(n Note) bool { return n.Kind == NoteResync })
+	all := got.waitN(t, "a resync after the reconnection", 2, func(n Note) bool { return n.Kind == NoteResync })
 	for _, n := range all {
 		if n.Seq == 9 {
 			t.Errorf("a refused write was notified: %+v", n)
