@@ -144,6 +144,15 @@ func (c *Cluster) Release(ctx context.Context, sessionID string) {
 	}
 }
 
+// TookOver counts a conversation whose work another replica left, taken
+// up here (sessions.Cluster).
+func (c *Cluster) TookOver(sessionID string) {
+	c.cfg.Logger.Info("cluster: conversation taken over from another replica", "session", sessionID)
+	if c.cfg.Metrics != nil {
+		c.cfg.Metrics.TakenOver(1)
+	}
+}
+
 // Held is how many conversations this replica runs.
 func (c *Cluster) Held() int {
 	c.mu.Lock()
@@ -299,9 +308,6 @@ func (c *Cluster) adopt(ctx context.Context, s Sessions) {
 		}
 		if taken > 0 {
 			c.cfg.Logger.Info("cluster: conversations taken over from replicas gone", "sessions", taken)
-			if c.cfg.Metrics != nil {
-				c.cfg.Metrics.TakenOver(taken)
-			}
 		}
 		select {
 		case <-ctx.Done():

@@ -43,6 +43,10 @@ type Cluster interface {
 	Claim(ctx context.Context, sessionID string) error
 	// Release gives the session up: another replica may claim it at once.
 	Release(ctx context.Context, sessionID string)
+	// TookOver is told that this replica took up work another replica
+	// left in a session it claimed (an open turn, inputs waiting): a
+	// failover, which the cluster counts.
+	TookOver(sessionID string)
 }
 
 // ErrElsewhere is why a replica does not run a session: another one does.
@@ -179,6 +183,9 @@ func (m *Manager) promote(ctx context.Context, s *session) error {
 	s.takeOver(st)
 	s.remote.Store(false)
 	s.acceptMu.Unlock()
+	if st.open != nil || len(st.queued) > 0 {
+		c.TookOver(s.id)
+	}
 	s.log.Info("this replica runs the session now")
 	s.kick()
 	m.announce(ctx, s.id)
@@ -462,8 +469,8 @@ func (m *Manager) TakeOver(ctx context.Context, sessionID string) (bool, error) 
 			return false, nil // already run here
 		}
 		err = m.promote(ctx, s)
-	} else {
-		_, err = m.loadWith(ctx, sessionID, false, false)
+	} else if _, err = m.loadWith(ctx, sessionID, false, false); err == nil {
+		m.cfg.Cluster.TookOver(sessionID) // an orphan: it has work left
 	}
 	if errors.Is(err, ErrElsewhere) {
 		return false, nil
