@@ -139,15 +139,21 @@ func (n *node) discordState() health.Status {
 	return n.health.Snapshot()[0]
 }
 
+// eventually allows 30 s: a takeover waits for the next look (a second).
 func (c *replicated) eventually(what string, cond func() bool) {
 	c.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			c.t.Fatalf("never happened: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(c.t, 30*time.Second, what, cond)
+}
+
+// startTwo starts replica a, which takes the Discord role, then b, which
+// stands by.
+func (c *replicated) startTwo() (a, b *node) {
+	c.t.Helper()
+	a = c.start("a")
+	c.leads(a)
+	b = c.start("b")
+	c.standsBy(b)
+	return a, b
 }
 
 // leads waits until n holds the Discord role and its listener is
@@ -171,13 +177,7 @@ func (c *replicated) standsBy(n *node) {
 
 // botMessages are the bot's messages in a Discord channel.
 func (c *replicated) botMessages(channel string) []discordtest.Message {
-	var out []discordtest.Message
-	for _, m := range c.fake.Messages(channel) {
-		if m.AuthorID == c.fake.BotUserID() && !m.Ephemeral {
-			out = append(out, m)
-		}
-	}
-	return out
+	return botMessagesIn(c.fake, channel)
 }
 
 // identified are the Gateway sessions the bot's replicas started.
@@ -199,10 +199,7 @@ func (c *replicated) identified() int {
 // connection over (one new IDENTIFY) and answers the thread once.
 func TestOneReplicaHoldsDiscordsGateway(t *testing.T) {
 	c := newReplicated(t, false)
-	a := c.start("a")
-	c.leads(a)
-	b := c.start("b")
-	c.standsBy(b)
+	a, b := c.startTwo()
 	if !health.Ready(b.health.Snapshot()) {
 		t.Fatalf("the replica standing by is not ready: %+v", b.health.Snapshot())
 	}
@@ -222,15 +219,7 @@ func TestOneReplicaHoldsDiscordsGateway(t *testing.T) {
 		return thread != ""
 	})
 	var card discordtest.Message
-	c.eventually("the approval card", func() bool {
-		for _, m := range c.botMessages(thread) {
-			if strings.Contains(string(m.Components), "sb:approve:") {
-				card = m
-				return true
-			}
-		}
-		return false
-	})
+	c.eventually("the approval card", func() (ok bool) { card, ok = approvalIn(c.botMessages(thread)); return ok })
 	click, err := c.fake.NewComponentInteraction(discordtest.ComponentInteraction{ChannelID: thread, MessageID: card.ID, UserID: alice, CustomID: customID(t, card, "sb:approve:")})
 	if err != nil {
 		t.Fatal(err)
@@ -308,19 +297,29 @@ func (c *replicated) slackThread(channel, root string) string {
 	return b.String()
 }
 
-// inviteCode is the code /share showed privately in a Slack channel.
-func (c *replicated) inviteCode(channel string) string {
+// shareToBobsDM shares the conversation of Alice's Slack thread in C1
+// (her /share sent over Slack connection conn), joins Bob's Discord DM
+// to it with the code, and returns the DM once it says he joined.
+func (c *replicated) shareToBobsDM(conn int, root string) string {
 	c.t.Helper()
+	c.sendSlack(conn, c.slack.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: slackAlice.ID, ThreadTS: root, Text: "/share member"}))
 	var code string
 	c.eventually("the invite code, in Slack", func() bool {
-		for _, e := range c.slack.Ephemerals(channel) {
+		for _, e := range c.slack.Ephemerals("C1") {
 			if m := sessionstest.InviteCode.FindStringSubmatch(e.Text); m != nil {
 				code = m[1]
 			}
 		}
 		return code != ""
 	})
-	return code
+	dm := c.fake.DM(bob).ID
+	if _, err := c.fake.PostUserMessage(discordtest.UserMessage{ChannelID: dm, AuthorID: bob, Content: "/join " + code}); err != nil {
+		c.t.Fatal(err)
+	}
+	c.eventually("Bob's DM joined", func() bool {
+		return strings.Contains(allContent(c.botMessages(dm)), "**Bob** joined a shared conversation")
+	})
+	return dm
 }
 
 // markerModel answers "Noted M-X." to a message carrying the marker m-x
@@ -342,10 +341,7 @@ var marker = regexp.MustCompile(`(?i)m-[a-z]+`)
 func TestSharedConversationAcrossReplicas(t *testing.T) {
 	c := newReplicated(t, true)
 	c.rs.LLM.Respond(markerModel)
-	a := c.start("a")
-	c.leads(a)
-	b := c.start("b")
-	c.standsBy(b)
+	a, b := c.startTwo()
 
 	ev := c.slack.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: slackAlice.ID, Text: "m-one, hello"})
 	c.sendSlack(b.slackConn, ev)
@@ -362,16 +358,8 @@ func TestSharedConversationAcrossReplicas(t *testing.T) {
 
 	// Shared from a, which does not run it; joined from Bob's DM, over
 	// a's Gateway.
-	c.sendSlack(a.slackConn, c.slack.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: slackAlice.ID, ThreadTS: root, Text: "/share member"}))
-	code := c.inviteCode("C1")
-	dm := c.fake.DM(bob).ID
-	if _, err := c.fake.PostUserMessage(discordtest.UserMessage{ChannelID: dm, AuthorID: bob, Content: "/join " + code}); err != nil {
-		t.Fatal(err)
-	}
-	c.eventually("Bob's DM joined, with the recap", func() bool {
-		text := allContent(c.botMessages(dm))
-		return strings.Contains(text, "**Bob** joined a shared conversation") && strings.Contains(text, "Noted M-ONE.")
-	})
+	dm := c.shareToBobsDM(a.slackConn, root)
+	c.eventually("the recap in Bob's DM", func() bool { return strings.Contains(allContent(c.botMessages(dm)), "Noted M-ONE.") })
 
 	answered := func(text string) {
 		t.Helper()
@@ -448,25 +436,14 @@ func TestSharedConversationAcrossReplicas(t *testing.T) {
 // nothing is left streaming.
 func TestReplyUnderWayFinishedByTheOtherReplica(t *testing.T) {
 	c := newReplicated(t, true)
-	a := c.start("a")
-	c.leads(a)
-	b := c.start("b")
-	c.standsBy(b)
+	a, b := c.startTwo()
 
 	c.rs.LLM.Push(openaitest.Reply{Text: []string{"Hello."}})
 	ev := c.slack.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: slackAlice.ID, Text: "hi"})
 	c.sendSlack(a.slackConn, ev)
 	root := ev["ts"].(string)
 	c.eventually("the first answer in Slack", func() bool { return strings.Contains(c.slackThread("C1", root), "Hello.") })
-	c.sendSlack(a.slackConn, c.slack.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: slackAlice.ID, ThreadTS: root, Text: "/share member"}))
-	code := c.inviteCode("C1")
-	dm := c.fake.DM(bob).ID
-	if _, err := c.fake.PostUserMessage(discordtest.UserMessage{ChannelID: dm, AuthorID: bob, Content: "/join " + code}); err != nil {
-		t.Fatal(err)
-	}
-	c.eventually("Bob's DM joined", func() bool {
-		return strings.Contains(allContent(c.botMessages(dm)), "**Bob** joined a shared conversation")
-	})
+	dm := c.shareToBobsDM(a.slackConn, root)
 
 	gate := make(chan struct{})
 	t.Cleanup(func() { close(gate) })
