@@ -448,11 +448,41 @@ func TestDrainGivesConversationsUp(t *testing.T) {
 	}
 }
 
-// follows records what a channel's follower is told.
+// follows records what a channel's follower is told: the places to
+// follow, and those to stop following after an event (UnfollowAfter).
 type follows struct {
-	mu    sync.Mutex
-	bound []switchboard.Binding
-	told  chan struct{}
+	mu       sync.Mutex
+	bound    []switchboard.Binding
+	unfollow map[string]int64
+	told     chan struct{}
+}
+
+func (f *follows) UnfollowAfter(address string, seq int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.unfollow == nil {
+		f.unfollow = map[string]int64{}
+	}
+	f.unfollow[address] = seq
+}
+
+func (f *follows) unfollowed(address string) (int64, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	seq, ok := f.unfollow[address]
+	return seq, ok
+}
+
+// sawIn is whether f was told to follow address showing session id.
+func (f *follows) sawIn(address, id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, b := range f.bound {
+		if b.Address == address && b.SessionID == id {
+			return true
+		}
+	}
+	return false
 }
 
 func (f *follows) Follow(b switchboard.Binding) {
@@ -647,4 +677,69 @@ func TestTheRosterCrossesReplicas(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// /leave and /reset written in a place on a replica that does not run the
+// conversation: the replica that runs it, whose listener renders the
+// place, stops showing the conversation there after the line about it,
+// or shows the new conversation there.
+func TestLeaveAndResetFromAMirror(t *testing.T) {
+	dsn := pg.NewDatabase(t)
+	llm := openaitest.New()
+	t.Cleanup(llm.Close)
+	a, b := startReplica(t, dsn, "a", llm), startReplica(t, dsn, "b", llm)
+	fa, fb := &follows{told: make(chan struct{}, 1)}, &follows{told: make(chan struct{}, 1)}
+	a.m.SetFollower("chat", fa)
+	b.m.SetFollower("chat", fb)
+	onA := watch(t, a, sessions.AttachOptions{Key: "web:k9", Author: alice, AfterSeq: 0})
+	id := onA.sub.Ready.Session
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, room := range []string{"room-2", "room-3"} {
+		if _, err := a.m.Bind(ctx, "chat", room, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	watch(t, b, sessions.AttachOptions{SessionID: id, Author: alice, AfterSeq: -1}) // b holds it as a mirror
+
+	in := text("/leave", "c1")
+	in.Place = "chat:room-2"
+	submit(t, b, id, in)
+	left := onA.until("the line about the place", func(ev switchboard.Event) bool {
+		return ev.Type == switchboard.EventMessage && strings.Contains(string(ev.Data), "took this conversation out of")
+	})
+	for {
+		if seq, ok := fa.unfollowed("room-2"); ok {
+			if seq < left.Seq {
+				t.Fatalf("the place stops after %d, before the line about it (%d)", seq, left.Seq)
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the replica that runs the conversation goes on showing the place that left it")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+
+	in = text("/reset", "c2")
+	in.Place = "chat:room-3"
+	submit(t, b, id, in)
+	for {
+		bound, err := a.db.Binding(ctx, "chat", "room-3")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bound.SessionID != id && fa.sawIn("room-3", bound.SessionID) {
+			if h := holder(t, dsn, bound.SessionID); h != "a" {
+				t.Fatalf("the new conversation is %q's, want a's", h)
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the place where the conversation was reset on the other replica shows %s still", bound.SessionID)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }

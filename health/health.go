@@ -108,6 +108,12 @@ type Reporter struct {
 // Up says the part works.
 func (p *Reporter) Up() { p.set(Up, "", "") }
 
+// Standby says the part works, with another process doing part of its
+// work now (a replica whose Discord listener stands by while another holds
+// the bot's Gateway connection): it is up, and reason says what it leaves
+// to the other.
+func (p *Reporter) Standby(reason string) { p.set(Up, reason, "") }
+
 // Degraded says the part works in part: why, and what would mend it.
 func (p *Reporter) Degraded(reason, fix string) { p.set(Degraded, reason, fix) }
 

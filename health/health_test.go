@@ -43,3 +43,19 @@ func TestRegistry(t *testing.T) {
 		t.Fatal("a nil reporter's state")
 	}
 }
+
+// A part standing by (a replica's Discord listener while another holds
+// the Gateway connection) is up, ready, and says why it does less; up
+// again, the reason goes.
+func TestStandbyIsUpWithAReason(t *testing.T) {
+	r := health.New(nil)
+	p := r.Add("discord", "listener", true)
+	p.Standby("standby: another replica holds the connection")
+	if s := r.Snapshot()[0]; s.State != health.Up || s.Reason == "" || s.Fix != "" || !health.Ready(r.Snapshot()) {
+		t.Fatalf("standing by: %+v", s)
+	}
+	p.Up()
+	if s := r.Snapshot()[0]; s.State != health.Up || s.Reason != "" {
+		t.Fatalf("up: %+v", s)
+	}
+}

@@ -29,6 +29,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/switchboard-gw/switchboard"
@@ -273,6 +274,37 @@ func (s *session) mayForwardLocked(in switchboard.Input) error {
 	return nil
 }
 
+// Unfollower is a Follower that can stop showing a place once it has shown
+// the events through seq (places.Layer.UnfollowAfter).
+type Unfollower interface {
+	UnfollowAfter(address string, seq int64)
+}
+
+// placeAfter does, for a /leave or a /reset written on another replica,
+// what the listener there does with the receipt when the input is its own
+// (places.Layer.SubmitText): the replica that wrote it forwarded it and
+// waits for nothing, while this one, which runs the session, renders its
+// places. A place taken out of the conversation stops showing it after
+// the line that says so; a place where it was reset shows the new one.
+func (s *session) placeAfter(ctx context.Context, in switchboard.Input, r *Receipt) {
+	ch, addr, ok := strings.Cut(in.Place, ":")
+	if !ok || (!r.left && r.NewSession == "") {
+		return
+	}
+	if r.NewSession != "" {
+		if b, err := s.m.cfg.Store.Binding(ctx, ch, addr); err != nil || b.SessionID != s.id {
+			return // bound elsewhere meanwhile
+		}
+		if _, err := s.m.Bind(ctx, ch, addr, r.NewSession); err != nil {
+			s.log.Error("the place of a /reset written on another replica not bound to the new conversation", "place", in.Place, "err", err)
+		}
+		return
+	}
+	if u, ok := s.m.follower(ch).(Unfollower); ok {
+		u.UnfollowAfter(addr, r.lastSeq)
+	}
+}
+
 // wantPull has a mirror read the events stored since it last looked, on
 // a goroutine of its own: at most one waits while one reads.
 func (s *session) wantPull() {
@@ -374,7 +406,7 @@ func (s *session) takeUpForwarded(ctx context.Context) {
 		if _, ok := s.queuedIDs[q.ID]; ok {
 			continue
 		}
-		j := &job{input: q.Input, inboxID: q.ID, receipt: newReceipt()}
+		j := &job{input: q.Input, inboxID: q.ID, receipt: newReceipt(), elsewhere: true}
 		s.mu.Lock()
 		if stops(q.Input) && s.cancelTurn != nil {
 			s.cancelTurn(nil)

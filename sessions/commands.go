@@ -95,7 +95,7 @@ func (s *session) command(ctx context.Context, j job, cmd command) {
 	case "role":
 		s.setRole(ctx, in.Author, cmd.args)
 	case "leave":
-		s.leave(ctx, in)
+		j.receipt.left = s.leave(ctx, in)
 	case "approvals":
 		s.approvals(ctx, in.Author)
 	case "files":

@@ -496,6 +496,9 @@ type Receipt struct {
 	// NewSession is set when the input was /reset: the listener attaches
 	// there to go on.
 	NewSession string
+	// left: the input was a /leave that unbound the place it was written
+	// in.
+	left bool
 }
 
 func newReceipt() *Receipt { return &Receipt{done: make(chan struct{})} }

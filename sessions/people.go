@@ -231,25 +231,26 @@ func (s *session) findMember(who string) (key, name string, err error) {
 // leave answers /leave: a place bound to the session (a Slack or Discord
 // thread, the terminal after /join) stops showing it; in a place that is
 // no binding (a browser tab) the person leaves the session. Its owner
-// cannot leave it: there would be nobody to run it.
-func (s *session) leave(ctx context.Context, in switchboard.Input) {
+// cannot leave it: there would be nobody to run it. It reports whether a
+// place was unbound.
+func (s *session) leave(ctx context.Context, in switchboard.Input) bool {
 	if ch, addr, ok := strings.Cut(in.Place, ":"); ok {
 		if b, err := s.m.cfg.Store.Binding(ctx, ch, addr); err == nil && b.SessionID == s.id {
 			if err := s.m.Unbind(ctx, ch, addr); err != nil {
 				s.tell(in.Author, switchboard.ErrCodeInternal, "This place could not leave the conversation; try again.")
-				return
+				return false
 			}
 			s.systemMessage(ctx, fmt.Sprintf("%s took this conversation out of a %s place; it goes on everywhere else.", in.Author.DisplayName(), switchboard.ChannelName(ch)))
-			return
+			return true
 		}
 	}
 	if s.role(in.Author) == collaboration.Owner {
 		s.tell(in.Author, switchboard.ErrCodeBadInput, "You own this conversation, so you cannot leave it; /unshare withdraws its invite codes.")
-		return
+		return false
 	}
 	if err := s.m.cfg.Store.RemoveMember(ctx, s.id, in.Author.Key()); err != nil {
 		s.tell(in.Author, switchboard.ErrCodeInternal, "You could not leave the conversation; try again.")
-		return
+		return false
 	}
 	s.mu.Lock()
 	delete(s.roles, in.Author.Key())
@@ -257,6 +258,7 @@ func (s *session) leave(ctx context.Context, in switchboard.Input) {
 	s.sendMembersLocked(nil) // also to one left alone: the others are gone
 	s.mu.Unlock()
 	s.systemMessage(ctx, fmt.Sprintf("%s left the conversation.", in.Author.DisplayName()))
+	return false
 }
 
 // approvals answers /approvals to the one who asked: the last decisions,

@@ -39,6 +39,9 @@ type job struct {
 	// stored, for a message handed straight to an idle session, is told
 	// once the message is stored (or why it was not): Submit waits for it.
 	stored chan error
+	// elsewhere: the input was written on another replica and forwarded
+	// (cluster.go): no listener here waits on its receipt.
+	elsewhere bool
 }
 
 // ack tells a waiting Submit the input was stored (err nil) or not. Only
@@ -747,6 +750,9 @@ func (s *session) handle(j job) {
 		j.ack(nil)
 		if j.receipt != nil {
 			j.receipt.finish(s.seq)
+			if j.elsewhere {
+				s.placeAfter(ctx, j.input, j.receipt)
+			}
 		}
 	}()
 	in := j.input

@@ -290,7 +290,11 @@ Flags:
 	if err != nil {
 		return err
 	}
-	discordListener, err := newDiscord(cfg, environ, manager, parts, log)
+	var leader func(context.Context, string, func(context.Context)) // one gateway: always
+	if dbase.cluster != nil {
+		leader = dbase.cluster.Lead // replicas: whichever holds the role
+	}
+	discordListener, err := newDiscord(cfg, environ, manager, leader, parts, log)
 	if err != nil {
 		return err
 	}
@@ -488,8 +492,9 @@ func checkWebSocket(cfg config.Config, environ []string) error {
 }
 
 // newDiscord builds the Discord listener when it is enabled (nil
-// otherwise), refusing a token variable that is not set.
-func newDiscord(cfg config.Config, environ []string, mgr *sessions.Manager, parts *health.Registry, log *slog.Logger) (*discord.Listener, error) {
+// otherwise), refusing a token variable that is not set. leader, for a
+// replica, runs the Gateway connection while this one holds the role.
+func newDiscord(cfg config.Config, environ []string, mgr *sessions.Manager, leader func(context.Context, string, func(context.Context)), parts *health.Registry, log *slog.Logger) (*discord.Listener, error) {
 	dc := cfg.Listeners.Discord
 	if !dc.Enabled {
 		return nil, nil
@@ -504,6 +509,7 @@ func newDiscord(cfg config.Config, environ []string, mgr *sessions.Manager, part
 		DownloadTimeout: time.Duration(dc.DownloadTimeout),
 		Health:          parts.Add(discord.Channel, "listener", true),
 		TokenFrom:       secretSource(dc.Token, dc.TokenEnv, "listeners.discord.token"),
+		Leader:          leader, // the bot's Gateway connection: one replica's
 	}, mgr, log)
 }
 

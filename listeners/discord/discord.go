@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -72,7 +73,24 @@ type Config struct {
 	// brings nothing for this long (30s): the sender is told to send it
 	// again.
 	DownloadTimeout time.Duration
+	// Leader runs lead while this gateway holds role (Role) among several
+	// replicas on one database, and ends lead's context when it loses it
+	// (cluster.Cluster.Lead): Discord wants one Gateway connection for
+	// the bot, and sends every event to each connection it has. The
+	// listener opens the bot's Gateway connection only under lead; REST
+	// (rendering the conversations this replica runs) and HTTP
+	// interactions work on every replica. Nil: this gateway holds the
+	// connection whenever it runs (a single gateway).
+	Leader func(ctx context.Context, role string, lead func(ctx context.Context))
 }
+
+// Role is the role whose holder opens the bot's Gateway connection, among
+// replicas (Config.Leader).
+const Role = "discord"
+
+// standby is what a replica that does not hold the Gateway connection
+// says of itself: up, doing the rest.
+const standby = "standby: another replica holds Discord's Gateway connection (the role discord); this one posts the conversations it runs and answers HTTP interactions, and takes the connection over if that replica stops"
 
 func (c Config) withDefaults() Config {
 	if c.APIURL == "" {
@@ -115,6 +133,11 @@ type Listener struct {
 	// answered once the places are followed (places.Layer.Live).
 	wg    sync.WaitGroup
 	ready chan struct{}
+	// leading: this listener holds the bot's Gateway connection now
+	// (gateway runs). A connection discordgo's reconnecting brings back
+	// after this replica gave the role up is closed again, and what it
+	// delivers meanwhile is left to the replica that holds the role.
+	leading atomic.Bool
 }
 
 type interactionToken struct {
@@ -270,7 +293,10 @@ func (r *reroute) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // Run connects to the Gateway, registers /switchboard, and serves until
-// ctx ends; discordgo resumes or reconnects when the socket drops.
+// ctx ends; discordgo resumes or reconnects when the socket drops. With
+// Config.Leader, the Gateway connection is held only while this replica
+// holds the role, and the rest (following its places, HTTP interactions)
+// runs from the start.
 func (l *Listener) Run(ctx context.Context) error {
 	l.places.Start(ctx)
 	defer l.places.Wait()
@@ -292,34 +318,78 @@ func (l *Listener) Run(ctx context.Context) error {
 	// one slow answer holds no message back.
 	l.dg.SyncEvents = true
 	l.dg.AddHandler(func(_ *discordgo.Session, _ *discordgo.Ready) {
+		if !l.leading.Load() {
+			// Reconnected by discordgo after this replica gave the
+			// connection up: close it again (not here: Open holds the
+			// session's lock while it runs the handlers of READY).
+			l.wg.Go(func() { _ = l.dg.Close() })
+			return
+		}
 		l.log.Info("discord connected", "bot", l.botUserID)
 		l.cfg.Health.Up()
 	})
 	l.dg.AddHandler(func(_ *discordgo.Session, _ *discordgo.Disconnect) {
+		if !l.leading.Load() {
+			return // given up: not this replica's to hold
+		}
 		l.cfg.Health.Degraded("disconnected from Discord's Gateway; reconnecting", "")
 		l.wg.Go(func() { l.checkIntents(ctx) }) // a refused intent closes it too (4014)
 	})
-	l.dg.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) { l.onMessage(ctx, m.Message) })
-	l.dg.AddHandler(func(_ *discordgo.Session, i *discordgo.InteractionCreate) {
-		l.wg.Go(func() { l.onInteraction(ctx, i.Interaction, nil) })
+	l.dg.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) {
+		if l.leading.Load() {
+			l.onMessage(ctx, m.Message)
+		}
 	})
+	l.dg.AddHandler(func(_ *discordgo.Session, i *discordgo.InteractionCreate) {
+		if l.leading.Load() {
+			l.wg.Go(func() { l.onInteraction(ctx, i.Interaction, nil) })
+		}
+	})
+	if l.cfg.Leader == nil {
+		l.gateway(ctx, l.places.Resume)
+	} else {
+		// Posting needs no Gateway connection: this replica renders the
+		// conversations it runs from now on, whichever holds it.
+		l.places.Resume()
+		l.cfg.Health.Standby(standby)
+		l.cfg.Leader(ctx, Role, func(lead context.Context) {
+			l.log.Info("discord: this replica holds the bot's Gateway connection now")
+			l.gateway(lead, nil)
+			if ctx.Err() == nil {
+				l.log.Info("discord: this replica gave the bot's Gateway connection up (another replica holds the role)")
+				l.cfg.Health.Standby(standby)
+			}
+		})
+	}
+	<-ctx.Done()
+	l.wg.Wait()
+	return nil
+}
+
+// gateway holds the bot's Gateway connection until ctx ends: it opens it
+// (trying again while it cannot), registers /switchboard once Discord
+// said who the bot is, then calls live (if any); it closes the connection
+// as it returns.
+func (l *Listener) gateway(ctx context.Context, live func()) {
+	l.leading.Store(true)
+	defer func() {
+		l.leading.Store(false)
+		_ = l.dg.Close()
+	}()
 	l.checkIntents(ctx)
 	l.open(ctx)
-	defer l.dg.Close()
 	select {
 	case <-l.ready:
 	case <-ctx.Done():
-		l.wg.Wait()
-		return nil
+		return
 	}
 	if err := l.registerCommands(ctx); err != nil {
 		l.log.Error("discord: registering /switchboard", "err", err)
 	}
-
-	l.places.Resume()
+	if live != nil {
+		live()
+	}
 	<-ctx.Done()
-	l.wg.Wait()
-	return nil
 }
 
 // registerCommands puts /switchboard in place by bulk overwrite, once per

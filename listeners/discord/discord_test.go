@@ -122,10 +122,16 @@ func (r *rig) restart() {
 
 func (r *rig) eventually(what string, cond func() bool) {
 	r.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	waitFor(r.t, 15*time.Second, what, cond)
+}
+
+// waitFor polls cond until it holds, failing t after within.
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
-			r.t.Fatalf("never happened: %s", what)
+			t.Fatalf("never happened: %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -143,9 +149,15 @@ func (r *rig) post(m discordtest.UserMessage) discordtest.Message {
 
 // botMessages are the bot's messages in a channel.
 func (r *rig) botMessages(channel string) []discordtest.Message {
+	return botMessagesIn(r.fake, channel)
+}
+
+// botMessagesIn are the bot's messages in a channel of fake, ephemeral
+// ones aside.
+func botMessagesIn(fake *discordtest.Server, channel string) []discordtest.Message {
 	var out []discordtest.Message
-	for _, m := range r.fake.Messages(channel) {
-		if m.AuthorID == r.fake.BotUserID() && !m.Ephemeral {
+	for _, m := range fake.Messages(channel) {
+		if m.AuthorID == fake.BotUserID() && !m.Ephemeral {
 			out = append(out, m)
 		}
 	}
@@ -269,7 +281,12 @@ func TestLongAnswerContinues(t *testing.T) {
 
 // approvalMessage finds the open approval in a thread.
 func (r *rig) approvalMessage(thread string) (discordtest.Message, bool) {
-	for _, m := range r.botMessages(thread) {
+	return approvalIn(r.botMessages(thread))
+}
+
+// approvalIn is the approval card among msgs.
+func approvalIn(msgs []discordtest.Message) (discordtest.Message, bool) {
+	for _, m := range msgs {
 		if strings.Contains(string(m.Components), "sb:approve:") {
 			return m, true
 		}

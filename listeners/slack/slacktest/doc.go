@@ -19,7 +19,10 @@
 //   - Socket Mode: apps.connections.open hands out single-use ws:// URLs, the
 //     WebSocket sends hello, pings, envelopes (events_api, interactive,
 //     slash_commands) and disconnect requests, and records every ack with its
-//     latency;
+//     latency; an app may hold up to ten connections at once (several
+//     processes of it), each envelope going over one of them in turn
+//     (Envelope.Conn, SendEventOn), and an eleventh is told
+//     too_many_websockets;
 //   - the Events API over HTTP: SignedRequest signs bodies the way Slack does,
 //     and the payload builders produce the JSON Slack would send;
 //   - people's files (UserMessage.Files): the file objects events carry

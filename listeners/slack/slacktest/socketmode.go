@@ -22,8 +22,14 @@ const (
 )
 
 // ErrNoConnection is returned when an envelope is sent while no Socket Mode
-// client is connected.
+// client is connected (or not on the connection it names).
 var ErrNoConnection = errors.New("slacktest: no Socket Mode connection")
+
+// MaxConnections is how many Socket Mode connections Slack keeps open for
+// one app at a time: several processes of an app may each hold some, and
+// Slack sends each envelope over one of them. A connection beyond them is
+// told {"type":"disconnect","reason":"too_many_websockets"} and closed.
+const MaxConnections = 10
 
 // Envelope is one Socket Mode message Slack sends that the app must ack.
 type Envelope struct {
@@ -34,7 +40,11 @@ type Envelope struct {
 	RetryAttempt           int
 	RetryReason            string
 	SentAt                 time.Time // real time, with a monotonic reading
-	Conn                   int       // the connection (1-based, in accept order) it went out on
+	// Conn is the connection (1-based, in accept order) it went out on.
+	// Set when sending, it picks that connection; zero takes the next
+	// open one in turn, as Slack spreads envelopes over an app's
+	// connections (Slack picks one; a turn keeps tests repeatable).
+	Conn int
 }
 
 // Ack is one acknowledgement a Socket Mode client sent.
@@ -52,6 +62,9 @@ type socketState struct {
 	tickets   map[string]bool // issued by apps.connections.open, not yet used
 	conns     map[int]*smConn // open connections by number
 	total     int
+	last      int // the connection the last envelope went out on
+	refused   int // connections refused beyond MaxConnections
+	opening   int // accepted, hello not sent yet: they count as open
 	envelopes map[string]Envelope
 	sent      []Envelope
 	acks      []Ack
@@ -139,7 +152,21 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 	}
 	s.sm.total++
 	c.n = s.sm.total
-	active := len(s.sm.conns) + 1
+	active := len(s.sm.conns) + s.sm.opening + 1
+	if active > MaxConnections {
+		s.sm.refused++
+		s.sm.notifyLocked()
+		s.sm.mu.Unlock()
+		// As Slack does: no hello, the reason, and the connection closed.
+		_ = c.write(map[string]any{
+			"type":       "disconnect",
+			"reason":     "too_many_websockets",
+			"debug_info": map[string]any{"host": "applink-fake-" + s.cfg.appID},
+		})
+		c.close()
+		return
+	}
+	s.sm.opening++
 	s.sm.mu.Unlock()
 
 	hello := map[string]any{
@@ -156,6 +183,7 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 	// must be the first message the client reads.
 	helloErr := c.write(hello)
 	s.sm.mu.Lock()
+	s.sm.opening--
 	s.sm.conns[c.n] = c
 	s.sm.notifyLocked()
 	s.sm.mu.Unlock()
@@ -264,6 +292,14 @@ func (s *Server) Connections() int {
 	return s.sm.total
 }
 
+// RefusedConnections is how many Socket Mode connections were refused
+// because MaxConnections were open.
+func (s *Server) RefusedConnections() int {
+	s.sm.mu.Lock()
+	defer s.sm.mu.Unlock()
+	return s.sm.refused
+}
+
 // ActiveConnections is how many Socket Mode connections are open now.
 func (s *Server) ActiveConnections() int {
 	s.sm.mu.Lock()
@@ -296,23 +332,24 @@ func (s *Server) waitFor(ctx context.Context, cond func() bool) error {
 	}
 }
 
-// SendEnvelope sends env over the most recent open connection. An empty
-// EnvelopeID gets a fresh one. It returns the envelope as sent.
+// SendEnvelope sends env over one of the open connections: the one
+// env.Conn names, else the next in turn, as Slack spreads an app's
+// envelopes over all its connections (one app's processes each get some).
+// An empty EnvelopeID gets a fresh one. It returns the envelope as sent.
 func (s *Server) SendEnvelope(env Envelope) (Envelope, error) {
 	if env.EnvelopeID == "" {
 		env.EnvelopeID = newEnvelopeID()
 	}
 	s.sm.mu.Lock()
-	var c *smConn
-	for n, cc := range s.sm.conns {
-		if c == nil || n > c.n {
-			c = cc
-		}
+	c := s.sm.conns[env.Conn]
+	if env.Conn == 0 {
+		c = s.sm.nextLocked()
 	}
 	if c == nil {
 		s.sm.mu.Unlock()
 		return env, ErrNoConnection
 	}
+	s.sm.last = c.n
 	env.Conn = c.n
 	env.SentAt = time.Now()
 	s.sm.envelopes[env.EnvelopeID] = env
@@ -333,11 +370,42 @@ func (s *Server) SendEnvelope(env Envelope) (Envelope, error) {
 	return env, nil
 }
 
+// nextLocked is the open connection after the last one used, in accept
+// order, wrapping around; nil when none is open.
+func (st *socketState) nextLocked() *smConn {
+	var first, next *smConn
+	for n, c := range st.conns {
+		if first == nil || n < first.n {
+			first = c
+		}
+		if n > st.last && (next == nil || n < next.n) {
+			next = c
+		}
+	}
+	if next == nil {
+		return first
+	}
+	return next
+}
+
 // SendEvent wraps an inner Events API event (see MessageEvent,
 // AppMentionEvent, AssistantThreadStartedEvent) in an event_callback with a
 // fresh event_id and sends it as an events_api envelope. An event that is
 // already an event_callback (from EventCallback) is sent as it is.
 func (s *Server) SendEvent(event any) (Envelope, error) {
+	return s.sendEvent(0, event)
+}
+
+// SendEventOn is SendEvent over connection conn (see Envelope.Conn): the
+// event lands on the process that holds that connection.
+func (s *Server) SendEventOn(conn int, event any) (Envelope, error) {
+	if conn <= 0 {
+		return Envelope{}, ErrNoConnection
+	}
+	return s.sendEvent(conn, event)
+}
+
+func (s *Server) sendEvent(conn int, event any) (Envelope, error) {
 	raw, err := json.Marshal(event)
 	if err != nil {
 		return Envelope{}, err
@@ -352,7 +420,7 @@ func (s *Server) SendEvent(event any) (Envelope, error) {
 			return Envelope{}, err
 		}
 	}
-	return s.SendEnvelope(Envelope{Type: EnvelopeEventsAPI, Payload: payload})
+	return s.SendEnvelope(Envelope{Type: EnvelopeEventsAPI, Payload: payload, Conn: conn})
 }
 
 // SendInteraction sends an interaction payload (see BlockActions,

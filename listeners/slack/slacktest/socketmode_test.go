@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -486,4 +487,87 @@ func BenchmarkSocketModeEventAck(b *testing.B) {
 		total += ack.Latency
 	}
 	b.ReportMetric(float64(total.Microseconds())/float64(b.N), "µs/ack")
+}
+
+// One app's envelopes go over all its open connections (several processes
+// of the app each hold one), each envelope over one connection only, in
+// turn; one may be sent over a chosen connection.
+func TestSocketModeSpreadsEnvelopesOverConnections(t *testing.T) {
+	srv, api := newServer(t)
+	a := runSocketClient(t, srv, api)
+	if err := srv.WaitForConnections(waitCtx(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	b := runSocketClient(t, srv, api)
+	if err := srv.WaitForConnections(waitCtx(t), 2); err != nil {
+		t.Fatal(err)
+	}
+	if hello := b.next(t, socketmode.EventTypeHello); hello.Request.NumConnections != 2 {
+		t.Errorf("the second connection's hello counts %d connections, want 2", hello.Request.NumConnections)
+	}
+	clients := map[int]*socketClient{1: a, 2: b}
+	var on []int
+	for i := range 4 {
+		env, err := srv.SendEvent(srv.MessageEvent(slacktest.UserMessage{Channel: channel, User: alice, Text: fmt.Sprintf("m%d", i)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := clients[env.Conn].next(t, socketmode.EventTypeEventsAPI)
+		if err := clients[env.Conn].Ack(*got.Request); err != nil {
+			t.Fatal(err)
+		}
+		ack, err := srv.WaitForAck(waitCtx(t), env.EnvelopeID)
+		if err != nil || ack.Envelope.Conn != env.Conn {
+			t.Fatalf("ack %+v, %v", ack, err)
+		}
+		on = append(on, env.Conn)
+	}
+	if fmt.Sprint(on) != "[1 2 1 2]" {
+		t.Errorf("envelopes went over connections %v, want each in turn", on)
+	}
+
+	env, err := srv.SendEventOn(1, srv.MessageEvent(slacktest.UserMessage{Channel: channel, User: alice, Text: "to a"}))
+	if err != nil || env.Conn != 1 {
+		t.Fatalf("sent on %d, %v; want connection 1", env.Conn, err)
+	}
+	a.next(t, socketmode.EventTypeEventsAPI)
+	if _, err := srv.SendEventOn(7, srv.MessageEvent(slacktest.UserMessage{Channel: channel, User: alice, Text: "nowhere"})); !errors.Is(err, slacktest.ErrNoConnection) {
+		t.Errorf("sent on a connection that is not open: %v", err)
+	}
+}
+
+// Slack keeps at most ten connections of one app open: the eleventh is
+// told too_many_websockets, without a hello, and closed.
+func TestSocketModeRefusesAnEleventhConnection(t *testing.T) {
+	srv, api := newServer(t)
+	dial := func() *websocket.Conn {
+		t.Helper()
+		_, wsURL, err := api.StartSocketModeContext(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, _, err := websocket.DefaultDialer.Dial(wsURL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return conn
+	}
+	for range slacktest.MaxConnections {
+		var hello map[string]any
+		if err := dial().ReadJSON(&hello); err != nil || hello["type"] != "hello" {
+			t.Fatalf("first message = %v, %v", hello, err)
+		}
+	}
+	extra := dial()
+	var msg map[string]any
+	if err := extra.ReadJSON(&msg); err != nil || msg["type"] != "disconnect" || msg["reason"] != "too_many_websockets" {
+		t.Fatalf("the eleventh connection was sent %v, %v", msg, err)
+	}
+	if _, _, err := extra.ReadMessage(); err == nil {
+		t.Error("the eleventh connection stayed open")
+	}
+	if n, refused := srv.ActiveConnections(), srv.RefusedConnections(); n != slacktest.MaxConnections || refused != 1 {
+		t.Errorf("%d open, %d refused; want %d and 1", n, refused, slacktest.MaxConnections)
+	}
 }
