@@ -39,7 +39,7 @@ import (
 // WithReplica implements it.
 type Store interface {
 	AcquireLease(ctx context.Context, name string, ttl time.Duration) (postgres.Lease, error)
-	RenewLeases(ctx context.Context, ttl time.Duration) ([]postgres.Lease, error)
+	RenewLeases(ctx context.Context, ttl time.Duration, names []string) ([]postgres.Lease, error)
 	ReleaseLease(ctx context.Context, name string) error
 	Fence(sessionID string, epoch int64)
 	Unfence(sessionID string)
@@ -211,11 +211,19 @@ func (c *Cluster) renew(ctx context.Context, s Sessions) {
 	c.mu.Lock()
 	c.round++
 	round := c.round
+	// Only the leases of the sessions run here: a lease the database
+	// says is this replica's id's but that no session here runs (a
+	// predecessor's under the same id, one not given up) must run out,
+	// or nobody would ever take its conversation over.
+	names := make([]string, 0, len(c.held))
+	for id := range c.held {
+		names = append(names, postgres.SessionLease(id))
+	}
 	c.mu.Unlock()
 	if err := c.cfg.Store.Heartbeat(ctx); err != nil && ctx.Err() == nil {
 		c.cfg.Logger.Warn("cluster: heartbeat not stored", "err", err)
 	}
-	leases, err := c.cfg.Store.RenewLeases(ctx, c.cfg.Lease)
+	leases, err := c.cfg.Store.RenewLeases(ctx, c.cfg.Lease, names)
 	if err != nil {
 		if ctx.Err() != nil {
 			return

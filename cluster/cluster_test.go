@@ -743,3 +743,56 @@ func TestLeaveAndResetFromAMirror(t *testing.T) {
 		}
 	}
 }
+
+// A replica restarted under the same id (storage.replica set, as a
+// StatefulSet's pod name would be) after a crash does not keep the leases
+// of the conversations its predecessor held: it does not run them, so
+// renewing them would leave them to nobody, and what a person writes on
+// another replica would wait in the inbox for ever. They run out, and the
+// others take them over.
+func TestRestartedUnderTheSameID(t *testing.T) {
+	dsn := pg.NewDatabase(t)
+	llm := openaitest.New()
+	t.Cleanup(llm.Close)
+	a, b := startReplica(t, dsn, "a", llm), startReplica(t, dsn, "b", llm)
+
+	onA := watch(t, a, sessions.AttachOptions{Key: "web:k6", Author: alice, AfterSeq: 0})
+	id := onA.sub.Ready.Session
+	llm.Push(openaitest.Reply{Text: []string{"Before."}})
+	submit(t, a, id, text("before", "c1"))
+	onA.until("the answer", answer("Before."))
+
+	a.crash()
+	before := leaseExpiry(t, dsn, id)
+	again := startReplica(t, dsn, "a", llm)
+	renewed := func() bool {
+		again.c.mu.Lock()
+		defer again.c.mu.Unlock()
+		return again.c.round >= 2
+	}
+	for deadline := time.Now().Add(30 * time.Second); !renewed(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the restarted replica did not renew its leases twice within 30s")
+		}
+	}
+	if after := leaseExpiry(t, dsn, id); after != before {
+		t.Fatalf("the restarted replica renewed the lease of a conversation it does not run (expiry %d, was %d)", after, before)
+	}
+
+	runOut(t, dsn, "a")
+	onB := watch(t, b, sessions.AttachOptions{SessionID: id, Author: alice, AfterSeq: 0})
+	llm.Push(openaitest.Reply{Text: []string{"After."}})
+	submit(t, b, id, text("after", "c2"))
+	onB.until("the answer to what was written on b", answer("After."))
+}
+
+// leaseExpiry is when session id's lease runs out, in the database's
+// milliseconds.
+func leaseExpiry(t *testing.T, dsn, id string) int64 {
+	t.Helper()
+	var ms int64
+	if err := connect(t, dsn).QueryRow(context.Background(), `SELECT expires_at FROM leases WHERE name = $1`, postgres.SessionLease(id)).Scan(&ms); err != nil {
+		t.Fatal(err)
+	}
+	return ms
+}

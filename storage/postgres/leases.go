@@ -139,17 +139,23 @@ func (db *DB) AcquireLease(ctx context.Context, name string, ttl time.Duration) 
 	return Lease{}, fmt.Errorf("postgres: acquire lease %s: it changed hands three times while asked for", name)
 }
 
-// RenewLeases extends, in one statement, every lease this replica holds to
-// ttl from now, and returns them: a lease missing from the list is lost
-// (taken by another replica, or deleted with its conversation). It renews
-// an expired lease that nobody took, which is still this replica's (see
-// the fencing rules above), keeping its epoch.
-func (db *DB) RenewLeases(ctx context.Context, ttl time.Duration) ([]Lease, error) {
+// RenewLeases extends, in one statement, the leases named that this
+// replica holds to ttl from now, and returns them: a lease named but
+// missing from the list is lost (taken by another replica, or deleted
+// with its conversation). It renews an expired lease that nobody took,
+// which is still this replica's (see the fencing rules above), keeping its
+// epoch. A lease this replica's id holds but that is not named is left to
+// run out: one a process before it held under the same id (a replica
+// restarted with storage.replica set), or one it failed to release, is
+// not run here, and the others take it over once it has expired. With no
+// names it still asks the database: a replica running nothing learns as
+// well that it is unreachable (its readiness).
+func (db *DB) RenewLeases(ctx context.Context, ttl time.Duration, names []string) ([]Lease, error) {
 	if db.replica == "" {
 		return nil, fmt.Errorf("postgres: renew leases: %w", errNoReplica)
 	}
 	return db.leases(ctx, "renew leases", `UPDATE leases SET expires_at = `+nowMillis+` + $2
-		WHERE holder = $1 RETURNING name, holder, epoch, expires_at`, db.replica, ttlMillis(ttl))
+		WHERE holder = $1 AND name = ANY($3) RETURNING name, holder, epoch, expires_at`, db.replica, ttlMillis(ttl), names)
 }
 
 // ReleaseLease gives up the lease name if this replica holds it (a lease

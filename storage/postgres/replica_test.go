@@ -63,7 +63,7 @@ func TestLeases(t *testing.T) {
 	if l := take(t, b, "session:x"); l.Holder != "r1" || l.Epoch != 2 {
 		t.Fatalf("taking over an expired lease = %+v, want r1 at epoch 2", l)
 	}
-	if ls, err := a.RenewLeases(ctx, time.Minute); err != nil || len(ls) != 0 {
+	if ls, err := a.RenewLeases(ctx, time.Minute, []string{"session:x"}); err != nil || len(ls) != 0 {
 		t.Errorf("r0 renews %+v, %v: it lost its only lease", ls, err)
 	}
 	if err := a.ReleaseLease(ctx, "session:x"); err != nil {
@@ -84,10 +84,10 @@ func TestLeases(t *testing.T) {
 	if l := take(t, b, "session:x"); l.Epoch != 4 {
 		t.Errorf("the same holder after expiry = %+v, want epoch 4", l)
 	}
-	// Renewing keeps the epoch, expired or not, of every lease held.
+	// Renewing keeps the epoch, expired or not, of every lease named.
 	take(t, b, "session:y")
 	expire(t, b, "session:y")
-	ls, err := b.RenewLeases(ctx, time.Minute)
+	ls, err := b.RenewLeases(ctx, time.Minute, []string{"session:x", "session:y"})
 	if err != nil || len(ls) != 2 {
 		t.Fatalf("RenewLeases = %+v, %v", ls, err)
 	}
@@ -95,6 +95,18 @@ func TestLeases(t *testing.T) {
 		if time.Until(l.Expires) < 30*time.Second || (l.Name == "session:x" && l.Epoch != 4) || (l.Name == "session:y" && l.Epoch != 1) {
 			t.Errorf("renewed %+v", l)
 		}
+	}
+	// A lease held but not named is not renewed: it runs out (a
+	// predecessor's under the same id, one a release failed to give up).
+	expire(t, b, "session:y")
+	if ls, err := b.RenewLeases(ctx, time.Minute, []string{"session:x"}); err != nil || len(ls) != 1 || ls[0].Name != "session:x" {
+		t.Fatalf("RenewLeases(session:x) = %+v, %v, want session:x alone", ls, err)
+	}
+	if ls, _ := b.Leases(ctx, "session:y"); len(ls) != 1 || ls[0].Expires.After(time.Now()) {
+		t.Errorf("session:y, not named, was renewed: %+v", ls)
+	}
+	if ls, err := b.RenewLeases(ctx, time.Minute, nil); err != nil || len(ls) != 0 {
+		t.Errorf("RenewLeases(none) = %+v, %v", ls, err)
 	}
 	if ls, _ := a.Leases(ctx, "session:y"); len(ls) != 1 {
 		t.Errorf("Leases(session:y) = %+v", ls)
