@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -92,11 +93,12 @@ type Cluster struct {
 	cfg Config
 
 	mu sync.Mutex
-	// held: the sessions this replica runs, with the renewal round in
-	// which each was claimed, so that a renewal begun before a claim does
-	// not count it lost.
-	held  map[string]uint64
-	round uint64
+	// held: the sessions this replica runs, each with the number of its
+	// claim, so that a renewal judges only the claims it asked the
+	// database about: one made while the renewal was under way is not
+	// among the leases it renewed, and is not lost for that.
+	held   map[string]uint64
+	claims uint64
 	// renewed is when the leases were last renewed.
 	renewed time.Time
 }
@@ -111,9 +113,6 @@ func New(cfg Config) *Cluster {
 
 // Claim takes session id's lease for this replica (sessions.Cluster).
 func (c *Cluster) Claim(ctx context.Context, sessionID string) error {
-	c.mu.Lock()
-	round := c.round
-	c.mu.Unlock()
 	l, err := c.cfg.Store.AcquireLease(ctx, postgres.SessionLease(sessionID), c.cfg.Lease)
 	switch {
 	case errors.Is(err, postgres.ErrLeaseHeld):
@@ -123,7 +122,8 @@ func (c *Cluster) Claim(ctx context.Context, sessionID string) error {
 	}
 	c.cfg.Store.Fence(sessionID, l.Epoch)
 	c.mu.Lock()
-	c.held[sessionID] = round + 1
+	c.claims++
+	c.held[sessionID] = c.claims
 	c.mu.Unlock()
 	return nil
 }
@@ -208,18 +208,17 @@ func (c *Cluster) keep(ctx context.Context, s Sessions) {
 
 // renew renews every lease held and lets go of those not renewed.
 func (c *Cluster) renew(ctx context.Context, s Sessions) {
-	c.mu.Lock()
-	c.round++
-	round := c.round
 	// Only the leases of the sessions run here: a lease the database
 	// says is this replica's id's but that no session here runs (a
 	// predecessor's under the same id, one not given up) must run out,
 	// or nobody would ever take its conversation over.
-	names := make([]string, 0, len(c.held))
-	for id := range c.held {
+	c.mu.Lock()
+	asked := maps.Clone(c.held)
+	c.mu.Unlock()
+	names := make([]string, 0, len(asked))
+	for id := range asked {
 		names = append(names, postgres.SessionLease(id))
 	}
-	c.mu.Unlock()
 	if err := c.cfg.Store.Heartbeat(ctx); err != nil && ctx.Err() == nil {
 		c.cfg.Logger.Warn("cluster: heartbeat not stored", "err", err)
 	}
@@ -237,7 +236,7 @@ func (c *Cluster) renew(ctx context.Context, s Sessions) {
 			c.cfg.Down("the leases of its conversations cannot be renewed: "+err.Error(), "check that PostgreSQL (storage.dsn) is up and reachable from this machine")
 		}
 		if since >= c.cfg.Lease {
-			c.loseAll(s, round)
+			c.loseOf(s, asked, nil)
 		}
 		return
 	}
@@ -252,23 +251,17 @@ func (c *Cluster) renew(ctx context.Context, s Sessions) {
 	}
 	c.mu.Lock()
 	c.renewed = time.Now()
-	var lost []string
-	for id, claimed := range c.held {
-		if claimed <= round && !kept[id] {
-			lost = append(lost, id)
-			delete(c.held, id)
-		}
-	}
 	c.mu.Unlock()
-	c.lose(s, lost)
+	c.loseOf(s, asked, kept)
 }
 
-// loseAll lets go of every session claimed before round.
-func (c *Cluster) loseAll(s Sessions, round uint64) {
+// loseOf lets go of the sessions a renewal asked for (with their claims)
+// that it did not keep, unless claimed again since.
+func (c *Cluster) loseOf(s Sessions, asked map[string]uint64, kept map[string]bool) {
 	c.mu.Lock()
 	var lost []string
-	for id, claimed := range c.held {
-		if claimed <= round {
+	for id, claim := range asked {
+		if held, ok := c.held[id]; ok && held == claim && !kept[id] {
 			lost = append(lost, id)
 			delete(c.held, id)
 		}
