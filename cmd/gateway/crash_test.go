@@ -16,14 +16,15 @@ package main
 // -crash.points=mid-stream,approval limits the kill points, and
 // -crash.keep keeps a failed test's database for a look with sqlite3.
 //
-// The parts: crashproc_test.go (the binary as a child process, its
+// The parts: crashrun_test.go (a run: the gateways, the kills, the end and
+// the audit), crashproc_test.go (the binary as a child process, its
 // configuration and scripted model), crashclient_test.go (the clients) and
-// crashaudit_test.go (what the stored history must satisfy).
+// crashaudit_test.go (what the stored history must satisfy, on SQLite or
+// PostgreSQL). crashreplica_test.go runs the same on three replicas
+// sharing one PostgreSQL database.
 
 import (
 	"bytes"
-	"context"
-	"database/sql"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -31,10 +32,8 @@ import (
 	"net/http"
 	"os/exec"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -50,7 +49,7 @@ import (
 var (
 	crashSeed   = flag.Int64("crash.seed", 0, "seed of TestCrash's random choices (0: from the clock; every run logs the one it used)")
 	crashKills  = flag.Int("crash.kills", 3, "how many times TestCrash kills the gateway with SIGKILL (a soak run: 100)")
-	crashKeep   = flag.Bool("crash.keep", false, "when a test of crash_test.go fails, keep a copy of its database and config (the path is logged)")
+	crashKeep   = flag.Bool("crash.keep", false, "when a crash test fails, keep a copy of its directory: config and SQLite database (a PostgreSQL database is dropped with the test)")
 	crashPoints = flag.String("crash.points", "", "comma-separated kill points TestCrash picks from (default all: "+strings.Join(allKillPoints, ",")+")")
 )
 
@@ -75,152 +74,9 @@ const (
 // ---------------------------------------------------------------------------
 // TestCrash.
 
-// crashRun is the gateway under test: its current process and what the
-// clients have seen of it.
-type crashRun struct {
-	t     *testing.T
-	bin   string
-	setup crashSetup
-	log   *procLog
-
-	mu   sync.Mutex
-	proc *gatewayProc
-	addr string // "" while the gateway is down
-	gen  int    // how many times it was started
-
-	paused atomic.Bool // clients start no new input (the idle kill point)
-	hold   atomic.Bool // clients answer no approval request (the approval kill point)
-	final  atomic.Bool // the kills are over: clients finish their inputs
-
-	// Live events seen by all clients (not replays), for the kill points.
-	inputsSent, deltas, toolCalls, confirmRequests atomic.Int64
-	// Summaries the model was asked for, for the compaction kill point.
-	summaries atomic.Int64
-
-	clients []*crashClient
-}
-
-func (h *crashRun) start() {
-	h.t.Helper()
-	p, err := startGatewayProc(h.t, h.bin, h.setup.config, h.log)
-	if err != nil {
-		h.t.Fatalf("start #%d: %v", h.gen+1, err)
-	}
-	h.mu.Lock()
-	h.proc, h.addr = p, p.addr
-	h.gen++
-	h.mu.Unlock()
-}
-
-func (h *crashRun) current() (addr string, gen int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.addr, h.gen
-}
-
-func (h *crashRun) kill() {
-	h.mu.Lock()
-	p := h.proc
-	h.addr = ""
-	h.mu.Unlock()
-	p.kill()
-	if p.err == nil || !strings.Contains(p.err.Error(), "killed") {
-		h.t.Errorf("the gateway was SIGKILLed but exited with %v", p.err)
-	}
-}
-
-// waitFor polls cond until it holds or timeout passes.
-func waitFor(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-func (h *crashRun) all(f func(*crashClient) bool) bool {
-	for _, c := range h.clients {
-		if !f(c) {
-			return false
-		}
-	}
-	return true
-}
-
-func (h *crashRun) report(f func(*crashClient) bool) string {
-	var b strings.Builder
-	for _, c := range h.clients {
-		if !f(c) {
-			b.WriteString(c.report())
-		}
-	}
-	return b.String()
-}
-
-// killAt waits (a bounded time) for the point, then kills the gateway. It
-// reports whether the point was reached.
-func (h *crashRun) killAt(point string, rng *rand.Rand) bool {
-	const patience = 3 * time.Second
-	var reached bool
-	jitter := time.Duration(0)
-	switch point {
-	case pointIdle:
-		h.paused.Store(true)
-		reached = waitFor(patience, func() bool { return h.all((*crashClient).idle) })
-	case pointAfterInput:
-		n := h.inputsSent.Load()
-		reached = waitFor(patience, func() bool { return h.inputsSent.Load() > n })
-		jitter = time.Duration(rng.IntN(5000)) * time.Microsecond
-	case pointMidStream:
-		n := h.deltas.Load()
-		reached = waitFor(patience, func() bool { return h.deltas.Load() > n })
-		jitter = time.Duration(rng.IntN(20000)) * time.Microsecond
-	case pointMidTool:
-		n := h.toolCalls.Load()
-		reached = waitFor(patience, func() bool { return h.toolCalls.Load() > n })
-		jitter = time.Duration(rng.IntN(20000)) * time.Microsecond
-	case pointCompaction:
-		n := h.summaries.Load()
-		reached = waitFor(patience, func() bool { return h.summaries.Load() > n })
-		jitter = time.Duration(rng.IntN(int(5*chunkDelay/time.Microsecond))) * time.Microsecond
-	case pointApproval:
-		h.hold.Store(true)
-		n := h.confirmRequests.Load()
-		reached = waitFor(patience, func() bool { return h.confirmRequests.Load() > n })
-	}
-	time.Sleep(jitter)
-	h.kill()
-	h.paused.Store(false)
-	h.hold.Store(false)
-	return reached
-}
-
-func killPoints(t *testing.T) []string {
-	if *crashPoints == "" {
-		return allKillPoints
-	}
-	var out []string
-	for _, p := range strings.Split(*crashPoints, ",") {
-		p = strings.TrimSpace(p)
-		if !slices.Contains(allKillPoints, p) {
-			t.Fatalf("-crash.points: unknown point %q (want %s)", p, strings.Join(allKillPoints, ", "))
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
 func TestCrash(t *testing.T) {
-	bin := gatewayBinary(t)
-	seed := *crashSeed
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
+	gatewayBinary(t)
+	seed := crashSeedOf()
 	kills := *crashKills
 	points := killPoints(t)
 	t.Logf("crash seed %d, %d kills (replay: go test ./cmd/gateway -run 'TestCrash$' -crash.seed=%d -crash.kills=%d)", seed, kills, seed, kills)
@@ -228,185 +84,18 @@ func TestCrash(t *testing.T) {
 
 	llm := openaitest.New()
 	t.Cleanup(llm.Close) // after the gateway is gone: a request it holds open ends with it
-	log := &procLog{}
-	log.dumpOnFailure(t)
-	h := &crashRun{t: t, bin: bin, setup: writeCrashSetup(t, llm.BaseURL(), "5s"), log: log}
-	llm.Respond(crashModel(chunkDelay, &h.summaries))
-	h.start()
+	h := newCrashRun(t, writeCrashSetup(t, llm.BaseURL(), "5s"), 1)
+	llm.Respond(crashModel(chunkDelay, h.summarized))
+	h.startAll()
+	h.startClients(crashClients, seed)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
-	for i := 1; i <= crashClients; i++ {
-		c := newCrashClient(h, i, seed)
-		h.clients = append(h.clients, c)
-		wg.Go(func() { c.loop(ctx) })
-	}
-	caughtUp := func(gen int) func(*crashClient) bool {
-		return func(c *crashClient) bool { return c.caughtUpOn(gen) }
-	}
-	if !waitFor(15*time.Second, func() bool { return h.all(caughtUp(1)) }) {
-		t.Fatalf("the clients did not all open their sessions:\n%s", h.report(caughtUp(1)))
-	}
-
-	chosen := map[string]int{}
-	missed := map[string]int{}
-	for k := range kills {
-		point := points[rng.IntN(len(points))]
-		chosen[point]++
-		if !h.killAt(point, rng) {
-			missed[point]++
-		}
-		h.start()
-		_, gen := h.current()
-		if !waitFor(20*time.Second, func() bool { return h.all(caughtUp(gen)) }) {
-			t.Fatalf("after kill %d (%s) and a restart, not every client resumed its session:\n%s", k+1, point, h.report(caughtUp(gen)))
-		}
-		// Half the time the next kill may cut the turns being resumed
-		// (a crash during recovery); otherwise they end first, so a turn
-		// is not cut again and again until the gateway gives it up.
-		if rng.IntN(2) == 0 {
-			marks := make([]int, len(h.clients))
-			for i, c := range h.clients {
-				marks[i] = c.inFlight()
-			}
-			waitFor(5*time.Second, func() bool {
-				for i, c := range h.clients {
-					if marks[i] >= 0 && c.inFlight() == marks[i] {
-						return false
-					}
-				}
-				return true
-			})
-		}
-	}
-
-	h.final.Store(true)
-	if !waitFor(30*time.Second, func() bool { return h.all((*crashClient).finished) }) {
-		t.Fatalf("after the last restart the clients' inputs were not all answered:\n%s\nthe end of their stored events:\n%s",
-			h.report((*crashClient).finished), h.storedTails((*crashClient).finished))
-	}
-	cancel()
-	wg.Wait()
-	h.mu.Lock()
-	p := h.proc
-	h.mu.Unlock()
-	exitErr, ok := p.terminate(30 * time.Second)
-	if !ok {
-		t.Fatal("the gateway did not exit within 30s of SIGTERM")
-	}
-	if exitErr != nil {
-		t.Errorf("after SIGTERM the gateway exited with %v, want status 0", exitErr)
-	}
-
-	for _, c := range h.clients {
-		for _, p := range c.problems {
-			t.Errorf("client %d: %s", c.n, p)
-		}
-	}
-
-	db := openAuditDB(t, h.setup.db)
-	var total sessionStats
-	inputs, resent, reconnects := 0, 0, 0
-	connErrs := map[string]int{}
-	for _, c := range h.clients {
-		var texts []string
-		for _, in := range c.inputs {
-			texts = append(texts, in.text)
-			resent += in.sends - 1
-		}
-		inputs += len(texts)
-		reconnects += c.reconnects
-		for code, n := range c.connErrs {
-			connErrs[code] += n
-		}
-		st, fails := auditSession(db, c.session, texts, c.seen)
-		total.add(st)
-		reportFailures(t, fmt.Sprintf("session %s (client %d)", c.session, c.n), fails)
-	}
-	reportFailures(t, "store", auditStore(db, h.sessionIDs()))
-
-	var pts []string
-	for _, p := range allKillPoints {
-		if chosen[p] > 0 {
-			pts = append(pts, fmt.Sprintf("%s %d (%d not reached)", p, chosen[p], missed[p]))
-		}
-	}
-	t.Logf("seed %d: %d kills [%s]; %d sessions, %d events, %d inputs (%d resent), %d interrupted turns (%d given up), %d already_resolved, %d compactions, %d reconnects, connection errors %v",
-		seed, kills, strings.Join(pts, ", "), len(h.clients), total.events, inputs, resent, total.interrupted, total.gaveUp, total.alreadyResolved, total.compactions, reconnects, connErrs)
+	tally := h.chaos(kills, points, rng)
+	h.finish()
+	total := h.audit()
+	t.Logf("seed %d: %d kills %s; %d sessions, %s", seed, kills, tally, len(h.clients), total)
 	if total.compactions == 0 {
 		t.Errorf("no conversation was compacted: the guide's window of 6 should have been passed")
 	}
-}
-
-// storedTails lists the last stored events of the sessions of the clients
-// for which f is false.
-func (h *crashRun) storedTails(f func(*crashClient) bool) string {
-	db, err := sql.Open("sqlite", "file:"+h.setup.db+"?mode=ro")
-	if err != nil {
-		return err.Error()
-	}
-	defer db.Close()
-	var b strings.Builder
-	for _, c := range h.clients {
-		if f(c) {
-			continue
-		}
-		c.mu.Lock()
-		session := c.session
-		c.mu.Unlock()
-		evs, err := loadEvents(db, session)
-		if err != nil {
-			fmt.Fprintf(&b, "session %s: %v\n", session, err)
-			continue
-		}
-		fmt.Fprintf(&b, "session %s (client %d), %d events:\n%s\n", session, c.n, len(evs), describeEvents(evs, len(evs)-25, len(evs)))
-		var turn string
-		if tableExists(db, "pending_turns") && db.QueryRow(`SELECT data FROM pending_turns WHERE session_id = ?`, session).Scan(&turn) == nil {
-			fmt.Fprintf(&b, "  its stored open turn: %s\n", turn)
-			var p struct {
-				Confirmations []struct {
-					ID       string `json:"id"`
-					Resolved bool   `json:"resolved"`
-				} `json:"confirmations"`
-			}
-			_ = json.Unmarshal([]byte(turn), &p)
-			for _, cf := range p.Confirmations {
-				asked := slices.ContainsFunc(evs, func(ev evRow) bool {
-					return ev.Type == "confirmation_request" && bytes.Contains(ev.Data, []byte(`"`+cf.ID+`"`))
-				})
-				if !cf.Resolved && !asked {
-					fmt.Fprintf(&b, "  the open turn waits for approval %s, but no confirmation_request for it is stored: no client can answer it\n", cf.ID)
-				}
-			}
-		}
-	}
-	return b.String()
-}
-
-func (h *crashRun) sessionIDs() []string {
-	var ids []string
-	for _, c := range h.clients {
-		ids = append(ids, c.session)
-	}
-	return ids
-}
-
-func reportFailures(t *testing.T, what string, fails []string) {
-	t.Helper()
-	const max = 25
-	if len(fails) == 0 {
-		return
-	}
-	more := ""
-	if len(fails) > max {
-		more = fmt.Sprintf("\n… and %d more", len(fails)-max)
-		fails = fails[:max]
-	}
-	t.Errorf("%s:\n%s%s", what, strings.Join(fails, "\n"), more)
 }
 
 // ---------------------------------------------------------------------------
@@ -540,7 +229,7 @@ func mergeSeen(ms ...map[int64]seenEvent) map[int64]seenEvent {
 }
 
 // noStopped: a turn SIGTERM cut is resumed, never stored as stopped.
-func noStopped(t *testing.T, db *sql.DB, session string) {
+func noStopped(t *testing.T, db storedHistory, session string) {
 	t.Helper()
 	evs, err := loadEvents(db, session)
 	if err != nil {
@@ -584,9 +273,12 @@ func TestSIGTERMDrains(t *testing.T) {
 		}
 		expectCleanExit(t, gw, time.Second)
 		func() {
-			db := openAuditDB(t, setup.db)
+			db, err := openStoredHistory(setup.db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
 			noStopped(t, db, p.session)
-			db.Close()
 		}()
 
 		hang.Store(false)
@@ -616,7 +308,7 @@ func TestSIGTERMDrains(t *testing.T) {
 		}
 		expectCleanExit(t, gw2, time.Second)
 
-		db := openAuditDB(t, setup.db)
+		db := openAudit(t, setup.db)
 		st, fails := auditSession(db, p.session, []string{text}, mergeSeen(p.seen, p2.seen))
 		reportFailures(t, "stored history", fails)
 		if st.interrupted != 1 {
@@ -627,7 +319,7 @@ func TestSIGTERMDrains(t *testing.T) {
 
 	t.Run("tool step finishes within the grace", func(t *testing.T) {
 		db, session := drainMidTurn(t, "q1-1 please calc 2+3", "tool_call", answerText("q1-1", "after calculator"))
-		msgs, err := loadMessages(db, session)
+		msgs, err := loadContext(db, session)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -646,7 +338,7 @@ func TestSIGTERMDrains(t *testing.T) {
 // gets the answer (containing want) live, the gateway exits 0, and the
 // stored history is whole, without an interrupted marker or "Stopped.".
 // It returns the stored database and the session, for further checks.
-func drainMidTurn(t *testing.T, text, at, want string) (*sql.DB, string) {
+func drainMidTurn(t *testing.T, text, at, want string) (storedHistory, string) {
 	t.Helper()
 	llm := openaitest.New()
 	t.Cleanup(llm.Close)
@@ -667,7 +359,7 @@ func drainMidTurn(t *testing.T, text, at, want string) (*sql.DB, string) {
 	}
 	expectCleanExit(t, gw, 30*time.Second)
 
-	db := openAuditDB(t, setup.db)
+	db := openAudit(t, setup.db)
 	st, fails := auditSession(db, p.session, []string{text}, p.seen)
 	reportFailures(t, "stored history", fails)
 	if st.interrupted != 0 {

@@ -1,19 +1,26 @@
 package main
 
-// The audit of a crash test's stored history (see crash_test.go).
+// The audit of a crash test's stored history (see crash_test.go), read
+// through the store's own methods, so that it audits the SQLite store and
+// the PostgreSQL one alike.
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	_ "modernc.org/sqlite"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/storage"
+	"github.com/switchboard-gw/switchboard/storage/postgres"
 )
 
 // ---------------------------------------------------------------------------
@@ -37,6 +44,8 @@ func (s *sessionStats) add(o sessionStats) {
 	s.compactions += o.compactions
 }
 
+// openAuditDB opens an SQLite store's file read-only, for a look with
+// SQL (the terminal tests).
 func openAuditDB(t *testing.T, path string) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
@@ -50,23 +59,70 @@ func openAuditDB(t *testing.T, path string) *sql.DB {
 	return db
 }
 
-func loadEvents(db *sql.DB, session string) ([]evRow, error) {
-	rows, err := db.Query(`SELECT seq, type, data FROM events WHERE session_id = ? ORDER BY seq`, session)
+// storedHistory is what the audit reads of a store: both the SQLite store
+// (storage) and the PostgreSQL one (storage/postgres) have it.
+type storedHistory interface {
+	EventsAfter(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]switchboard.Event, error)
+	MessageCount(ctx context.Context, sessionID string) (int64, error)
+	Window(ctx context.Context, sessionID string, n int) ([]switchboard.Message, error)
+	Context(ctx context.Context, sessionID string, n int) (summary string, msgs []switchboard.Message, err error)
+	LoadPending(ctx context.Context, sessionID string) ([]byte, error)
+	Unfinished(ctx context.Context) ([]string, error)
+	Close() error
+}
+
+// openStoredHistory opens the store a gateway used (storage.dsn: an SQLite
+// file, or a PostgreSQL URL, opened as no replica: it takes no lease and
+// fences nothing) to audit it. An SQLite file must not be in use by a
+// gateway: the store takes its lock.
+func openStoredHistory(dsn string) (storedHistory, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if strings.HasPrefix(dsn, "postgres://") {
+		return postgres.Open(ctx, dsn)
+	}
+	return storage.Open(ctx, dsn)
+}
+
+// openAudit is openStoredHistory for a test, closed when it ends.
+func openAudit(t *testing.T, dsn string) storedHistory {
+	t.Helper()
+	st, err := openStoredHistory(dsn)
+	if err != nil {
+		t.Fatalf("open the store to audit it: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// loadContext is every message of the session's context, oldest first.
+func loadContext(st storedHistory, session string) ([]switchboard.Message, error) {
+	n, err := st.MessageCount(context.Background(), session)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var evs []evRow
-	for rows.Next() {
-		var ev evRow
-		var data string
-		if err := rows.Scan(&ev.Seq, &ev.Type, &data); err != nil {
-			return nil, err
-		}
-		ev.Data = json.RawMessage(data)
-		evs = append(evs, ev)
+	return st.Window(context.Background(), session, int(n))
+}
+
+func loadEvents(st storedHistory, session string) ([]evRow, error) {
+	evs, err := st.EventsAfter(context.Background(), session, 0, 0)
+	if err != nil {
+		return nil, err
 	}
-	return evs, rows.Err()
+	out := make([]evRow, len(evs))
+	for i, ev := range evs {
+		out[i] = evRow{Seq: ev.Seq, Type: string(ev.Type), Data: ev.Data}
+	}
+	return out, nil
+}
+
+// openTurn is the session's stored open turn; ok is false if it has none.
+func openTurn(st storedHistory, session string) (data []byte, ok bool, err error) {
+	data, err = st.LoadPending(context.Background(), session)
+	if errors.Is(err, switchboard.ErrNotFound) {
+		return nil, false, nil
+	}
+	return data, err == nil, err
 }
 
 func loadMessages(db *sql.DB, session string) ([]switchboard.Message, error) {
@@ -90,30 +146,16 @@ func loadMessages(db *sql.DB, session string) ([]switchboard.Message, error) {
 	return msgs, rows.Err()
 }
 
-func tableExists(db *sql.DB, name string) bool {
-	var n int
-	_ = db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, name).Scan(&n)
-	return n > 0
-}
-
-// auditStore checks what must be empty once every turn is answered.
-func auditStore(db *sql.DB, sessions []string) []string {
-	var fails []string
-	if tableExists(db, "inbox") {
-		var n int
-		if err := db.QueryRow(`SELECT COUNT(*) FROM inbox`).Scan(&n); err != nil {
-			fails = append(fails, "inbox: "+err.Error())
-		} else if n != 0 {
-			fails = append(fails, fmt.Sprintf("the inbox still holds %d inputs after every input was answered", n))
-		}
+// auditStore checks what must be empty once every turn is answered: no
+// session has an open turn or an input waiting in its inbox.
+func auditStore(st storedHistory) []string {
+	ids, err := st.Unfinished(context.Background())
+	if err != nil {
+		return []string{"unfinished sessions: " + err.Error()}
 	}
-	if tableExists(db, "pending_turns") {
-		for _, s := range sessions {
-			var n int
-			if err := db.QueryRow(`SELECT COUNT(*) FROM pending_turns WHERE session_id = ?`, s).Scan(&n); err == nil && n != 0 {
-				fails = append(fails, fmt.Sprintf("session %s still has a suspended turn after every input was answered", s))
-			}
-		}
+	var fails []string
+	for _, id := range ids {
+		fails = append(fails, fmt.Sprintf("session %s still has an open turn or inputs in its inbox after every input was answered", id))
 	}
 	return fails
 }
@@ -129,7 +171,7 @@ func describeEvents(evs []evRow, from, to int) string {
 
 // auditSession checks one session's stored history against what its client
 // sent (inputs, in order) and saw (seen, by seq).
-func auditSession(db *sql.DB, session string, inputs []string, seen map[int64]seenEvent) (sessionStats, []string) {
+func auditSession(db storedHistory, session string, inputs []string, seen map[int64]seenEvent) (sessionStats, []string) {
 	var st sessionStats
 	var fails []string
 	failf := func(format string, args ...any) { fails = append(fails, fmt.Sprintf(format, args...)) }
@@ -140,7 +182,7 @@ func auditSession(db *sql.DB, session string, inputs []string, seen map[int64]se
 	if err != nil {
 		return st, []string{"events: " + err.Error()}
 	}
-	msgs, err := loadMessages(db, session)
+	msgs, err := loadContext(db, session)
 	if err != nil {
 		return st, []string{"messages: " + err.Error()}
 	}
@@ -396,23 +438,29 @@ func auditSession(db *sql.DB, session string, inputs []string, seen map[int64]se
 			st.compactions++
 		}
 	}
-	var summary string
-	var through int64
-	err = db.QueryRow(`SELECT text, through_id FROM summaries WHERE session_id = ?`, session).Scan(&summary, &through)
+	// The summary covers the messages before those Context returns: at
+	// least one, and those after it are the last of the session's.
+	summary, after, err := db.Context(context.Background(), session, len(msgs))
 	switch {
-	case err == sql.ErrNoRows && lastCompaction != nil:
-		failf("a compaction event is stored (%q) but no summary", lastCompaction.Summary)
-	case err == sql.ErrNoRows:
 	case err != nil:
-		failf("summaries: %v", err)
+		failf("summary: %v", err)
+	case summary == "" && lastCompaction != nil:
+		failf("a compaction event is stored (%q) but no summary", lastCompaction.Summary)
+	case summary == "":
 	case lastCompaction == nil:
 		failf("a summary is stored (%q) but no compaction event shows it", summary)
 	case lastCompaction.Summary != summary:
 		failf("the last compaction event shows %q, the stored summary is %q", lastCompaction.Summary, summary)
+	case len(after) >= len(msgs):
+		failf("the summary covers none of the session's %d messages: it does not end at one of them", len(msgs))
 	default:
-		var n int
-		if err := db.QueryRow(`SELECT COUNT(*) FROM messages WHERE session_id = ? AND id = ?`, session, through).Scan(&n); err != nil || n != 1 {
-			failf("the summary ends at message %d, which is not one of the session's (%v)", through, err)
+		tail := msgs[len(msgs)-len(after):]
+		for i := range after {
+			if after[i].Role != tail[i].Role || after[i].Content != tail[i].Content {
+				failf("the messages after the summary are not the session's last %d: #%d is %s %q, want %s %q",
+					len(after), i, after[i].Role, after[i].Content, tail[i].Role, tail[i].Content)
+				break
+			}
 		}
 	}
 	return st, fails

@@ -39,8 +39,10 @@ type crashClient struct {
 	inputs     []*crashInput
 	open       map[string]*openConfirm
 	resolved   map[string]bool
+	cursor     int   // where the next connection goes (crashRun.next)
 	conns      int   // connections made
-	connGen    int   // the gateway start the current connection is to
+	connNode   int   // the gateway the current connection is to…
+	connGen    int   // …and its start
 	readyLast  int64 // ready.last_seq of the current connection; -1 before ready
 	caughtUp   bool  // the current connection has replayed up to readyLast
 	dropConn   bool  // hello failed: reconnect
@@ -69,7 +71,7 @@ type openConfirm struct {
 func newCrashClient(h *crashRun, n int, seed int64) *crashClient {
 	rng := rand.New(rand.NewPCG(uint64(seed), uint64(n)))
 	return &crashClient{
-		h: h, n: n, user: fmt.Sprintf("u%d", n), rng: rng, offset: rng.IntN(3),
+		h: h, n: n, user: fmt.Sprintf("u%d", n), rng: rng, offset: rng.IntN(3), cursor: n - 1,
 		seen: map[int64]seenEvent{}, open: map[string]*openConfirm{}, resolved: map[string]bool{},
 		connErrs: map[string]int{}, readyLast: -1,
 	}
@@ -90,10 +92,13 @@ func (c *crashClient) wantsMore() bool {
 	return !c.h.final.Load() || len(c.inputs) < minCrashInputs
 }
 
-func (c *crashClient) caughtUpOn(gen int) bool {
+// settled: the client has its session, is connected to a gateway that
+// is still running, and has caught up on it.
+func (c *crashClient) settled() bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.session != "" && c.connGen == gen && c.caughtUp
+	ok, node, gen := c.session != "" && c.caughtUp, c.connNode, c.connGen
+	c.mu.Unlock()
+	return ok && c.h.alive(node, gen)
 }
 
 // idle: nothing of this client's is in flight.
@@ -125,8 +130,8 @@ func (c *crashClient) report() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var b strings.Builder
-	fmt.Fprintf(&b, "client %d (session %s): last seq %d, connected to start #%d (ready.last_seq %d, caught up %v), %d inputs, open approvals %v\n",
-		c.n, c.session, c.lastSeq, c.connGen, c.readyLast, c.caughtUp, len(c.inputs), slices.Sorted(maps.Keys(c.open)))
+	fmt.Fprintf(&b, "client %d (session %s): last seq %d, connected to start #%d of %s (ready.last_seq %d, caught up %v), %d inputs, open approvals %v\n",
+		c.n, c.session, c.lastSeq, c.connGen, c.h.nodes[c.connNode].name, c.readyLast, c.caughtUp, len(c.inputs), slices.Sorted(maps.Keys(c.open)))
 	for _, in := range c.inputs {
 		if !in.answered {
 			fmt.Fprintf(&b, "  input %s %q: sent %v (%d times), accepted %v, answered %v\n", in.id, in.text, in.sent, in.sends, in.accepted, in.answered)
@@ -158,11 +163,12 @@ func (c *crashClient) approvalDelay() time.Duration {
 	return time.Duration(c.rng.IntN(30)) * time.Millisecond
 }
 
-// loop connects, and reconnects with backoff, until ctx ends.
+// loop connects, and reconnects with backoff, until ctx ends; each
+// connection goes to the next gateway (crashRun.next).
 func (c *crashClient) loop(ctx context.Context) {
 	backoff := 10 * time.Millisecond
 	for ctx.Err() == nil {
-		if addr, gen := c.h.current(); addr != "" && c.connect(ctx, addr, gen) {
+		if addr, node, gen := c.h.next(&c.cursor); addr != "" && c.connect(ctx, addr, node, gen) {
 			backoff = 10 * time.Millisecond
 			continue
 		}
@@ -176,7 +182,7 @@ func (c *crashClient) loop(ctx context.Context) {
 }
 
 // connect runs one connection; it reports whether one was made.
-func (c *crashClient) connect(ctx context.Context, addr string, gen int) bool {
+func (c *crashClient) connect(ctx context.Context, addr string, node, gen int) bool {
 	d := gws.Dialer{HandshakeTimeout: 3 * time.Second}
 	conn, _, err := d.DialContext(ctx, "ws://"+addr+"/ws", http.Header{"Origin": {"http://" + addr}})
 	if err != nil {
@@ -188,7 +194,7 @@ func (c *crashClient) connect(ctx context.Context, addr string, gen int) bool {
 
 	c.mu.Lock()
 	c.conns++
-	c.connGen, c.readyLast, c.caughtUp, c.dropConn = gen, -1, false, false
+	c.connNode, c.connGen, c.readyLast, c.caughtUp, c.dropConn = node, gen, -1, false, false
 	hello := map[string]any{"type": "hello", "user": map[string]string{"id": c.user}}
 	if c.session == "" {
 		hello["guide"] = "crash"
@@ -305,7 +311,7 @@ func (c *crashClient) act(conn *gws.Conn) error {
 	}
 	cur.sent = true
 	cur.sends++
-	c.h.inputsSent.Add(1)
+	c.h.inputsSent.add(c.session)
 	return nil
 }
 
@@ -371,7 +377,7 @@ func (c *crashClient) handle(f wsFrame) {
 			c.open[cr.ConfirmationID] = &openConfirm{due: now.Add(c.approvalDelay())}
 		}
 		if live {
-			c.h.confirmRequests.Add(1)
+			c.h.confirmRequests.add(c.session)
 		}
 	case "confirmation_resolved":
 		var cr switchboard.ConfirmationResolvedData
@@ -380,11 +386,11 @@ func (c *crashClient) handle(f wsFrame) {
 		c.resolved[cr.ConfirmationID] = true
 	case "delta":
 		if live {
-			c.h.deltas.Add(1)
+			c.h.deltas.add(c.session)
 		}
 	case "tool_call":
 		if live {
-			c.h.toolCalls.Add(1)
+			c.h.toolCalls.add(c.session)
 		}
 	case "state":
 		var sd switchboard.StateData
@@ -426,6 +432,16 @@ func (c *crashClient) connectionEvent(f wsFrame) {
 			if cur := c.current(); cur != nil && cur.sent && !cur.accepted {
 				cur.sent, cur.resendAt = false, time.Now().Add(100*time.Millisecond)
 			}
+		case switchboard.ErrCodeRestarting:
+			// The gateway is going away: an input not taken is sent
+			// again once reconnected, to the next gateway.
+			if cur := c.current(); cur != nil && cur.sent && !cur.accepted {
+				cur.sent = false
+			}
+			c.dropConn = true
+		case switchboard.ErrCodeDuplicate:
+			// A resent input the gateway had received: it is answered
+			// once, as its events will show.
 		default:
 			c.problem("the gateway refused a frame: %s", short(f.Data, 200))
 		}

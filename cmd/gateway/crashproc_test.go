@@ -235,6 +235,8 @@ func (p *gatewayProc) terminate(timeout time.Duration) (exitErr error, ok bool) 
 // ---------------------------------------------------------------------------
 // Configuration and the scripted model.
 
+// crashSetup is a crash test's directory, its config.yaml, and its
+// storage.dsn (db): an SQLite file in dir, or a PostgreSQL database.
 type crashSetup struct {
 	dir, config, db string
 }
@@ -249,10 +251,28 @@ memory: { policy: compact, window: 6 }
 You answer test questions, using the tools when asked to.
 `
 
-// writeCrashSetup writes the guide and config.yaml into a new temp dir.
+// writeCrashSetup writes the guide and config.yaml into a new temp dir,
+// the store an SQLite file in it.
 func writeCrashSetup(t *testing.T, modelBaseURL, grace string) crashSetup {
 	t.Helper()
 	dir := t.TempDir()
+	return writeCrashConfig(t, dir, modelBaseURL, grace, filepath.Join(dir, "gw.db"), "")
+}
+
+// writeReplicaSetup is writeCrashSetup for replicas sharing the
+// PostgreSQL database dsn, holding a conversation for lease unrenewed; each
+// start names its replica (--set storage.replica=…).
+func writeReplicaSetup(t *testing.T, modelBaseURL, grace, dsn string, lease time.Duration) crashSetup {
+	t.Helper()
+	dir := t.TempDir()
+	return writeCrashConfig(t, dir, modelBaseURL, grace, dsn,
+		fmt.Sprintf("  lease: %s\n  data_dir: %s\n", lease, filepath.Join(dir, "data")))
+}
+
+// writeCrashConfig writes the guide and config.yaml into dir, with the
+// store dsn and more of the storage section.
+func writeCrashConfig(t *testing.T, dir, modelBaseURL, grace, dsn, storage string) crashSetup {
+	t.Helper()
 	guides := filepath.Join(dir, "guides")
 	if err := os.MkdirAll(guides, 0o755); err != nil {
 		t.Fatal(err)
@@ -264,7 +284,7 @@ func writeCrashSetup(t *testing.T, modelBaseURL, grace string) crashSetup {
 	if grace != "" {
 		sessions = "sessions:\n  shutdown_grace: " + grace + "\n"
 	}
-	s := crashSetup{dir: dir, config: filepath.Join(dir, "config.yaml"), db: filepath.Join(dir, "gw.db")}
+	s := crashSetup{dir: dir, config: filepath.Join(dir, "config.yaml"), db: dsn}
 	if *crashKeep {
 		// Registered before any gateway starts, so it runs after they are
 		// stopped.
@@ -281,9 +301,11 @@ func writeCrashSetup(t *testing.T, modelBaseURL, grace string) crashSetup {
 	}
 	cfg := fmt.Sprintf(`http:
   addr: 127.0.0.1:0
+metrics:
+  addr: ""
 storage:
-  dsn: %s
-providers:
+  dsn: %q
+%sproviders:
   - name: main
     kind: openai
     base_url: %s
@@ -297,7 +319,7 @@ listeners:
     enabled: true
   stdin:
     enabled: false
-%s`, s.db, modelBaseURL, guides, sessions)
+%s`, s.db, storage, modelBaseURL, guides, sessions)
 	if err := os.WriteFile(s.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -320,18 +342,24 @@ func answerChunks(qid, kind string) []string {
 // final answer; to a question about the time, a current_time call; to one
 // asking to calc, a calculator call; otherwise a plain answer. Answers
 // stream in six chunks, delay apart, and name the question they answer.
-// The guide compacts its window of 6: a request for a summary (counted in
-// summaries, when not nil) is answered with notes, slowly, so a kill can
-// land in the middle of one.
-func crashModel(delay time.Duration, summaries *atomic.Int64) func(openaitest.Request) openaitest.Reply {
+// The guide compacts its window of 6: a request for a summary (told to
+// summarized, when not nil, with the last question it covers) is answered
+// with notes, slowly, so a kill can land in the middle of one.
+func crashModel(delay time.Duration, summarized func(qid string)) func(openaitest.Request) openaitest.Reply {
 	var calls atomic.Int64
 	return func(r openaitest.Request) openaitest.Reply {
 		if len(r.Messages) == 0 {
 			return openaitest.Reply{Text: []string{"no messages"}}
 		}
 		if r.Messages[0].Role == "system" && strings.Contains(openaitest.Text(r.Messages[0].Content), "You keep the memory of a conversation") {
-			if summaries != nil {
-				summaries.Add(1)
+			if summarized != nil {
+				qid := ""
+				for _, m := range r.Messages {
+					if ids := questionIDRE.FindAllString(openaitest.Text(m.Content), -1); len(ids) > 0 {
+						qid = ids[len(ids)-1]
+					}
+				}
+				summarized(qid)
 			}
 			return openaitest.Reply{Text: []string{"NOTES:", " the", " questions", " asked", " so", " far."}, Delay: delay}
 		}

@@ -31,7 +31,8 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	// A PostgreSQL server for the tests of replicas (doctor_postgres_test.go,
-	// health_test.go): each test makes a database of its own on it.
+	// health_test.go, crashreplica_test.go): each test makes a database of
+	// its own on it.
 	pgtest.Main(m, &pg)
 }
 
