@@ -31,9 +31,10 @@ func TestMain(m *testing.M) {
 }
 
 // TestReportRuns is make bench in miniature: a real gateway, the floors,
-// Slack threads against the fake Slack, Discord threads against the fake
-// Discord, idle connections, the context build and compaction on a tiny
-// load, and a report with every section and no errors.
+// replicas on PostgreSQL and one killed, Slack threads against the fake
+// Slack, Discord threads against the fake Discord, idle connections, the
+// context build and compaction on a tiny load, and a report with every
+// section and no errors.
 // It asserts what was measured, never how fast: that is for people. The
 // gateway is built without -race (the packages' own tests race it) and
 // through go run's executable cache, so after the first run it costs a
@@ -52,7 +53,8 @@ func TestReportRuns(t *testing.T) {
 	err := run(t.Context(), []string{
 		"--gateway", gateway, "--levels", "1,2", "--warmup", "50ms", "--duration", "200ms",
 		"--idle", "5", "--context", "50,500", "--vectors", "2000", "--vector-dims", "64,128", "--slack-levels", "1,2", "--discord-levels", "1,2",
-		"--compaction", "200,16384", "--compaction-turns", "30", "--files", "2", "--procs", "2", "--stream", "2", "--stream-tokens", "30", "--stream-pace", "10ms", "--out", out,
+		"--compaction", "200,16384", "--compaction-turns", "30", "--files", "2", "--procs", "2", "--stream", "2", "--stream-tokens", "30", "--stream-pace", "10ms",
+		"--replica-counts", "1,3", "--replica-levels", "3", "--takeover", "3", "--takeover-leases", "1s", "--out", out,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -113,6 +115,22 @@ func TestReportRuns(t *testing.T) {
 	// How many approvals a short run reaches depends on the machine's
 	// speed: logged, not asserted.
 	t.Logf("Approve clicked %d times in the Discord runs", clicks)
+	// | replicas | sessions | turns/s | p50 | p99 | CPU, gateways | CPU, PostgreSQL | errors |
+	_, replicas, _ := strings.Cut(report, "## Replicas\n")
+	replicas, _, _ = strings.Cut(replicas, "\n## ")
+	replicaRows := regexp.MustCompile(`(?m)^\| (\d) \| 3 \| (\d+) \|(?: [^|]+ \|){4} (\d+) \|$`).FindAllStringSubmatch(replicas, -1)
+	if len(replicaRows) != 2 {
+		t.Fatalf("%d replica rows, want 1 and 3 replicas:\n%s", len(replicaRows), report)
+	}
+	for _, r := range replicaRows {
+		if turns, _ := strconv.Atoi(r[2]); turns == 0 || r[3] != "0" {
+			t.Errorf("%s replicas: %s turns/s, %s errors", r[1], r[2], r[3])
+		}
+	}
+	// | lease | the killed replica's conversations | min | median | max | the others' median | errors |
+	if !regexp.MustCompile(`(?m)^\| 1s \| 1 \| [^|]+ \| [^|]+ \| [^|]+ \| [^|]+ \| 0 \|$`).MatchString(replicas) {
+		t.Errorf("no takeover row with a 1s lease, the killed replica's one conversation answered and no error:\n%s", replicas)
+	}
 	// | message size | turns | summaries / 100 turns | summaries' share of tokens | tokens / turn | refused as too long |
 	_, compaction, _ := strings.Cut(report, "## Compaction\n")
 	compactionRows := regexp.MustCompile(`(?m)^\| (200 B|16 KiB) \| 30 \| ([\d.]+) \| ([\d.]+) % \| (\d+) \| (\d+) \|$`).

@@ -34,24 +34,31 @@ func isFinal(frame []byte) bool {
 
 // dialSession connects and says hello, returning once ready arrives.
 func dialSession(ctx context.Context, url string) (*gws.Conn, error) {
+	c, _, err := dialHello(ctx, url, []byte(`{"type":"hello"}`))
+	return c, err
+}
+
+// dialHello connects, sends hello and returns once ready arrives, with
+// the ready frame.
+func dialHello(ctx context.Context, url string, hello []byte) (*gws.Conn, []byte, error) {
 	d := gws.Dialer{HandshakeTimeout: 30 * time.Second, ReadBufferSize: 4096, WriteBufferSize: 1024}
 	c, _, err := d.DialContext(ctx, url, nil)
 	if err != nil {
-		return nil, fmt.Errorf("dial %s: %w", url, err)
+		return nil, nil, fmt.Errorf("dial %s: %w", url, err)
 	}
-	if err := c.WriteMessage(gws.TextMessage, []byte(`{"type":"hello"}`)); err != nil {
+	if err := c.WriteMessage(gws.TextMessage, hello); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("hello: %w", err)
+		return nil, nil, fmt.Errorf("hello: %w", err)
 	}
 	for {
 		_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
 		_, msg, err := c.ReadMessage()
 		if err != nil {
 			c.Close()
-			return nil, fmt.Errorf("waiting for ready: %w", err)
+			return nil, nil, fmt.Errorf("waiting for ready: %w", err)
 		}
 		if bytes.Contains(msg, readyType) {
-			return c, nil
+			return c, msg, nil
 		}
 	}
 }
@@ -108,9 +115,10 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
-// dialSessions opens n sessions, parallel at a time. It returns those that
-// opened and the errors of those that did not.
-func dialSessions(ctx context.Context, url string, n, parallel int) ([]*gws.Conn, []error) {
+// dialSessions opens n sessions, parallel at a time, the i'th on
+// urls[i mod len(urls)]. It returns those that opened and the errors of
+// those that did not.
+func dialSessions(ctx context.Context, urls []string, n, parallel int) ([]*gws.Conn, []error) {
 	var (
 		mu    sync.Mutex
 		conns []*gws.Conn
@@ -118,11 +126,11 @@ func dialSessions(ctx context.Context, url string, n, parallel int) ([]*gws.Conn
 		wg    sync.WaitGroup
 		sem   = make(chan struct{}, parallel)
 	)
-	for range n {
+	for i := range n {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			c, err := dialSession(ctx, url)
+			c, err := dialSession(ctx, urls[i%len(urls)])
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -142,11 +150,12 @@ func closeAll(conns []*gws.Conn) {
 	}
 }
 
-// runLoad connects n sessions, lets them run turns back to back for warmup,
-// then measures for d. onStart and onEnd bracket the measured window (the
-// caller reads the server's CPU there).
-func runLoad(ctx context.Context, url string, n int, warmup, d time.Duration, onStart, onEnd func()) (loadResult, error) {
-	conns, errs := dialSessions(ctx, url, n, 64)
+// runLoad connects n sessions, spread round-robin over urls, lets them
+// run turns back to back for warmup, then measures for d. onStart and
+// onEnd bracket the measured window (the caller reads the servers' CPU
+// there).
+func runLoad(ctx context.Context, urls []string, n int, warmup, d time.Duration, onStart, onEnd func()) (loadResult, error) {
+	conns, errs := dialSessions(ctx, urls, n, 64)
 	defer closeAll(conns)
 	dialErr := errors.Join(errs...)
 	if dialErr != nil {

@@ -74,6 +74,11 @@ func run(ctx context.Context, args []string) error {
 	streamTokens := fs.Int("stream-tokens", 500, "tokens of each streamed reply")
 	streamPace := fs.Duration("stream-pace", 20*time.Millisecond, "time between two of its tokens")
 	streamIntervals := fs.String("stream-intervals", "0,200ms", "the sessions.delta_interval values measured")
+	replicasOn := fs.Bool("replicas", true, "measure the gateway as replicas on one PostgreSQL server the bench starts (internal/pgtest: PostgreSQL 15 or later installed)")
+	replicaCounts := fs.String("replica-counts", "1,3", "numbers of replicas measured")
+	replicaLevels := fs.String("replica-levels", "100,1000", "concurrent sessions, spread round-robin over the replicas")
+	takeover := fs.Int("takeover", 30, "conversations followed across a replica's kill, a third of them on the replica killed (0 to skip)")
+	takeoverLeases := fs.String("takeover-leases", "10s,2s", "the storage.lease values of the takeover measurement")
 	procsSessions := fs.Int("procs", 100, "sessions of the cores measurement, the gateway and the relay at GOMAXPROCS 1, 2, 4, … up to the machine's cores (0 to skip)")
 	vectors := fs.Int("vectors", 100_000, "vectors a semantic recall search scans (0 to skip)")
 	vectorDims := fs.String("vector-dims", "768,1536,3072", "their lengths, each measured")
@@ -170,6 +175,25 @@ func run(ctx context.Context, args []string) error {
 		}
 		for _, x := range rep.procs {
 			log("%-24s GOMAXPROCS=%d: %8.0f turns/s", x.name, x.procs, x.row.turnsPerSec())
+		}
+	}
+
+	if *replicasOn {
+		counts, err := parseInts(*replicaCounts)
+		if err != nil {
+			return fmt.Errorf("--replica-counts: %w", err)
+		}
+		levels, err := parseInts(*replicaLevels)
+		if err != nil {
+			return fmt.Errorf("--replica-levels: %w", err)
+		}
+		leases, err := parseDurations(*takeoverLeases)
+		if err != nil {
+			return fmt.Errorf("--takeover-leases: %w", err)
+		}
+		rep.replicas, rep.takeovers, rep.pgVersion, err = measureReplicas(ctx, *gateway, dir, llmURL, counts, levels, *warmup, *duration, *takeover, leases)
+		if err != nil {
+			return fmt.Errorf("replicas: %w", err)
 		}
 	}
 
@@ -409,6 +433,13 @@ func startGateway(ctx context.Context, bin, dir, llmURL string, args ...string) 
 // startGatewayEnv is startGateway with env added to the gateway's
 // environment.
 func startGatewayEnv(ctx context.Context, bin, dir, llmURL string, env []string, args ...string) (*child, error) {
+	return startGatewayWith(ctx, bin, dir, llmURL, env, nil, args...)
+}
+
+// startGatewayWith is startGatewayEnv with storage, when not nil, giving
+// the config's storage section for the run's directory (by default an
+// SQLite file in it).
+func startGatewayWith(ctx context.Context, bin, dir, llmURL string, env []string, storage func(run string) string, args ...string) (*child, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -426,9 +457,13 @@ func startGatewayEnv(ctx context.Context, bin, dir, llmURL string, env []string,
 		return nil, err
 	}
 	maddr := "127.0.0.1:" + strconv.Itoa(mport)
+	st := fmt.Sprintf(`{ dsn: %q }`, filepath.Join(run, "bench.db"))
+	if storage != nil {
+		st = storage(run)
+	}
 	cfg := fmt.Sprintf(`http: { addr: %q }
 metrics: { addr: %q }
-storage: { dsn: %q }
+storage: %s
 providers:
   - { name: main, kind: openai, base_url: %q, api_key: bench, model: bench-model }
 guides: { dir: %q, default: bench }
@@ -437,7 +472,7 @@ listeners:
   websocket: { enabled: true, max_conns_per_ip: -1, new_sessions_per_ip: -1 }
   stdin: { enabled: false }
 log: { level: warn }
-`, addr, maddr, filepath.Join(run, "bench.db"), llmURL+"/v1", filepath.Join(run, "guides"))
+`, addr, maddr, st, llmURL+"/v1", filepath.Join(run, "guides"))
 	cfgPath := filepath.Join(run, "config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
@@ -522,7 +557,7 @@ func measure(ctx context.Context, name string, p *child, n int, warmup, d time.D
 			}
 		}
 	}()
-	res, err := runLoad(ctx, "ws://"+p.addr+"/ws", n, warmup, d,
+	res, err := runLoad(ctx, []string{"ws://" + p.addr + "/ws"}, n, warmup, d,
 		func() { cpu0, _ = cpuTime(p.pid()) },
 		func() { cpu1, _ = cpuTime(p.pid()) })
 	close(stopSampling)

@@ -37,7 +37,7 @@ func measureIdle(ctx context.Context, gw *child, n int, stopOpen bool) (idleResu
 	if err != nil {
 		return idleResult{}, err
 	}
-	conns, errs := dialSessions(ctx, url, n, 100)
+	conns, errs := dialSessions(ctx, []string{url}, n, 100)
 	defer closeAll(conns)
 	var firstErr error
 	if len(errs) > 0 {
@@ -78,6 +78,9 @@ type report struct {
 	files         []filesResult  // files.go
 	procs         []procsRow     // procs.go
 	stream        []streamResult // stream.go
+	replicas      []replicaRow   // replicas.go
+	takeovers     []takeoverResult
+	pgVersion     string
 }
 
 func (r report) markdown() string {
@@ -127,6 +130,7 @@ func (r report) markdown() string {
 			"Where the gateway's time goes: [performance.md](performance.md).\n\n", strings.Join(ratios, ", "))
 	}
 	r.procsSection(p)
+	r.replicasSection(p)
 	r.streamSection(p)
 	if len(r.slack) > 0 {
 		r.slackSection(p)

@@ -70,8 +70,10 @@ func Main(m *testing.M, srv **Server) {
 }
 
 // Start initialises a database cluster in a new temporary directory and
-// starts a server on it. Stop removes both.
-func Start() (*Server, error) {
+// starts a server on it. Stop removes both. Settings ("name=value") are
+// passed to the server after the tests' own, which they override: the
+// benchmarks turn durability back on ("fsync=on", …).
+func Start(settings ...string) (*Server, error) {
 	bin, err := findBin()
 	if err != nil {
 		return nil, err
@@ -101,10 +103,14 @@ func Start() (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	opts := strings.Join([]string{
+	args := []string{
 		"-k", dir, "-c", "listen_addresses=", "-c", "fsync=off", "-c", "synchronous_commit=off",
 		"-c", "full_page_writes=off", "-c", "max_connections=300",
-	}, " ")
+	}
+	for _, kv := range settings {
+		args = append(args, "-c", kv)
+	}
+	opts := strings.Join(args, " ")
 	if err := s.run("pg_ctl", "-D", s.data(), "-l", filepath.Join(dir, "server.log"), "-w", "-t", "60", "-o", opts, "start"); err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
 		os.RemoveAll(dir)
@@ -133,19 +139,45 @@ var unsafeName = regexp.MustCompile(`[^a-z0-9_]+`)
 // dropped, with whatever still holds it open, when t ends.
 func (s *Server) NewDatabase(t testing.TB) string {
 	t.Helper()
-	name := fmt.Sprintf("t%d_%s", s.dbs.Add(1), unsafeName.ReplaceAllString(strings.ToLower(t.Name()), "_"))
-	if len(name) > 63 {
-		name = name[:63] // PostgreSQL's limit on a name
-	}
-	if err := s.admin(context.Background(), `CREATE DATABASE `+pgx.Identifier{name}.Sanitize()); err != nil {
-		t.Fatalf("pgtest: create database: %v", err)
+	dsn, name, err := s.CreateDatabase(t.Name())
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
 	}
 	t.Cleanup(func() {
 		if err := s.admin(context.Background(), `DROP DATABASE `+pgx.Identifier{name}.Sanitize()+` WITH (FORCE)`); err != nil {
 			t.Errorf("pgtest: drop database: %v", err)
 		}
 	})
-	return s.DSN(name)
+	return dsn
+}
+
+// CreateDatabase creates an empty database named after what (made unique)
+// and returns its DSN and name; it stays until the server stops. Outside
+// tests (the benchmarks) it is what NewDatabase is in them.
+func (s *Server) CreateDatabase(what string) (dsn, name string, err error) {
+	name = fmt.Sprintf("t%d_%s", s.dbs.Add(1), unsafeName.ReplaceAllString(strings.ToLower(what), "_"))
+	if len(name) > 63 {
+		name = name[:63] // PostgreSQL's limit on a name
+	}
+	if err := s.admin(context.Background(), `CREATE DATABASE `+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", "", fmt.Errorf("create database: %w", err)
+	}
+	return s.DSN(name), name, nil
+}
+
+// PID is the server's main process (postmaster): the connections' backend
+// processes are its children.
+func (s *Server) PID() (int, error) {
+	b, err := os.ReadFile(filepath.Join(s.data(), "postmaster.pid"))
+	if err != nil {
+		return 0, fmt.Errorf("pgtest: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		return 0, fmt.Errorf("pgtest: postmaster.pid: %w", err)
+	}
+	return pid, nil
 }
 
 // admin runs one statement in the maintenance database.
