@@ -154,8 +154,12 @@ func (db *DB) RenewLeases(ctx context.Context, ttl time.Duration, names []string
 	if db.replica == "" {
 		return nil, fmt.Errorf("postgres: renew leases: %w", errNoReplica)
 	}
-	return db.leases(ctx, "renew leases", `UPDATE leases SET expires_at = `+nowMillis+` + $2
-		WHERE holder = $1 AND name = ANY($3) RETURNING name, holder, epoch, expires_at`, db.replica, ttlMillis(ttl), names)
+	// The rows are locked in the order of their names, as a batch of
+	// writes locks its fences (lockFences), so that the two never
+	// deadlock.
+	return db.leases(ctx, "renew leases", `UPDATE leases l SET expires_at = `+nowMillis+` + $2
+		FROM (SELECT name FROM leases WHERE holder = $1 AND name = ANY($3) ORDER BY name FOR UPDATE) mine
+		WHERE l.name = mine.name RETURNING l.name, l.holder, l.epoch, l.expires_at`, db.replica, ttlMillis(ttl), names)
 }
 
 // ReleaseLease gives up the lease name if this replica holds it (a lease

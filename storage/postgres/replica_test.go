@@ -581,3 +581,118 @@ func TestOrphans(t *testing.T) {
 		t.Errorf("Orphans = %v, %v; want [expired free]", got, err)
 	}
 }
+
+// A batch of writes and a renewal lock the lease rows they need in the
+// order of their names, each before it locks any other: neither holds a
+// row while it waits for one the other holds, so they never deadlock.
+// (They did: a batch locked its fences in the order of its parts, and a
+// replica busy writing had its renewals failed by PostgreSQL's deadlock
+// detection within seconds, and now and then a batch of its writes.)
+func TestWritesAndRenewalsLockInOrder(t *testing.T) {
+	ctx := context.Background()
+	db := replicas(t, 1)[0]
+	// b is created first: a scan in the table's order meets it first.
+	for _, id := range []string{"b", "a"} {
+		l := take(t, db, SessionLease(id))
+		db.Fence(id, l.Epoch)
+	}
+	blocker, err := db.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blocker.Rollback(ctx)
+	if _, err := blocker.Exec(ctx, `SELECT 1 FROM leases WHERE name = 'session:a' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	// Whoever waits for session:a (the waiting'th to) must not hold
+	// session:b meanwhile.
+	waitsHoldingNothing := func(what string, waiting int64) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for count(t, db, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) < waiting {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never waited for the lock on session:a", what)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		tx, err := db.pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM leases WHERE name = 'session:b' FOR UPDATE NOWAIT`); err != nil {
+			t.Errorf("%s holds session:b while it waits for session:a: %v", what, err)
+		}
+	}
+
+	// A batch with b's events queued before a's.
+	if err := db.AppendEvents(ctx, nil, ev("b", 1, switchboard.EventDelta, `{}`), ev("a", 1, switchboard.EventDelta, `{}`)); err != nil {
+		t.Fatal(err)
+	}
+	flushed := make(chan error, 1)
+	go func() { flushed <- db.Flush(ctx) }()
+	waitsHoldingNothing("a batch of writes", 1)
+
+	renewed := make(chan error, 1)
+	go func() {
+		_, err := db.RenewLeases(ctx, time.Minute, []string{SessionLease("b"), SessionLease("a")})
+		renewed <- err
+	}()
+	waitsHoldingNothing("a renewal", 2)
+
+	if err := blocker.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-flushed; err != nil {
+		t.Errorf("the batch: %v", err)
+	}
+	if err := <-renewed; err != nil {
+		t.Errorf("the renewal: %v", err)
+	}
+
+	// And under load: writes to many conversations in every order, and
+	// renewals of them all, side by side.
+	var ids, names []string
+	for i := range 30 {
+		id := fmt.Sprintf("s%02d", i)
+		l := take(t, db, SessionLease(id))
+		db.Fence(id, l.Epoch)
+		ids, names = append(ids, id), append(names, SessionLease(id))
+	}
+	stop := make(chan struct{})
+	wrote := make(chan error, 1)
+	go func() {
+		seq := map[string]int64{}
+		for k := 0; ; k++ {
+			select {
+			case <-stop:
+				wrote <- nil
+				return
+			default:
+			}
+			for j := range ids {
+				id := ids[(j*7+k)%len(ids)]
+				seq[id]++
+				if err := db.AppendEvents(ctx, nil, ev(id, seq[id], switchboard.EventDelta, `{}`)); err != nil {
+					wrote <- err
+					return
+				}
+			}
+			if err := db.Flush(ctx); err != nil {
+				wrote <- err
+				return
+			}
+		}
+	}()
+	deadline := time.Now().Add(time.Second)
+	for n := 0; n < 200 && time.Now().Before(deadline); n++ {
+		if _, err := db.RenewLeases(ctx, time.Minute, names); err != nil {
+			t.Errorf("renewal %d during the writes: %v", n+1, err)
+			break
+		}
+	}
+	close(stop)
+	if err := <-wrote; err != nil {
+		t.Errorf("the writes during the renewals: %v", err)
+	}
+}

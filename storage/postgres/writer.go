@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -380,15 +381,18 @@ func (db *DB) writeParts(parts []*part) {
 // connection may have lost a COMMIT that was carried out, so "failed"
 // then means "unknown").
 func (db *DB) pipeline(ctx context.Context, conn *pgx.Conn, parts []*part, durable bool) error {
-	head := []string{"BEGIN"}
+	head := []step{{sql: "BEGIN"}}
 	if !durable {
-		head = append(head, "SET LOCAL synchronous_commit = off")
+		head = append(head, step{sql: "SET LOCAL synchronous_commit = off"})
+	}
+	if names := db.fenced(parts); len(names) > 0 {
+		head = append(head, step{sql: lockFences, args: []any{names, db.replica}})
 	}
 	commit := db.beforeCommit == nil // a test holds the commit: sent alone
 	for {
 		b := &pgx.Batch{}
 		for _, h := range head {
-			b.Queue(h)
+			b.Queue(h.sql, h.args...)
 		}
 		for _, p := range parts {
 			b.Queue("SAVEPOINT part")
@@ -427,6 +431,31 @@ func (db *DB) pipeline(ctx context.Context, conn *pgx.Conn, parts []*part, durab
 		return committed(tag)
 	}
 	return nil
+}
+
+// lockFences takes, first thing in a batch's transaction, the share locks
+// its parts' fences take (switchboard_fence), on the rows this replica
+// holds, in the order of their names. The renewal locks its rows in the
+// same order (RenewLeases), so the two never wait for each other in a
+// cycle: taken in the parts' order instead, a batch holding one row and
+// waiting for another deadlocked with a renewal holding the second and
+// waiting for the first, and PostgreSQL failed one of them.
+const lockFences = `SELECT count(*) FROM (SELECT 1 FROM leases WHERE name = ANY($1) AND holder = $2
+	ORDER BY name FOR SHARE) l`
+
+// fenced is the sorted names of the leases the fenced parts write under.
+func (db *DB) fenced(parts []*part) []string {
+	if db.replica == "" {
+		return nil
+	}
+	var names []string
+	for _, p := range parts {
+		if p.job == nil || p.job.fenced {
+			names = append(names, SessionLease(p.session))
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 // readPipeline reads a pipeline's results in order: head statements, each
