@@ -79,6 +79,7 @@ func run(ctx context.Context, args []string) error {
 	replicaLevels := fs.String("replica-levels", "100,1000", "concurrent sessions, spread round-robin over the replicas")
 	takeover := fs.Int("takeover", 30, "conversations followed across a replica's kill, a third of them on the replica killed (0 to skip)")
 	takeoverLeases := fs.String("takeover-leases", "10s,2s", "the storage.lease values of the takeover measurement")
+	takeoverRounds := fs.Int("takeover-rounds", 4, "kills of the takeover measurement for each lease, each on fresh replicas")
 	procsSessions := fs.Int("procs", 100, "sessions of the cores measurement, the gateway and the relay at GOMAXPROCS 1, 2, 4, … up to the machine's cores (0 to skip)")
 	vectors := fs.Int("vectors", 100_000, "vectors a semantic recall search scans (0 to skip)")
 	vectorDims := fs.String("vector-dims", "768,1536,3072", "their lengths, each measured")
@@ -191,7 +192,7 @@ func run(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("--takeover-leases: %w", err)
 		}
-		rep.replicas, rep.takeovers, rep.pgVersion, err = measureReplicas(ctx, *gateway, dir, llmURL, counts, levels, *warmup, *duration, *takeover, leases)
+		rep.replicas, rep.takeovers, rep.pgVersion, err = measureReplicas(ctx, *gateway, dir, llmURL, counts, levels, *warmup, *duration, *takeover, max(*takeoverRounds, 1), leases)
 		if err != nil {
 			return fmt.Errorf("replicas: %w", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -41,6 +42,7 @@ type replicaRow struct {
 type takeoverResult struct {
 	replicas int
 	lease    time.Duration
+	rounds   int
 	victim   []time.Duration // kill to answer, the killed replica's conversations, sorted
 	others   []time.Duration // the same, the others' (sent at the same moment), sorted
 	errors   int
@@ -55,7 +57,7 @@ type replicasBench struct {
 
 // measureReplicas runs turns at each level on each number of replicas,
 // then the takeover measurement with each lease.
-func measureReplicas(ctx context.Context, bin, dir, llmURL string, counts, levels []int, warmup, d time.Duration, takeover int, leases []time.Duration) (rows []replicaRow, takeovers []takeoverResult, version string, err error) {
+func measureReplicas(ctx context.Context, bin, dir, llmURL string, counts, levels []int, warmup, d time.Duration, takeover, rounds int, leases []time.Duration) (rows []replicaRow, takeovers []takeoverResult, version string, err error) {
 	srv, err := pgtest.Start("fsync=on", "synchronous_commit=on", "full_page_writes=on")
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("starting PostgreSQL (or run with --replicas=false): %w", err)
@@ -86,10 +88,14 @@ func measureReplicas(ctx context.Context, bin, dir, llmURL string, counts, level
 	}
 	if takeover > 0 {
 		for _, lease := range leases {
-			t, err := b.takeover(ctx, 3, takeover, lease)
-			if err != nil {
-				return nil, nil, "", fmt.Errorf("takeover with a %v lease: %w", lease, err)
+			t := takeoverResult{replicas: 3, lease: lease, rounds: rounds}
+			for range rounds {
+				if err := b.takeover(ctx, &t, takeover); err != nil {
+					return nil, nil, "", fmt.Errorf("takeover with a %v lease: %w", lease, err)
+				}
 			}
+			slices.Sort(t.victim)
+			slices.Sort(t.others)
 			log("takeover, lease %v: the killed replica's %d conversations answered again after %v to %v (median %v); the others' in %v; errors %d",
 				lease, len(t.victim), round(percentile(t.victim, 0)), round(percentile(t.victim, 100)), round(percentile(t.victim, 50)),
 				round(percentile(t.others, 50)), t.errors)
@@ -221,29 +227,28 @@ type follower struct {
 	victim bool // the conversation ran on the killed replica
 }
 
-// takeover measures the time from one of k replicas' SIGKILL to its
-// conversations answering again. Each of n conversations is opened (and
-// answers a turn) on replica i mod k, which runs it, and followed by a
-// client on another replica; the first replica is killed and at once each
-// client sends a message, timed to the assistant's answer.
-func (b *replicasBench) takeover(ctx context.Context, k, n int, lease time.Duration) (takeoverResult, error) {
-	res := takeoverResult{replicas: k, lease: lease}
+// takeover measures the time from one of t.replicas replicas' SIGKILL to
+// its conversations answering again, adding to t. Each of n conversations
+// is opened (and answers a turn) on replica i mod k, which runs it, and
+// followed by a client on another replica. Once the leases have been
+// renewed, at a moment chosen at random within a renewal period, the first
+// replica is killed and at once each client sends a message, timed to the
+// assistant's answer.
+func (b *replicasBench) takeover(ctx context.Context, t *takeoverResult, n int) error {
+	k, lease := t.replicas, t.lease
 	gws, err := b.start(ctx, k, fmt.Sprintf("takeover_%v", lease), lease)
 	if err != nil {
-		return res, err
+		return err
 	}
 	defer stopAll(gws)
 	url := func(i int) string { return "ws://" + gws[i].addr + "/ws" }
-	var (
-		fs   = make([]follower, n)
-		errs []error
-	)
+	fs := make([]follower, n)
 	for i := range n {
 		owner := i % k
 		user := fmt.Sprintf(`{"id":"takeover-%d"}`, i) // the same person on both connections
 		c, ready, err := dialHello(ctx, url(owner), []byte(`{"type":"hello","user":`+user+`}`))
 		if err != nil {
-			return res, err
+			return err
 		}
 		var rd struct {
 			Data struct {
@@ -252,12 +257,12 @@ func (b *replicasBench) takeover(ctx context.Context, k, n int, lease time.Durat
 		}
 		if err := json.Unmarshal(ready, &rd); err != nil || rd.Data.Session == "" {
 			c.Close()
-			return res, fmt.Errorf("ready without a session: %s", ready)
+			return fmt.Errorf("ready without a session: %s", ready)
 		}
 		_, err = turn(c, 0, nil)
 		c.Close()
 		if err != nil {
-			return res, err
+			return err
 		}
 		// Followed on another replica than the one killed (the first).
 		mirror := (owner + 1) % k
@@ -268,18 +273,27 @@ func (b *replicasBench) takeover(ctx context.Context, k, n int, lease time.Durat
 		hello := fmt.Sprintf(`{"type":"hello","session":%q,"user":%s}`, rd.Data.Session, user)
 		f, _, err := dialHello(ctx, url(mirror), []byte(hello))
 		if err != nil {
-			return res, err
+			return err
 		}
 		defer f.Close()
 		fs[i] = follower{conn: f, victim: owner == 0}
 	}
 
+	// A renewal (every third of the lease) has passed, and the kill falls
+	// anywhere in the next period.
+	wait := lease/3 + time.Duration(rand.Int64N(int64(lease/3)))
+	select {
+	case <-time.After(wait):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	victim := gws[0]
 	t0 := time.Now()
 	_ = victim.cmd.Process.Signal(syscall.SIGKILL)
 	var (
-		mu sync.Mutex
-		wg sync.WaitGroup
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		errs []error
 	)
 	for i, f := range fs {
 		wg.Go(func() {
@@ -291,21 +305,19 @@ func (b *replicasBench) takeover(ctx context.Context, k, n int, lease time.Durat
 			case err != nil:
 				errs = append(errs, err)
 			case f.victim:
-				res.victim = append(res.victim, took)
+				t.victim = append(t.victim, took)
 			default:
-				res.others = append(res.others, took)
+				t.others = append(t.others, took)
 			}
 		})
 	}
 	wg.Wait()
 	victim.once.Do(func() { _ = victim.cmd.Wait() })
-	res.errors = len(errs)
-	slices.Sort(res.victim)
-	slices.Sort(res.others)
-	if len(res.victim) == 0 {
-		return res, errors.Join(append([]error{errors.New("no conversation of the killed replica answered")}, errs...)...)
+	t.errors += len(errs)
+	if len(errs) == len(fs) {
+		return errors.Join(errs...)
 	}
-	return res, nil
+	return nil
 }
 
 func (r *report) replicasSection(p func(string, ...any)) {
@@ -343,17 +355,19 @@ func (r *report) replicasSection(p func(string, ...any)) {
 	if len(r.takeovers) > 0 {
 		t := r.takeovers[0]
 		p("**A replica's death.** %d replicas share %d conversations, each opened and answered once on replica i mod %d, which runs it, "+
-			"and followed by a client on another replica. The first replica is killed (SIGKILL) and at once every client sends a message: "+
-			"timed from the kill to the assistant's answer. Nobody tells the others the replica died: they take a conversation over once "+
-			"its lease has run out unrenewed (it was renewed every third of `storage.lease`, so between two thirds of the lease and the "+
-			"whole lease after the kill), looking for conversations with work left every quarter of it. The others' conversations, "+
-			"whose messages cross replicas through the database as the killed one's do, show what is not waiting.\n\n",
-			t.replicas, len(t.victim)+len(t.others), t.replicas)
-		p("| `storage.lease` | the killed replica's conversations | answered again after: min | median | max | the others' conversations: median | errors |\n")
-		p("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+			"and followed by a client on another replica. Once the leases have been renewed, at a moment chosen at random within a renewal "+
+			"period, the first replica is killed (SIGKILL) and at once every client sends a message: timed from the kill to the assistant's "+
+			"answer; %d rounds, each on fresh replicas. Nobody tells the others the replica died: they take a conversation over once its lease "+
+			"has run out unrenewed (it was renewed every third of `storage.lease`, so between two thirds of the lease and the whole lease "+
+			"after the kill), looking for conversations with work left every quarter of it: expected between 2/3 and 5/4 of the lease. "+
+			"The others' conversations, whose messages cross replicas through the database as the killed one's do, show what is not waiting.\n\n",
+			t.replicas, (len(t.victim)+len(t.others)+t.errors)/max(t.rounds, 1), t.replicas, t.rounds)
+		p("| `storage.lease` | the killed replica's conversations | answered again after: min | median | max | expected | the others' conversations: median | errors |\n")
+		p("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 		for _, x := range r.takeovers {
-			p("| %v | %d | %v | %v | %v | %v | %d |\n", x.lease, len(x.victim), roundMs(percentile(x.victim, 0)),
-				roundMs(percentile(x.victim, 50)), roundMs(percentile(x.victim, 100)), round(percentile(x.others, 50)), x.errors)
+			p("| %v | %d | %v | %v | %v | %v – %v | %v | %d |\n", x.lease, len(x.victim), roundMs(percentile(x.victim, 0)),
+				roundMs(percentile(x.victim, 50)), roundMs(percentile(x.victim, 100)), roundMs(2*x.lease/3), roundMs(5*x.lease/4),
+				round(percentile(x.others, 50)), x.errors)
 		}
 		p("\n")
 	}
