@@ -344,12 +344,12 @@ func (r *report) replicasSection(p func(string, ...any)) {
 		for _, x := range r.replicas {
 			for _, g := range r.rows {
 				if g.target == "gateway" && g.sessions == x.sessions && x.replicas == r.replicas[0].replicas {
-					sqlite = append(sqlite, fmt.Sprintf("%.0f at %d", g.turnsPerSec(), g.sessions))
+					sqlite = append(sqlite, fmt.Sprintf("%.0f turns/s at %d sessions", g.turnsPerSec(), g.sessions))
 				}
 			}
 		}
 		if len(sqlite) > 0 {
-			p("One gateway on SQLite, in the first table: %s turns/s.\n\n", strings.Join(sqlite, ", "))
+			p("One gateway on SQLite (the first table): %s.\n\n", strings.Join(sqlite, ", "))
 		}
 	}
 	if len(r.takeovers) > 0 {
