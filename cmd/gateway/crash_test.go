@@ -28,7 +28,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"os/exec"
 	"regexp"
@@ -80,18 +79,12 @@ func TestCrash(t *testing.T) {
 	kills := *crashKills
 	points := killPoints(t)
 	t.Logf("crash seed %d, %d kills (replay: go test ./cmd/gateway -run 'TestCrash$' -crash.seed=%d -crash.kills=%d)", seed, kills, seed, kills)
-	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 
 	llm := openaitest.New()
 	t.Cleanup(llm.Close) // after the gateway is gone: a request it holds open ends with it
 	h := newCrashRun(t, writeCrashSetup(t, llm.BaseURL(), "5s"), 1)
-	llm.Respond(crashModel(chunkDelay, h.summarized))
-	h.startAll()
-	h.startClients(crashClients, seed)
-
-	tally := h.chaos(kills, points, rng)
-	h.finish()
-	total := h.audit()
+	h.begin(llm, crashClients, seed)
+	tally, total := h.killAndAudit(kills, points, seed)
 	t.Logf("seed %d: %d kills %s; %d sessions, %s", seed, kills, tally, len(h.clients), total)
 	if total.compactions == 0 {
 		t.Errorf("no conversation was compacted: the guide's window of 6 should have been passed")

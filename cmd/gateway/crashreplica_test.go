@@ -18,7 +18,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"regexp"
 	"strconv"
 	"strings"
@@ -83,18 +82,12 @@ func TestReplicaCrash(t *testing.T) {
 	kills := *replicaKills
 	points := killPoints(t)
 	t.Logf("crash seed %d, %d kills (replay: go test ./cmd/gateway -run 'TestReplicaCrash$' -crash.seed=%d -crash.replica-kills=%d)", seed, kills, seed, kills)
-	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 
 	llm := openaitest.New()
 	t.Cleanup(llm.Close)
 	h := newReplicaRun(t, llm, "5s")
-	llm.Respond(crashModel(chunkDelay, h.summarized))
-	h.startAll()
-	h.startClients(replicaClients, seed)
-
-	tally := h.chaos(kills, points, rng)
-	h.finish()
-	total := h.audit()
+	h.begin(llm, replicaClients, seed)
+	tally, total := h.killAndAudit(kills, points, seed)
 	t.Logf("seed %d: %d kills %s; %d sessions on %d replicas (lease %v), %s; %s", seed, kills, tally, len(h.clients), replicas, replicaLease, total, clusterLog(h.log.String()))
 }
 
@@ -110,9 +103,7 @@ func TestReplicaRollingRestart(t *testing.T) {
 	llm := openaitest.New()
 	t.Cleanup(llm.Close)
 	h := newReplicaRun(t, llm, "10s")
-	llm.Respond(crashModel(chunkDelay, h.summarized))
-	h.startAll()
-	h.startClients(replicaClients, seed)
+	h.begin(llm, replicaClients, seed)
 
 	streaming := 0
 	for i := range h.nodes {

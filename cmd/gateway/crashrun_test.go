@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
 )
 
 // crashNode is one gateway of a run: its current process and address.
@@ -223,6 +225,22 @@ func (h *crashRun) report(f func(*crashClient) bool) string {
 		}
 	}
 	return b.String()
+}
+
+// begin starts a run: the scripted model answers, every gateway starts,
+// and n clients open their sessions (seed: their random choices).
+func (h *crashRun) begin(llm *openaitest.Server, n int, seed int64) {
+	llm.Respond(crashModel(chunkDelay, h.summarized))
+	h.startAll()
+	h.startClients(n, seed)
+}
+
+// killAndAudit kills a gateway kills times at points chosen at random
+// (seed: the choices), ends the run and audits it.
+func (h *crashRun) killAndAudit(kills int, points []string, seed int64) (killsTally, crashTotals) {
+	tally := h.chaos(kills, points, rand.New(rand.NewPCG(uint64(seed), 0x5eed)))
+	h.finish()
+	return tally, h.audit()
 }
 
 // startClients starts n clients; they stop when the test ends.
