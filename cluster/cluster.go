@@ -99,8 +99,12 @@ type Cluster struct {
 	// among the leases it renewed, and is not lost for that.
 	held   map[string]uint64
 	claims uint64
-	// renewed is when the leases were last renewed.
+	// renewed is when the leases were last renewed; failed, when a
+	// renewal last failed and was logged as an ERROR (zero: the last one
+	// worked). While the database is down the ERROR is repeated once a
+	// minute, not at every renewal.
 	renewed time.Time
+	failed  time.Time
 }
 
 // New returns a Cluster; Run keeps its leases.
@@ -229,8 +233,16 @@ func (c *Cluster) renew(ctx context.Context, s Sessions) {
 		}
 		c.mu.Lock()
 		since := time.Since(c.renewed)
+		loud := c.failed.IsZero() || time.Since(c.failed) >= time.Minute
+		if loud {
+			c.failed = time.Now()
+		}
 		c.mu.Unlock()
-		c.cfg.Logger.Error("cluster: leases not renewed: is the database reachable? The conversations this replica runs move to the others once the lease runs out",
+		level := slog.LevelDebug
+		if loud {
+			level = slog.LevelError
+		}
+		c.cfg.Logger.Log(ctx, level, "cluster: leases not renewed: is the database reachable? The conversations this replica runs move to the others once the lease runs out",
 			"err", err, "since_last_renewal", since.Round(time.Millisecond), "lease", c.cfg.Lease)
 		if c.cfg.Down != nil {
 			c.cfg.Down("the leases of its conversations cannot be renewed: "+err.Error(), "check that PostgreSQL (storage.dsn) is up and reachable from this machine")
@@ -243,6 +255,12 @@ func (c *Cluster) renew(ctx context.Context, s Sessions) {
 	if c.cfg.Up != nil {
 		c.cfg.Up()
 	}
+	c.mu.Lock()
+	if !c.failed.IsZero() {
+		c.cfg.Logger.Info("cluster: leases renewed again", "down_for", time.Since(c.renewed).Round(time.Millisecond))
+		c.failed = time.Time{}
+	}
+	c.mu.Unlock()
 	kept := make(map[string]bool, len(leases))
 	for _, l := range leases {
 		if id, ok := strings.CutPrefix(l.Name, postgres.SessionLease("")); ok {

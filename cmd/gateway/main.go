@@ -170,6 +170,10 @@ Flags:
 	}
 	db := dbase.store
 	defer db.Close()
+	if dbase.replica != "" {
+		// Every line says which replica wrote it: their logs interleave.
+		log = log.With("replica", dbase.replica)
+	}
 	// Semantic recall, when embeddings are configured (embeddings.go).
 	recall, err := buildRecall(cfg, environ, db, log)
 	if err != nil {

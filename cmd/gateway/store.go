@@ -52,11 +52,12 @@ func openDatabase(ctx context.Context, cfg config.Config, log *slog.Logger, mets
 		return database{store: db}, nil
 	}
 	id := replicaID(cfg)
+	log = log.With("replica", id)
 	pg, err := postgres.Open(ctx, cfg.Storage.DSN, postgres.WithReplica(id), postgres.WithLogger(log))
 	if err != nil {
 		return database{}, fmt.Errorf("storage.dsn: %w (gateway doctor checks the database)", err)
 	}
-	log.Info("storage: PostgreSQL, as one of the gateway's replicas", "replica", id, "lease", time.Duration(cfg.Storage.Lease))
+	log.Info("storage: PostgreSQL, as one of the gateway's replicas", "lease", time.Duration(cfg.Storage.Lease))
 	c := watchedCluster(cluster.Config{Store: pg, Lease: time.Duration(cfg.Storage.Lease), Logger: log}, pg, mets, parts)
 	return database{store: pg, pg: pg, cluster: c, replica: id}, nil
 }
