@@ -131,8 +131,6 @@ func (l *procLog) dumpOnFailure(t *testing.T) {
 	})
 }
 
-var crashListenRE = regexp.MustCompile(`msg="http listening" addr=(\S+)`)
-
 // addrWatch copies the gateway's stderr to the log and reports the
 // address it listens on.
 type addrWatch struct {
@@ -149,7 +147,7 @@ func (w *addrWatch) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		if m := crashListenRE.FindSubmatch(w.line[:i]); m != nil {
+		if m := listeningRE.FindSubmatch(w.line[:i]); m != nil {
 			select {
 			case w.addr <- string(m[1]):
 			default:

@@ -34,8 +34,9 @@ type server struct {
 }
 
 var (
-	listeningRE        = regexp.MustCompile(`msg="http listening" addr=(\S+)`)
-	metricsListeningRE = regexp.MustCompile(`msg="metrics listening" addr=(\S+)`)
+	// The line's other attributes (a replica's name) may come first.
+	listeningRE        = regexp.MustCompile(`msg="http listening"(?: \S+)*? addr=(\S+)`)
+	metricsListeningRE = regexp.MustCompile(`msg="metrics listening"(?: \S+)*? addr=(\S+)`)
 )
 
 // serve starts the gateway and returns once it is listening.
@@ -228,9 +229,18 @@ func TestHTTPServesWidgetWebSocketHealthAndMetrics(t *testing.T) {
 	readUntil(t, c, func(f frame) bool { return f.Type == "state" && strings.Contains(string(f.Data), `"idle"`) })
 
 	// Metrics are served on their own listener, and beside the chat only
-	// because http.addr is loopback here (make run's /metrics).
-	if code, _, body := s.get("/metrics"); code != http.StatusOK || !strings.Contains(body, "switchboard_turns_total") {
-		t.Fatalf("/metrics on a loopback http.addr = %d, want the metrics", code)
+	// because http.addr is loopback here (make run's /metrics). The turn
+	// is counted just after its end is published (the idle state goes
+	// with the answer's write), so the count may come a moment later.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		code, _, body := s.get("/metrics")
+		if code == http.StatusOK && strings.Contains(body, "switchboard_turns_total") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics on a loopback http.addr = %d, want the metrics with the turn counted", code)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if s.metricsAddr == "" {
 		t.Fatalf("no metrics listener logged:\n%s", s.logs)

@@ -308,7 +308,7 @@ func TestStdinWithoutInputKeepsServing(t *testing.T) {
 				p = g.start(t, nil, env, "closed")
 			}
 			p.stderr.waitFor(t, tc.log, p)
-			addr := p.stderr.match(t, listenRE)
+			addr := p.stderr.match(t, listeningRE)
 			resp, err := http.Get("http://" + addr + "/healthz")
 			if err != nil {
 				t.Fatalf("/healthz after stdin: %v\n%s", err, p.stderr.String())
@@ -455,7 +455,7 @@ func TestPipeJoinsASharedSessionAcrossRestarts(t *testing.T) {
 	typed("/join aaaaaaaaaaaaaaaaaaaaaaaaaa")
 	p.stdout.waitFor(t, "! Not joined: that invite code is not known.", p)
 	p.stderr.waitFor(t, `msg="http listening"`, p)
-	addr := p.stderr.match(t, listenRE)
+	addr := p.stderr.match(t, listeningRE)
 
 	carol := dialPeer(t, addr, map[string]any{"type": "hello", "user": map[string]string{"id": "carol", "name": "Carol"}})
 	carolSays := func(id, text string, until func(wsFrame) bool) wsFrame {
@@ -542,8 +542,6 @@ func notGlued(t *testing.T, out string) {
 
 // ---------------------------------------------------------------------------
 // Helpers.
-
-var listenRE = regexp.MustCompile(`msg="http listening" addr=(\S+)`)
 
 // stream is output that a test waits on.
 type stream struct {
