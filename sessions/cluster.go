@@ -151,6 +151,16 @@ func (m *Manager) promote(ctx context.Context, s *session) error {
 	if !s.remote.Load() {
 		return nil
 	}
+	s.mu.Lock()
+	winding := s.running
+	s.mu.Unlock()
+	if winding {
+		// Demoted a moment ago, its goroutine is still letting the cut
+		// turn go: what it owns is not to be loaded over. The input goes
+		// through the inbox meanwhile, and the scan for conversations
+		// left takes the session up once the goroutine has parked.
+		return fmt.Errorf("sessions: run %s here: %w (it is still winding down here)", s.id, ErrElsewhere)
+	}
 	c := m.cfg.Cluster
 	if err := c.Claim(ctx, s.id); err != nil {
 		return fmt.Errorf("sessions: run %s here: %w", s.id, err)
