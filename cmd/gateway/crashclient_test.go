@@ -442,6 +442,11 @@ func (c *crashClient) connectionEvent(f wsFrame) {
 		case switchboard.ErrCodeDuplicate:
 			// A resent input the gateway had received: it is answered
 			// once, as its events will show.
+		case switchboard.ErrCodeAlreadyResolved:
+			// An approval sent again on a new connection while the first,
+			// forwarded through another replica's inbox, was still on its
+			// way: the first was taken, this one is told so (counted in
+			// connErrs, which the run reports).
 		default:
 			c.problem("the gateway refused a frame: %s", short(f.Data, 200))
 		}
