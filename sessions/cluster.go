@@ -521,16 +521,18 @@ func (m *Manager) TakeOver(ctx context.Context, sessionID string) (bool, error) 
 }
 
 // Resync has every session loaded here look again at what it may have
-// missed while the cluster could not tell it (its notifications dropped):
-// mirrors read the events stored since, owners the inputs forwarded.
+// missed while the cluster could not tell it (its notifications dropped,
+// or not yet listened for): mirrors read the events stored since, owners
+// the inputs forwarded, and both their people.
 func (m *Manager) Resync() {
-	m.live.Range(func(_, v any) bool {
+	m.live.Range(func(k, v any) bool {
 		s := v.(*session)
 		if s.remote.Load() {
 			s.wantPull()
 		} else {
 			go s.takeUpForwarded(m.ctx)
 		}
+		m.MembersElsewhere(k.(string))
 		return true
 	})
 }
