@@ -523,7 +523,9 @@ func (m *Manager) TakeOver(ctx context.Context, sessionID string) (bool, error) 
 // Resync has every session loaded here look again at what it may have
 // missed while the cluster could not tell it (its notifications dropped,
 // or not yet listened for): mirrors read the events stored since, owners
-// the inputs forwarded, and both their people.
+// the inputs forwarded and the places bound (their followers are told
+// again, which a follower already showing the place ignores), and both
+// their people.
 func (m *Manager) Resync() {
 	m.live.Range(func(k, v any) bool {
 		s := v.(*session)
@@ -531,6 +533,7 @@ func (m *Manager) Resync() {
 			s.wantPull()
 		} else {
 			go s.takeUpForwarded(m.ctx)
+			go m.announce(m.ctx, s.id)
 		}
 		m.MembersElsewhere(k.(string))
 		return true
