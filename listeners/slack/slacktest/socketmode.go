@@ -304,7 +304,9 @@ func (s *Server) RefusedConnections() int {
 func (s *Server) ActiveConnections() int {
 	s.sm.mu.Lock()
 	defer s.sm.mu.Unlock()
-	return len(s.sm.conns)
+	// Those being greeted are open too (their hello may already have
+	// been read), as the eleventh connection's refusal counts them.
+	return len(s.sm.conns) + s.sm.opening
 }
 
 // WaitForConnections blocks until the server has accepted at least n
