@@ -13,6 +13,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/internal/queue"
 )
 
 // writeReq is one item of the write queue: an event to store, a job (a
@@ -76,17 +77,7 @@ func (db *DB) runJob(ctx context.Context, j *writeJob) error {
 // enqueue prefers the queue to ctx: a request that fits is queued even if
 // ctx has just ended, so nothing is refused that need not be.
 func (db *DB) enqueue(ctx context.Context, r writeReq) error {
-	select {
-	case db.queue <- r:
-		return nil
-	default:
-	}
-	select {
-	case db.queue <- r:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return queue.Send(ctx, db.queue, r)
 }
 
 // runWriter is the one goroutine that writes. It takes whatever is queued,

@@ -5,7 +5,10 @@
 // means); the one consumer pops after Ready says something came.
 package queue
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // Queue is safe for many pushers and one consumer.
 type Queue[T any] struct {
@@ -60,3 +63,20 @@ func (q *Queue[T]) Len() int {
 // Ready is signalled after a Push: pop until Pop says none is left, then
 // wait on it again. A signal may come for items already popped.
 func (q *Queue[T]) Ready() <-chan struct{} { return q.ready }
+
+// Send puts v on ch, preferring the channel to ctx: a value that fits is
+// sent even if ctx has just ended, so nothing is refused that need not
+// be. Only when ch is full does it wait, until there is room or ctx ends.
+func Send[T any](ctx context.Context, ch chan<- T, v T) error {
+	select {
+	case ch <- v:
+		return nil
+	default:
+	}
+	select {
+	case ch <- v:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"context"
 	"sync"
 	"testing"
 )
@@ -60,4 +61,21 @@ func TestQueueConcurrent(t *testing.T) {
 		}
 	}
 	wg.Wait()
+}
+
+// Send takes room over an ended context, and waits for room otherwise.
+func TestSend(t *testing.T) {
+	ch := make(chan int, 1)
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := Send(ended, ch, 1); err != nil {
+		t.Fatalf("a value that fits was refused for an ended context: %v", err)
+	}
+	if err := Send(ended, ch, 2); err != context.Canceled {
+		t.Fatalf("a full channel and an ended context: %v, want context.Canceled", err)
+	}
+	go func() { <-ch }()
+	if err := Send(context.Background(), ch, 3); err != nil || <-ch != 3 {
+		t.Fatalf("a send that waited for room: %v", err)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/internal/queue"
 )
 
 // The write path.
@@ -169,17 +170,7 @@ func (db *DB) inBatch(ctx context.Context, build func(s *steps) error) error {
 // enqueue prefers the queue to ctx: a request that fits is queued even if
 // ctx has just ended, so nothing is refused that need not be.
 func (db *DB) enqueue(ctx context.Context, r request) error {
-	select {
-	case db.queue <- r:
-		return nil
-	default:
-	}
-	select {
-	case db.queue <- r:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return queue.Send(ctx, db.queue, r)
 }
 
 // runWriter is the one goroutine that writes: it gathers a batch and
