@@ -116,6 +116,16 @@ func (r *replica) crash() {
 	})
 }
 
+// twoReplicas starts replicas "a" and "b" on a new database, answered by
+// one fake model: the rig most tests here use.
+func twoReplicas(t *testing.T) (dsn string, llm *openaitest.Server, a, b *replica) {
+	t.Helper()
+	dsn = pg.NewDatabase(t)
+	llm = openaitest.New()
+	t.Cleanup(llm.Close)
+	return dsn, llm, startReplica(t, dsn, "a", llm), startReplica(t, dsn, "b", llm)
+}
+
 // connect is a connection of the test's own to the database dsn, closed
 // when the test ends.
 func connect(t *testing.T, dsn string) *pgx.Conn {
@@ -272,10 +282,7 @@ func text(s, clientID string) switchboard.Input {
 // listener sees them; what a person writes on the other replica is
 // answered by the owner, once, and both see the answer.
 func TestAMirrorShowsTheOwnersConversation(t *testing.T) {
-	dsn := pg.NewDatabase(t)
-	llm := openaitest.New()
-	t.Cleanup(llm.Close)
-	a, b := startReplica(t, dsn, "a", llm), startReplica(t, dsn, "b", llm)
+	dsn, llm, a, b := twoReplicas(t)
 
 	onA := watch(t, a, sessions.AttachOptions{Key: "web:k1", Author: alice, AfterSeq: 0})
 	id := onA.sub.Ready.Session
@@ -328,10 +335,7 @@ func TestAMirrorShowsTheOwnersConversation(t *testing.T) {
 // A tool call that needs approval, asked for by the replica that runs the
 // turn, is approved by a person on another replica.
 func TestApprovedFromAnotherReplica(t *testing.T) {
-	dsn := pg.NewDatabase(t)
-	llm := openaitest.New()
-	t.Cleanup(llm.Close)
-	a, b := startReplica(t, dsn, "a", llm), startReplica(t, dsn, "b", llm)
+	_, llm, a, b := twoReplicas(t)
 
 	onA := watch(t, a, sessions.AttachOptions{Key: "web:k2", Author: alice, AfterSeq: 0})
 	id := onA.sub.Ready.Session
@@ -357,10 +361,7 @@ func TestApprovedFromAnotherReplica(t *testing.T) {
 // again after an "interrupted" notice, and the one listening on the
 // survivor sees the whole history with no gap.
 func TestTakenOverWhenItsReplicaDies(t *testing.T) {
-	dsn := pg.NewDatabase(t)
-	llm := openaitest.New()
-	t.Cleanup(llm.Close)
-	a, b := startReplica(t, dsn, "a", llm), startReplica(t, dsn, "b", llm)
+	dsn, llm, a, b := twoReplicas(t)
 
 	onA := watch(t, a, sessions.AttachOptions{Key: "web:k3", Author: alice, AfterSeq: 0})
 	id := onA.sub.Ready.Session
@@ -386,10 +387,7 @@ func TestTakenOverWhenItsReplicaDies(t *testing.T) {
 // its writes, it stops running the conversation, and what its person
 // sends goes to the new owner, answered once.
 func TestAPausedOwnerIsFencedOut(t *testing.T) {
-	dsn := pg.NewDatabase(t)
-	llm := openaitest.New()
-	t.Cleanup(llm.Close)
-	a, b := startReplica(t, dsn, "a", llm), startReplica(t, dsn, "b", llm)
+	dsn, llm, a, b := twoReplicas(t)
 
 	onA := watch(t, a, sessions.AttachOptions{Key: "web:k4", Author: alice, AfterSeq: 0})
 	id := onA.sub.Ready.Session
@@ -422,10 +420,7 @@ func TestAPausedOwnerIsFencedOut(t *testing.T) {
 // A replica that drains gives its conversations up at once: another runs
 // them without waiting for the lease to run out.
 func TestDrainGivesConversationsUp(t *testing.T) {
-	dsn := pg.NewDatabase(t)
-	llm := openaitest.New()
-	t.Cleanup(llm.Close)
-	a, b := startReplica(t, dsn, "a", llm), startReplica(t, dsn, "b", llm)
+	dsn, llm, a, b := twoReplicas(t)
 
 	onA := watch(t, a, sessions.AttachOptions{Key: "web:k5", Author: alice, AfterSeq: 0})
 	id := onA.sub.Ready.Session
@@ -509,10 +504,7 @@ func (f *follows) saw(address string) bool {
 // A place bound on a replica that does not run the conversation is
 // rendered by the one that does: its follower is told.
 func TestAPlaceBoundElsewhereIsRenderedByTheOwner(t *testing.T) {
-	dsn := pg.NewDatabase(t)
-	llm := openaitest.New()
-	t.Cleanup(llm.Close)
-	a, b := startReplica(t, dsn, "a", llm), startReplica(t, dsn, "b", llm)
+	_, _, a, b := twoReplicas(t)
 	onA, onB := &follows{told: make(chan struct{}, 1)}, &follows{told: make(chan struct{}, 1)}
 	a.m.SetFollower("chat", onA)
 	b.m.SetFollower("chat", onB)
@@ -573,10 +565,7 @@ func TestOnePlaceOneConversationAcrossReplicas(t *testing.T) {
 // person it has not seen, reads the store rather than make them a member
 // over the role they were given.
 func TestARoleGivenElsewhereHolds(t *testing.T) {
-	dsn := pg.NewDatabase(t)
-	llm := openaitest.New()
-	t.Cleanup(llm.Close)
-	a, b := startReplica(t, dsn, "a", llm), startReplica(t, dsn, "b", llm)
+	_, _, a, b := twoReplicas(t)
 	bob := switchboard.Author{Channel: "web", ID: "bob", Name: "Bob"}
 
 	onA := watch(t, a, sessions.AttachOptions{Key: "web:k7", Author: alice, AfterSeq: -1})
@@ -604,10 +593,7 @@ func TestARoleGivenElsewhereHolds(t *testing.T) {
 // A role is held by one replica at a time, and moves to another when its
 // holder dies.
 func TestARoleHasOneHolder(t *testing.T) {
-	dsn := pg.NewDatabase(t)
-	llm := openaitest.New()
-	t.Cleanup(llm.Close)
-	a, b := startReplica(t, dsn, "a", llm), startReplica(t, dsn, "b", llm)
+	dsn, _, a, b := twoReplicas(t)
 
 	var mu sync.Mutex
 	leading := map[string]bool{}
@@ -656,10 +642,7 @@ func TestARoleHasOneHolder(t *testing.T) {
 
 // Someone who joins on one replica is on the roster the others show.
 func TestTheRosterCrossesReplicas(t *testing.T) {
-	dsn := pg.NewDatabase(t)
-	llm := openaitest.New()
-	t.Cleanup(llm.Close)
-	a, b := startReplica(t, dsn, "a", llm), startReplica(t, dsn, "b", llm)
+	_, _, a, b := twoReplicas(t)
 	bob := switchboard.Author{Channel: "web", ID: "bob", Name: "Bob"}
 
 	onA := watch(t, a, sessions.AttachOptions{Key: "web:k8", Author: alice, AfterSeq: -1})
@@ -684,10 +667,7 @@ func TestTheRosterCrossesReplicas(t *testing.T) {
 // place, stops showing the conversation there after the line about it,
 // or shows the new conversation there.
 func TestLeaveAndResetFromAMirror(t *testing.T) {
-	dsn := pg.NewDatabase(t)
-	llm := openaitest.New()
-	t.Cleanup(llm.Close)
-	a, b := startReplica(t, dsn, "a", llm), startReplica(t, dsn, "b", llm)
+	dsn, _, a, b := twoReplicas(t)
 	fa, fb := &follows{told: make(chan struct{}, 1)}, &follows{told: make(chan struct{}, 1)}
 	a.m.SetFollower("chat", fa)
 	b.m.SetFollower("chat", fb)
@@ -751,10 +731,7 @@ func TestLeaveAndResetFromAMirror(t *testing.T) {
 // another replica would wait in the inbox for ever. They run out, and the
 // others take them over.
 func TestRestartedUnderTheSameID(t *testing.T) {
-	dsn := pg.NewDatabase(t)
-	llm := openaitest.New()
-	t.Cleanup(llm.Close)
-	a, b := startReplica(t, dsn, "a", llm), startReplica(t, dsn, "b", llm)
+	dsn, llm, a, b := twoReplicas(t)
 
 	onA := watch(t, a, sessions.AttachOptions{Key: "web:k6", Author: alice, AfterSeq: 0})
 	id := onA.sub.Ready.Session
