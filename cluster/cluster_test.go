@@ -590,6 +590,39 @@ func TestARoleGivenElsewhereHolds(t *testing.T) {
 	}
 }
 
+// A viewer may send nothing but read-only commands, whichever replica
+// they reach: the mirror refuses a click, an answer and a stop as the
+// owner does, rather than forward them for the owner to run.
+func TestAViewerIsRefusedOnEitherReplica(t *testing.T) {
+	_, _, a, b := twoReplicas(t)
+	vic := switchboard.Author{Channel: "web", ID: "vic", Name: "Vic"}
+	onA := watch(t, a, sessions.AttachOptions{Key: "web:k12", Author: alice, AfterSeq: -1})
+	id := onA.sub.Ready.Session
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, r := range []*replica{a, b} {
+		w := watch(t, r, sessions.AttachOptions{SessionID: id, Author: vic, Role: collaboration.Viewer, AfterSeq: -1})
+		if w.sub.Ready.Role != string(collaboration.Viewer) {
+			t.Fatalf("vic's role on %s: %q, want viewer", r.id, w.sub.Ready.Role)
+		}
+		for _, in := range []switchboard.Input{
+			{Kind: switchboard.InputText, Text: "hello"},
+			{Kind: switchboard.InputAction, ActionID: "ui_1:go", Value: "yes"},
+			{Kind: switchboard.InputConfirm, ConfirmationID: "c_1", Approved: true},
+			{Kind: switchboard.InputCancel},
+			{Kind: switchboard.InputText, Text: "/stop"},
+		} {
+			in.Author = vic
+			if _, err := r.m.Submit(ctx, id, in); !errors.Is(err, sessions.ErrForbidden) {
+				t.Errorf("a viewer's %s %q on %s: %v, want refused as forbidden", in.Kind, in.Text, r.id, err)
+			}
+		}
+	}
+	if q, err := a.db.Inbox(ctx, id); err != nil || len(q) != 0 {
+		t.Fatalf("inbox after the viewer's inputs: %d entries (%v), want none forwarded", len(q), err)
+	}
+}
+
 // A role is held by one replica at a time, and moves to another when its
 // holder dies.
 func TestARoleHasOneHolder(t *testing.T) {

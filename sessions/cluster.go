@@ -246,7 +246,9 @@ func (s *session) letGo(j job) {
 // outcome arrives as the owner's events; the receipt is finished at once.
 func (s *session) forward(ctx context.Context, in switchboard.Input) (*Receipt, error) {
 	s.mu.Lock()
-	err := s.mayForwardLocked(in)
+	// A mirror has no queue, and cannot tell whether a turn is running:
+	// a stop is judged as if one were.
+	err := s.mayActLocked(in, true)
 	s.sawLocked(in.Author.Key())
 	s.mu.Unlock()
 	if err != nil {
@@ -268,20 +270,6 @@ func (s *session) forward(ctx context.Context, in switchboard.Input) (*Receipt, 
 	r := newReceipt()
 	r.finish(s.publishedSeq())
 	return r, nil
-}
-
-// mayForwardLocked is mayQueueLocked for a mirror, which has no queue.
-func (s *session) mayForwardLocked(in switchboard.Input) error {
-	role := s.roleLocked(in.Author)
-	switch {
-	case s.closed:
-		return ErrClosed
-	case in.Kind == switchboard.InputText && !role.CanWrite() && !readOnlyCommand(in.Text):
-		return refuse(ErrForbidden, "%s is a %s in this session and may not write", in.Author.DisplayName(), role)
-	case stops(in) && !role.CanApprove() && !s.membersMayStop:
-		return refuse(ErrForbidden, "in this conversation only the owner or an approver may stop a turn")
-	}
-	return nil
 }
 
 // Unfollower is a Follower that can stop showing a place once it has shown

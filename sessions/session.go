@@ -504,18 +504,31 @@ func (s *session) submit(ctx context.Context, in switchboard.Input) (*Receipt, e
 }
 
 // mayQueueLocked refuses what the session cannot take from this author
-// now: it is closed, they may not write, the queue is full, or they may
-// not stop the running turn.
+// now: what mayActLocked refuses, and anything once the queue is full.
 func (s *session) mayQueueLocked(in switchboard.Input) error {
+	if err := s.mayActLocked(in, s.cancelTurn != nil); err != nil {
+		return err
+	}
+	if s.queued() >= s.inboxCap {
+		return ErrBusy
+	}
+	return nil
+}
+
+// mayActLocked refuses an input its author may not send: the session is
+// closed, they may not write (a message, a click, an answer or a stop
+// alike; read-only commands aside), or they may not stop a turn that may
+// be running. It is the one check of what a person may send, made on the
+// replica that runs the session (mayQueueLocked) and on a mirror before
+// it forwards (forward), so no path lets through what another refuses.
+func (s *session) mayActLocked(in switchboard.Input, running bool) error {
 	role := s.roleLocked(in.Author)
 	switch {
 	case s.closed:
 		return ErrClosed
 	case !role.CanWrite() && !readOnlyCommand(in.Text):
 		return refuse(ErrForbidden, "%s is a %s in this session and may not write", in.Author.DisplayName(), role)
-	case s.queued() >= s.inboxCap:
-		return ErrBusy
-	case stops(in) && s.cancelTurn != nil && !role.CanApprove() && !s.membersMayStop:
+	case stops(in) && running && !role.CanApprove() && !s.membersMayStop:
 		return refuse(ErrForbidden, "in this conversation only the owner or an approver may stop a turn")
 	}
 	return nil
