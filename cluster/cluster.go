@@ -233,16 +233,8 @@ func (c *Cluster) renew(ctx context.Context, s Sessions) {
 		}
 		c.mu.Lock()
 		since := time.Since(c.renewed)
-		loud := c.failed.IsZero() || time.Since(c.failed) >= time.Minute
-		if loud {
-			c.failed = time.Now()
-		}
 		c.mu.Unlock()
-		level := slog.LevelDebug
-		if loud {
-			level = slog.LevelError
-		}
-		c.cfg.Logger.Log(ctx, level, "cluster: leases not renewed: is the database reachable? The conversations this replica runs move to the others once the lease runs out",
+		c.cfg.Logger.Log(ctx, c.downLevel(), "cluster: leases not renewed: is the database reachable? The conversations this replica runs move to the others once the lease runs out",
 			"err", err, "since_last_renewal", since.Round(time.Millisecond), "lease", c.cfg.Lease)
 		if c.cfg.Down != nil {
 			c.cfg.Down("the leases of its conversations cannot be renewed: "+err.Error(), "check that PostgreSQL (storage.dsn) is up and reachable from this machine")
@@ -271,6 +263,19 @@ func (c *Cluster) renew(ctx context.Context, s Sessions) {
 	c.renewed = time.Now()
 	c.mu.Unlock()
 	c.loseOf(s, asked, kept)
+}
+
+// downLevel is the level of a line saying the database failed this
+// replica again: ERROR once a minute while it stays down, DEBUG between,
+// so that an outage pages once a minute and not at every try.
+func (c *Cluster) downLevel() slog.Level {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failed.IsZero() || time.Since(c.failed) >= time.Minute {
+		c.failed = time.Now()
+		return slog.LevelError
+	}
+	return slog.LevelDebug
 }
 
 // loseOf lets go of the sessions a renewal asked for (with their claims)
@@ -362,7 +367,7 @@ func (c *Cluster) Lead(ctx context.Context, role string, lead func(ctx context.C
 			}
 		case errors.Is(err, postgres.ErrLeaseHeld):
 		case ctx.Err() == nil:
-			c.cfg.Logger.Error("cluster: role's lease not read: is the database reachable?", "role", role, "err", err)
+			c.cfg.Logger.Log(ctx, c.downLevel(), "cluster: role's lease not read: is the database reachable?", "role", role, "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -401,7 +406,7 @@ func (c *Cluster) hold(ctx context.Context, name string, l postgres.Lease, lead 
 		case err == nil || errors.Is(err, postgres.ErrLeaseHeld):
 			c.cfg.Logger.Warn("cluster: another replica took the role over", "role", name)
 		case time.Since(renewed) < c.cfg.Lease:
-			c.cfg.Logger.Error("cluster: role's lease not renewed: is the database reachable?", "role", name, "err", err)
+			c.cfg.Logger.Log(ctx, c.downLevel(), "cluster: role's lease not renewed: is the database reachable?", "role", name, "err", err)
 			continue
 		default:
 			c.cfg.Logger.Error("cluster: role's lease ran out unrenewed: giving the role up", "role", name, "err", err)
