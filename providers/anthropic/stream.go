@@ -29,7 +29,7 @@ type turn struct {
 	// cacheRead and cacheWrite are the input read from and written to
 	// the prompt cache, which input leaves out.
 	cacheRead, cacheWrite int64
-	stopped    bool // message_stop arrived
+	stopped               bool // message_stop arrived
 }
 
 type toolBlock struct {
