@@ -58,6 +58,9 @@ const (
 const (
 	PeriodDay   = "day"
 	PeriodMonth = "month"
+	// PeriodAll names the all-time overall total, which every charge adds
+	// to first (Tallies).
+	PeriodAll = "all"
 )
 
 // TallyKey names one running total: a scope (ScopePerson and a person's
@@ -96,17 +99,22 @@ func PeriodEnd(period string, at time.Time) time.Time {
 	return time.Date(at.Year(), at.Month(), at.Day()+1, 0, 0, 0, 0, time.UTC)
 }
 
-// Tallies are the running totals c adds to: the person's, the guide's
-// and the overall one, each of its day and of its month. Every store adds
-// a charge to exactly these, in the write that stores it.
+// Tallies are the running totals c adds to: the all-time overall one,
+// then the overall one, the guide's and the person's, each of its day and
+// of its month. Every store adds a charge to exactly these, in the write
+// that stores it and in this order: the first is the same row for every
+// charge, so a store that locks rows as it updates them (PostgreSQL, with
+// several charges in one transaction and replicas writing at once) takes
+// the rest only while holding it, and two writers never deadlock.
 func (c Charge) Tallies() []TallyKey {
-	keys := make([]TallyKey, 0, 6)
+	keys := make([]TallyKey, 0, 7)
+	keys = append(keys, TallyKey{Scope: ScopeOverall, Period: PeriodAll})
 	for _, period := range []string{PeriodDay, PeriodMonth} {
 		p := PeriodOf(period, c.At)
 		keys = append(keys,
-			TallyKey{Scope: ScopePerson, Key: c.Person, Period: p},
+			TallyKey{Scope: ScopeOverall, Key: "", Period: p},
 			TallyKey{Scope: ScopeGuide, Key: c.Guide, Period: p},
-			TallyKey{Scope: ScopeOverall, Key: "", Period: p})
+			TallyKey{Scope: ScopePerson, Key: c.Person, Period: p})
 	}
 	return keys
 }
@@ -150,4 +158,18 @@ func CostText(cost float64, turns, unpriced int64) string {
 		return fmt.Sprintf("$%.4f + unknown", cost)
 	}
 	return fmt.Sprintf("$%.4f", cost)
+}
+
+// SpendColumn is the column of a store's charges that a report groups by
+// (SpendQuery.By): the column of the same name, or the empty string
+// literal for one row of everything. Any other By is refused with an
+// error that says which there are.
+func SpendColumn(by string) (string, error) {
+	switch by {
+	case "":
+		return "''", nil
+	case ByPerson, ByGuide, ByModel, ByChannel:
+		return by, nil
+	}
+	return "", fmt.Errorf("cannot group spending by %q: use person, guide, model or channel", by)
 }
