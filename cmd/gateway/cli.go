@@ -21,13 +21,14 @@ var commands = map[string]command{
 	"doctor":      runDoctor, // doctor.go
 	"healthcheck": runHealthcheck,
 	"status":      runStatus, // health.go
+	"usage":       runUsage,  // usage.go
 	"version": func(_ context.Context, args []string, out, errOut io.Writer, _ []string) error {
 		return runVersion(args, out, errOut) // version.go
 	},
 }
 
 // commandNames lists the commands for messages.
-const commandNames = "doctor, healthcheck, status, help and version"
+const commandNames = "doctor, healthcheck, status, usage, help and version"
 
 // runCommand runs the command named by the first argument fs (gateway's
 // own flag set) left, or version for --version. The global flags given
