@@ -55,6 +55,12 @@ func (db *DB) Tally(ctx context.Context, k switchboard.TallyKey) (switchboard.Ta
 // Spending reports the turns charged since q.Since, grouped as q.By asks,
 // the most costly group first.
 func (db *DB) Spending(ctx context.Context, q switchboard.SpendQuery) ([]switchboard.SpendRow, error) {
+	return ReadSpending(ctx, db.read, q)
+}
+
+// ReadSpending is Spending on a database opened by other means: gateway
+// usage opens the file read-only, beside a running gateway or not.
+func ReadSpending(ctx context.Context, db *sql.DB, q switchboard.SpendQuery) ([]switchboard.SpendRow, error) {
 	col, err := switchboard.SpendColumn(q.By)
 	if err != nil {
 		return nil, fmt.Errorf("storage: spending: %w", err)
@@ -63,7 +69,7 @@ func (db *DB) Spending(ctx context.Context, q switchboard.SpendQuery) ([]switchb
 		sum(total_tokens), coalesce(sum(cost_usd), 0), count(*) - count(cost_usd)
 		FROM charges WHERE at >= ? AND (? = '' OR session_id = ?)
 		GROUP BY k ORDER BY 7 DESC, 6 DESC, k`
-	rows, err := db.read.QueryContext(ctx, query, q.Since.UnixMilli(), q.Session, q.Session)
+	rows, err := db.QueryContext(ctx, query, q.Since.UnixMilli(), q.Session, q.Session)
 	if err != nil {
 		return nil, fmt.Errorf("storage: spending: %w", err)
 	}

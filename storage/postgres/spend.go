@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard-gw/switchboard"
 )
@@ -59,6 +60,15 @@ func (db *DB) Tally(ctx context.Context, k switchboard.TallyKey) (switchboard.Ta
 // Spending reports the turns charged since q.Since, grouped as q.By asks,
 // the most costly group first.
 func (db *DB) Spending(ctx context.Context, q switchboard.SpendQuery) ([]switchboard.SpendRow, error) {
+	return spending(ctx, db.pool, q)
+}
+
+// Spending is DB.Spending in read-only transactions (gateway usage).
+func (in *Inspector) Spending(ctx context.Context, q switchboard.SpendQuery) ([]switchboard.SpendRow, error) {
+	return spending(ctx, in.pool, q)
+}
+
+func spending(ctx context.Context, pool *pgxpool.Pool, q switchboard.SpendQuery) ([]switchboard.SpendRow, error) {
 	col, err := switchboard.SpendColumn(q.By)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: spending: %w", err)
@@ -67,7 +77,7 @@ func (db *DB) Spending(ctx context.Context, q switchboard.SpendQuery) ([]switchb
 		sum(total_tokens), coalesce(sum(cost_usd), 0), count(*) - count(cost_usd)
 		FROM charges WHERE at >= $1 AND ($2 = '' OR session_id = $2)
 		GROUP BY k ORDER BY 7 DESC, 6 DESC, k`
-	rows, err := db.pool.Query(ctx, query, q.Since.UnixMilli(), q.Session)
+	rows, err := pool.Query(ctx, query, q.Since.UnixMilli(), q.Session)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: spending: %w", err)
 	}
