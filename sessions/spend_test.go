@@ -317,3 +317,28 @@ func TestTheOverallBudgetInDollars(t *testing.T) {
 		t.Fatalf("the model was called %d times, want once", n)
 	}
 }
+
+// The model label of the metrics is bounded: a response's model that is
+// neither priced nor the one configured is counted as the configured
+// model, and with none configured, as "other".
+func TestTheModelLabelIsBounded(t *testing.T) {
+	mets := &recordingMetrics{}
+	h := newHarness(t, spending(&sessions.Spending{Prices: map[string]switchboard.Price{"priced": {Input: 1}}}),
+		func(c *sessions.Config) { c.Metrics = mets })
+	c := h.newSession(alice)
+	c.say("hi")
+	c.reply()
+	c.idle()
+	h.cfg.Providers["main"].Model = "configured"
+	c.say("again")
+	c.reply()
+	c.idle()
+	mets.mu.Lock()
+	defer mets.mu.Unlock()
+	if got := strings.Join(mets.spent, " "); got != "tester/other tester/configured" {
+		t.Errorf("labels = %q, want other, then the configured model", got)
+	}
+	if rows := h.spendingBy(switchboard.ByModel); len(rows) != 1 || rows[0].Key != "gpt-test" || rows[0].Unpriced != 2 {
+		t.Errorf("the store keeps the model the provider named: %+v", rows)
+	}
+}
