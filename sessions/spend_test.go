@@ -85,13 +85,9 @@ func TestTurnsAreChargedWithTheirEnd(t *testing.T) {
 		openaitest.Reply{Text: []string{"Hello Bob"}},
 	)
 	c := h.newSession(alice)
-	c.say("what is 2+2?")
-	c.reply()
-	c.idle()
+	c.answered("what is 2+2?")
 	b := h.attach(sessions.AttachOptions{SessionID: c.id, Author: bob})
-	b.say("hi")
-	b.reply()
-	b.idle()
+	b.answered("hi")
 
 	byPerson := h.spendingBy(switchboard.ByPerson)
 	if len(byPerson) != 2 || byPerson[0].Key != alice.Key() || byPerson[0].Turns != 1 || byPerson[0].Usage.TotalTokens != 30 ||
@@ -147,9 +143,7 @@ func TestUsageShowsCostAndTheBudget(t *testing.T) {
 		{Scope: switchboard.ScopePerson, Period: switchboard.PeriodDay, Tokens: 1000},
 	}}))
 	c := h.newSession(alice)
-	c.say("hi")
-	c.reply()
-	c.idle()
+	c.answered("hi")
 	c.say("/usage")
 	msg := c.until(switchboard.EventMessage, func(p any) bool {
 		return p.(*switchboard.MessageData).Role == switchboard.RoleSystem
@@ -186,6 +180,14 @@ func (c *client) noticeOf(code string) *switchboard.ErrorData {
 	}).(*switchboard.ErrorData)
 }
 
+// answered says text and waits for the answer and the turn's end.
+func (c *client) answered(text string) {
+	c.t.Helper()
+	c.say(text)
+	c.reply()
+	c.idle()
+}
+
 // budgetNotice waits for the budget notice to c's person.
 func (c *client) budgetNotice() *switchboard.ErrorData {
 	c.t.Helper()
@@ -205,13 +207,9 @@ func TestAPersonsBudgetRefusesBeforeTheModelIsCalled(t *testing.T) {
 		{Scope: switchboard.ScopePerson, Key: alice.Key(), Period: switchboard.PeriodDay, Tokens: 1000}, // but alice
 	}}), func(c *sessions.Config) { c.Metrics = mets })
 	owner := h.newSession(alice)
-	owner.say("hi")
-	owner.reply()
-	owner.idle()
+	owner.answered("hi")
 	member := h.attach(sessions.AttachOptions{SessionID: owner.id, Author: bob})
-	member.say("first")
-	member.reply()
-	member.idle()
+	member.answered("first")
 	calls := len(h.llm.Requests())
 	stored := len(member.window())
 
@@ -235,9 +233,7 @@ func TestAPersonsBudgetRefusesBeforeTheModelIsCalled(t *testing.T) {
 		t.Fatalf("the refused message was stored: %d messages, were %d", n, stored)
 	}
 	// Alice's own budget is higher: the session stays usable for her.
-	owner.say("still here?")
-	owner.reply()
-	owner.idle()
+	owner.answered("still here?")
 
 	h.restart()
 	member = h.attach(sessions.AttachOptions{SessionID: owner.id, Author: bob})
@@ -253,9 +249,7 @@ func TestAPersonsBudgetRefusesBeforeTheModelIsCalled(t *testing.T) {
 	h.m.SetSpending(&sessions.Spending{Prices: gptTest, Budgets: []sessions.Budget{
 		{Scope: switchboard.ScopePerson, Period: switchboard.PeriodDay, Tokens: 1000},
 	}})
-	member.say("fourth")
-	member.reply()
-	member.idle()
+	member.answered("fourth")
 	mets.mu.Lock()
 	defer mets.mu.Unlock()
 	if strings.Join(mets.refused, " ") != "person person" {
@@ -305,9 +299,7 @@ func TestTheOverallBudgetInDollars(t *testing.T) {
 		Budgets: []sessions.Budget{{Scope: switchboard.ScopeOverall, Period: switchboard.PeriodMonth, USD: 1}},
 	}))
 	c := h.newSession(alice)
-	c.say("hi")
-	c.reply()
-	c.idle()
+	c.answered("hi")
 	other := h.attach(sessions.AttachOptions{Author: bob, Guide: "other"})
 	other.say("hi")
 	if e := other.budgetNotice(); !strings.Contains(e.Message, "This gateway has reached its overall monthly budget of $1.00") {
@@ -326,13 +318,9 @@ func TestTheModelLabelIsBounded(t *testing.T) {
 	h := newHarness(t, spending(&sessions.Spending{Prices: map[string]switchboard.Price{"priced": {Input: 1}}}),
 		func(c *sessions.Config) { c.Metrics = mets })
 	c := h.newSession(alice)
-	c.say("hi")
-	c.reply()
-	c.idle()
+	c.answered("hi")
 	h.cfg.Providers["main"].Model = "configured"
-	c.say("again")
-	c.reply()
-	c.idle()
+	c.answered("again")
 	mets.mu.Lock()
 	defer mets.mu.Unlock()
 	if got := strings.Join(mets.spent, " "); got != "tester/other tester/configured" {

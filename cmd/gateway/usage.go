@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -39,16 +38,8 @@ func spendingOf(cfg config.Config) *sessions.Spending {
 // it (a SQLite file opened read-only, beside a running gateway or not; on
 // PostgreSQL, read-only transactions).
 func runUsage(ctx context.Context, args []string, out, errOut io.Writer, environ []string) error {
-	fs := flag.NewFlagSet("gateway usage", flag.ContinueOnError)
-	fs.SetOutput(errOut)
-	fs.Usage = func() {
-		fmt.Fprintln(errOut, "usage: gateway usage [--config FILE] [--set key=value]... [--since 7d] [--by person|guide|model|channel]")
-		fmt.Fprintln(errOut, "Prints the tokens and cost of the turns since a time, from the store, grouped as --by says.")
-		fs.PrintDefaults()
-	}
-	configFile := fs.String("config", "config.yaml", "configuration file (YAML), as for the gateway")
-	var sets stringList
-	fs.Var(&sets, "set", "override a config key, as for the gateway (repeatable)")
+	fs, configFile, sets := commandFlags("usage", "gateway usage [--config FILE] [--set key=value]... [--since 7d] [--by person|guide|model|channel]",
+		"Prints the tokens and cost of the turns since a time, from the store, grouped as --by says.", errOut)
 	sinceFlag := fs.String("since", "30d", "how far back: days (7d), a duration (12h) or a UTC date (2026-11-01)")
 	by := fs.String("by", switchboard.ByPerson, "group by person, guide, model or channel")
 	if err := fs.Parse(args); err != nil {
@@ -66,7 +57,7 @@ func runUsage(ctx context.Context, args []string, out, errOut io.Writer, environ
 	if _, err := switchboard.SpendColumn(*by); err != nil || *by == "" {
 		return fmt.Errorf("usage: --by: want person, guide, model or channel, not %q", *by)
 	}
-	cfg, err := config.Load(*configFile, sets, environ)
+	cfg, err := config.Load(*configFile, *sets, environ)
 	if err != nil {
 		return err
 	}
