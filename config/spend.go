@@ -90,6 +90,9 @@ func (c Config) validateSpend(bad func(key, format string, args ...any)) {
 		case (b.Tokens > 0) == (b.USD > 0):
 			bad(key, "set tokens or usd, one of them, to the limit")
 			ok = false
+		case b.USD > 0 && len(c.Pricing) == 0:
+			bad(key+".usd", "no model has a price, so no turn costs anything and this budget is never reached: add the models to pricing:, or give the limit in tokens")
+			ok = false
 		case b.USD > 0:
 			unit = "usd"
 		}

@@ -38,6 +38,8 @@ budgets:
 }
 
 func TestPricingAndBudgetsAreChecked(t *testing.T) {
+	wantErr(t, writeFile(t, "budgets:\n  - { scope: overall, period: month, usd: 100 }\n"), nil, nil,
+		"budgets[0].usd: no model has a price, so no turn costs anything and this budget is never reached")
 	wantErr(t, writeFile(t, `
 pricing:
   - { input: 1, output: 2 }
@@ -47,6 +49,8 @@ pricing:
 		`pricing[2].model: "a" is priced twice`)
 	wantErr(t, writeFile(t, "pricing:\n  - { model: b, inptu: 1 }\n"), nil, nil, `unknown key "pricing[0].inptu"`)
 	wantErr(t, writeFile(t, `
+pricing:
+  - { model: a, input: 1, output: 2 }
 budgets:
   - { scope: people, period: day, usd: 1 }
   - { scope: person, period: week, usd: 1 }
