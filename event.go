@@ -312,4 +312,10 @@ const (
 	// ErrCodeRestarting: the gateway is restarting; the turn is finished
 	// when it is back. Sent as a notice without a seq.
 	ErrCodeRestarting = "restarting"
+	// ErrCodeBudget: a usage budget (budgets: in the config) was reached,
+	// so the turn was refused before the model was called. Sent as a
+	// notice to the person whose turn it was, saying which budget and when
+	// it resets; a turn stopped half way also ends with a stored error
+	// event of this code.
+	ErrCodeBudget = "budget_exceeded"
 )

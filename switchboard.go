@@ -81,11 +81,17 @@ func ByteSize(n int64) string {
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
-// Usage counts tokens as the provider reported them.
+// Usage counts tokens as the provider reported them. PromptTokens are
+// all the input the model read, cached or not (every adapter reports it
+// so, whatever its API calls input: Anthropic's input_tokens leaves out
+// the cache reads, which the adapter adds back); CachedTokens are the part
+// of PromptTokens read from the provider's prompt cache, where it says so,
+// and are priced at the cached-input rate (usage.go).
 type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	CachedTokens     int `json:"cached_tokens,omitempty"`
 }
 
 // Add returns the sum of two usages.
@@ -94,6 +100,7 @@ func (u Usage) Add(o Usage) Usage {
 		PromptTokens:     u.PromptTokens + o.PromptTokens,
 		CompletionTokens: u.CompletionTokens + o.CompletionTokens,
 		TotalTokens:      u.TotalTokens + o.TotalTokens,
+		CachedTokens:     u.CachedTokens + o.CachedTokens,
 	}
 }
 
@@ -274,6 +281,10 @@ type TurnWrite struct {
 	EndTurn bool
 	// Usage is added to the session's running total.
 	Usage Usage
+	// Charge, when not nil, records what the turn spent (who, with which
+	// guide and model, at what cost) and adds it to the running totals
+	// budgets read (Charge.Tallies), in this same write.
+	Charge *Charge
 	// Allowed, when not nil, replaces the session's always-allowed tools
 	// (Session.AllowedTools); an empty, non-nil slice clears them.
 	Allowed []string

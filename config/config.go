@@ -42,6 +42,9 @@ type Config struct {
 	Embeddings Embeddings `koanf:"embeddings"`
 	// Uploads bounds the files people send with their messages.
 	Uploads Uploads `koanf:"uploads"`
+	// Pricing and Budgets: what turns cost and may spend (spend.go).
+	Pricing []Price  `koanf:"pricing"`
+	Budgets []Budget `koanf:"budgets"`
 }
 
 // Uploads are the files people send with a message, in every channel
@@ -1081,6 +1084,7 @@ func (c Config) Validate() error {
 	}
 
 	c.validateEmbeddings(bad)
+	c.validateSpend(bad)
 
 	switch strings.ToLower(c.Log.Level) {
 	case "debug", "info", "warn", "error":

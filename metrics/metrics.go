@@ -30,6 +30,9 @@ type Metrics struct {
 	circuitOpen *prometheus.GaugeVec
 	componentUp *prometheus.GaugeVec
 
+	// What turns spent, and budgets refused (spend.go).
+	tokens, cost, unpriced, budgetRefusals *prometheus.CounterVec
+
 	// Registered by Cluster, on PostgreSQL only.
 	leasesLost prometheus.Counter
 	takenOver  prometheus.Counter
@@ -44,7 +47,7 @@ func New() *Metrics {
 			Name: "switchboard_events_total", Help: "Session events emitted (and stored), by type.",
 		}, []string{"type"}),
 		turns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchboard_turns_total", Help: "Agent turns ended, by outcome (answered, error, stopped, interrupted: cut by a shutdown or a failed write, and resumed later).",
+			Name: "switchboard_turns_total", Help: "Agent turns ended, by outcome (answered, error, stopped, refused: by a budget before a further model call, interrupted: cut by a shutdown or a failed write, and resumed later).",
 		}, []string{"outcome"}),
 		turnSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "switchboard_turn_duration_seconds",
@@ -88,7 +91,9 @@ func New() *Metrics {
 			Help: "Conversations with work left that this replica took over from a replica gone (their lease ran out): interrupted turns are run again.",
 		}),
 	}
+	m.tokens, m.cost, m.unpriced, m.budgetRefusals = spendCounters()
 	m.reg.MustRegister(
+		m.tokens, m.cost, m.unpriced, m.budgetRefusals,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.events, m.turns, m.turnSeconds, m.resumed, m.refused, m.writeFails, m.wsConnections, m.wsFrames, m.wsClosed,

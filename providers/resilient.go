@@ -101,6 +101,10 @@ type Resilient struct {
 	// false); a request's Images are left out, the model reads what the
 	// messages say of the files.
 	NoVision bool
+	// Model is the model the provider is configured with, which a request
+	// naming none gets: the sessions price a response by it when its own
+	// model has no price, and label their metrics with it.
+	Model string
 }
 
 // ErrIdleTimeout is the cause of a call that went silent for too long.

@@ -76,6 +76,9 @@ func (s *session) userTurn(ctx context.Context, j job, text string) {
 		s.m.Discard(ctx, s.id, in.Files)
 		return
 	}
+	if s.refusedByBudget(ctx, j) {
+		return
+	}
 	msg := switchboard.Message{Role: switchboard.RoleUser, Content: text, Files: in.Files}
 	if s.memberCount() > 1 {
 		msg.Author = in.Author.DisplayName() // several people: tell the model who spoke
@@ -153,6 +156,10 @@ func (s *session) agentLoop(ctx context.Context, t *turn, resume *pendingTurn) {
 
 	for {
 		final := t.Iteration >= s.guide.MaxIterations
+		if err := s.budgetBeforeCall(ctx, t); err != nil {
+			s.endTurn(ctx, t, err)
+			return
+		}
 		if t.thinking {
 			t.thinking = false // stored with the message
 		} else {
@@ -445,6 +452,9 @@ func (s *session) endTurn(ctx context.Context, t *turn, err error) {
 	case errors.Is(err, context.Canceled):
 		outcome = "stopped"
 		s.emitError(ctx, switchboard.ErrCodeCancelled, "Stopped.")
+	case isBudget(err):
+		outcome = "refused"
+		s.stopForBudget(ctx, t.Author, err)
 	default:
 		outcome = "error"
 		s.log.Warn("turn failed", "err", err)
@@ -453,10 +463,12 @@ func (s *session) endTurn(ctx context.Context, t *turn, err error) {
 	if !t.usageStored {
 		// Tokens spent are spent even when the turn was stopped, so the
 		// write outlives ctx.
-		if !s.write(context.WithoutCancel(ctx), switchboard.TurnWrite{EndTurn: true, Usage: t.Usage}) {
+		c := s.charge(t)
+		if !s.write(context.WithoutCancel(ctx), switchboard.TurnWrite{EndTurn: true, Usage: t.Usage, Charge: c}) {
 			return
 		}
 		t.usageStored = true
+		s.charged(c)
 	}
 	if !t.started.IsZero() {
 		s.m.cfg.Metrics.TurnEnded(outcome, s.m.cfg.Now().Sub(t.started))
@@ -489,7 +501,7 @@ func providerErrorMessage(err error) string {
 // and only if it was shown. Then it adds the reply to the window. The
 // write outlives ctx: the tokens are spent.
 func (s *session) answer(ctx context.Context, t *turn, reply switchboard.Message, shown *switchboard.MessageData) error {
-	w := switchboard.TurnWrite{Usage: t.Usage, EndTurn: true}
+	w := switchboard.TurnWrite{Usage: t.Usage, EndTurn: true, Charge: s.charge(t)}
 	if reply.Content != "" {
 		w.Messages = []switchboard.Message{reply}
 	}
@@ -522,6 +534,7 @@ func (s *session) answer(ctx context.Context, t *turn, reply switchboard.Message
 	}
 	s.rec.Usage = total
 	t.usageStored, t.ended = true, true
+	s.charged(w.Charge)
 	if reply.Content != "" {
 		s.remember(reply)
 	}

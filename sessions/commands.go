@@ -56,7 +56,7 @@ const Help = `Commands:
   /files                    the files in this conversation's sandbox
   /memory                   what I remember about you (to you alone)
   /forget <id>              delete one of your memories for good
-  /usage                    tokens used in this session
+  /usage                    tokens and cost of this session, and your budget
   /stop                     stop the running turn
   /reset                    start a new conversation
   /<tool> <json-args>       run a tool yourself, e.g. /calculator {"expression":"2+2"}`
@@ -71,9 +71,7 @@ func (s *session) command(ctx context.Context, j job, cmd command) {
 	case "stop":
 		s.stop(ctx, in.Author, j.stoppedRunning)
 	case "usage":
-		u := s.rec.Usage
-		s.systemMessage(ctx, fmt.Sprintf("Tokens used in this session: %d prompt + %d completion = %d total.",
-			u.PromptTokens, u.CompletionTokens, u.TotalTokens))
+		s.usage(ctx, in.Author)
 	case "tools":
 		s.systemMessage(ctx, s.describeTools())
 	case "guide":

@@ -85,6 +85,11 @@ type Store interface {
 	// Expired and DeleteSessions serve retention.
 	Expired(ctx context.Context, before time.Time, limit int) ([]string, error)
 	DeleteSessions(ctx context.Context, ids []string) error
+
+	// Tally reads a running total budgets are checked against (one point
+	// lookup); Spending reports what turns spent (/usage).
+	Tally(ctx context.Context, k switchboard.TallyKey) (switchboard.Tally, error)
+	Spending(ctx context.Context, q switchboard.SpendQuery) ([]switchboard.SpendRow, error)
 }
 
 // Config wires a Manager. Zero durations and sizes take the defaults below.
@@ -149,6 +154,10 @@ type Config struct {
 	// links are left out and the code alone is given.
 	PublicURL string
 
+	// Spending is the prices and budgets turns start with (nil: none);
+	// Manager.SetSpending replaces them at run time (spend.go).
+	Spending *Spending
+
 	Logger *slog.Logger
 	Now    func() time.Time
 	// Metrics counts what the sessions do; nil counts nothing.
@@ -164,6 +173,11 @@ type Metrics interface {
 	TurnResumed(reason string)
 	Refused(limit string)
 	WriteFailed()
+	// Spent counts a stored charge's tokens and cost (when priced) by
+	// guide and by a model label from a bounded set (spend.go: charged).
+	Spent(guide, model string, u switchboard.Usage, costUSD float64, priced bool)
+	// BudgetRefused counts a turn a budget of scope refused.
+	BudgetRefused(scope string)
 	// GaugeFunc registers a gauge read at scrape time.
 	GaugeFunc(name, help string, f func() float64)
 }
@@ -171,12 +185,14 @@ type Metrics interface {
 // noMetrics counts nothing.
 type noMetrics struct{}
 
-func (noMetrics) Event(string)                             {}
-func (noMetrics) TurnEnded(string, time.Duration)          {}
-func (noMetrics) TurnResumed(string)                       {}
-func (noMetrics) Refused(string)                           {}
-func (noMetrics) WriteFailed()                             {}
-func (noMetrics) GaugeFunc(string, string, func() float64) {}
+func (noMetrics) Event(string)                                           {}
+func (noMetrics) TurnEnded(string, time.Duration)                        {}
+func (noMetrics) TurnResumed(string)                                     {}
+func (noMetrics) Refused(string)                                         {}
+func (noMetrics) WriteFailed()                                           {}
+func (noMetrics) Spent(string, string, switchboard.Usage, float64, bool) {}
+func (noMetrics) BudgetRefused(string)                                   {}
+func (noMetrics) GaugeFunc(string, string, func() float64)               {}
 
 func (c Config) withDefaults() Config {
 	if c.Metrics == nil {
@@ -273,6 +289,9 @@ type Manager struct {
 	// followers render bound sessions, by channel (bindings.go).
 	followMu  sync.RWMutex
 	followers map[string]Follower
+
+	// spend holds the prices and budgets in force (spend.go).
+	spend spendState
 }
 
 // NewManager starts a manager; its sessions stop when ctx ends, and Wait
@@ -283,6 +302,7 @@ func NewManager(ctx context.Context, cfg Config) *Manager {
 	m.creators = map[string]*rate.Limiter{}
 	m.joiners = map[string]*rate.Limiter{}
 	m.followers = map[string]Follower{}
+	m.SetSpending(cfg.Spending)
 	if m.cfg.Retention > 0 {
 		m.bg.Go(m.retain)
 	}

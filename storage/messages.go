@@ -223,6 +223,11 @@ func (db *DB) WriteTurn(ctx context.Context, sessionID string, w switchboard.Tur
 				return err
 			}
 		}
+		if w.Charge != nil {
+			if err := db.writeCharge(ctx, tx, sessionID, w.Charge); err != nil {
+				return err
+			}
+		}
 		if w.Usage != (switchboard.Usage{}) || w.EndTurn {
 			u := w.Usage
 			res, err := db.execWrite(ctx, tx, endTurn, u.PromptTokens, u.CompletionTokens, u.TotalTokens, time.Now().UnixMilli(), sessionID)

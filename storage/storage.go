@@ -378,7 +378,7 @@ func (db *DB) Close() error {
 // be prepared on it.
 func prepareWrites(ctx context.Context, write *sql.DB) (map[string]*sql.Stmt, error) {
 	hot := []string{insertEvent, lastEvent, insertMessage, insertSeenInput, deleteSeenInput, endTurn, insertInbox,
-		savePending, deletePending, deleteInbox}
+		savePending, deletePending, deleteInbox, insertCharge, addTallies}
 	stmts := make(map[string]*sql.Stmt, len(hot))
 	for _, q := range hot {
 		st, err := write.PrepareContext(ctx, q)

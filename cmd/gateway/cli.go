@@ -21,13 +21,14 @@ var commands = map[string]command{
 	"doctor":      runDoctor, // doctor.go
 	"healthcheck": runHealthcheck,
 	"status":      runStatus, // health.go
+	"usage":       runUsage,  // usage.go
 	"version": func(_ context.Context, args []string, out, errOut io.Writer, _ []string) error {
 		return runVersion(args, out, errOut) // version.go
 	},
 }
 
 // commandNames lists the commands for messages.
-const commandNames = "doctor, healthcheck, status, help and version"
+const commandNames = "doctor, healthcheck, status, usage, help and version"
 
 // runCommand runs the command named by the first argument fs (gateway's
 // own flag set) left, or version for --version. The global flags given
@@ -91,6 +92,23 @@ func helpCommand(ctx context.Context, fs *flag.FlagSet, args []string, out io.Wr
 		return err
 	}
 	return nil
+}
+
+// commandFlags is the flag set of a command that reads the
+// configuration, with its --config and --set as the gateway's own; its
+// usage prints the usage line, what the command does, and the flags.
+func commandFlags(name, usage, what string, errOut io.Writer) (fs *flag.FlagSet, configFile *string, sets *stringList) {
+	fs = flag.NewFlagSet("gateway "+name, flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.Usage = func() {
+		fmt.Fprintln(errOut, "usage: "+usage)
+		fmt.Fprintln(errOut, what)
+		fs.PrintDefaults()
+	}
+	configFile = fs.String("config", "config.yaml", "configuration file (YAML), as for the gateway")
+	sets = &stringList{}
+	fs.Var(sets, "set", "override a config key, as for the gateway (repeatable)")
+	return fs, configFile, sets
 }
 
 // unknownCommand refuses a word that names no command.

@@ -122,7 +122,7 @@ func TestUnknownCommandsAndFlags(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"doctr"}, []string{`unknown command "doctr"`, "doctor, healthcheck, status, help"}},
+		{[]string{"doctr"}, []string{`unknown command "doctr"`, "doctor, healthcheck, status, usage, help"}},
 		{[]string{"--config", "x.yaml", "doctr"}, []string{`unknown command "doctr"`}},
 		{[]string{"config.yaml"}, []string{`unknown command "config.yaml"`, "--config config.yaml"}},
 		{[]string{"--bogus"}, []string{"-bogus"}},

@@ -92,16 +92,8 @@ type doctor struct {
 
 // runDoctor is `gateway doctor [--config F] [--set k=v]... [--timeout D]`.
 func runDoctor(ctx context.Context, args []string, out, errOut io.Writer, environ []string) error {
-	fs := flag.NewFlagSet("gateway doctor", flag.ContinueOnError)
-	fs.SetOutput(errOut)
-	fs.Usage = func() {
-		fmt.Fprintln(errOut, "usage: gateway doctor [--config FILE] [--set key=value]... [--timeout 20s]")
-		fmt.Fprintln(errOut, "Checks the configuration, guides, providers (one real call each), the database, the ports, the listeners, bubblewrap and MCP servers (each started and asked for its tools).")
-		fs.PrintDefaults()
-	}
-	configFile := fs.String("config", "config.yaml", "configuration file (YAML), as for the gateway")
-	var sets stringList
-	fs.Var(&sets, "set", "override a config key, as for the gateway (repeatable)")
+	fs, configFile, setsFlag := commandFlags("doctor", "gateway doctor [--config FILE] [--set key=value]... [--timeout 20s]",
+		"Checks the configuration, guides, providers (one real call each), the database, the ports, the listeners, bubblewrap and MCP servers (each started and asked for its tools).", errOut)
 	timeout := fs.Duration("timeout", doctorTimeout, "how long one provider call or probe may take")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -110,6 +102,7 @@ func runDoctor(ctx context.Context, args []string, out, errOut io.Writer, enviro
 		fs.Usage()
 		return fmt.Errorf("doctor: unexpected argument %q", fs.Arg(0))
 	}
+	sets := *setsFlag
 	fmt.Fprintf(out, "Switchboard gateway %s: doctor\n\n", currentVersion().Version)
 
 	cfg, err := config.Load(*configFile, sets, environ)

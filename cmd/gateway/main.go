@@ -115,6 +115,7 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
   gateway doctor [flags]        check the config, guides, providers, database and listeners
   gateway healthcheck [flags]   exit 0 when a running gateway answers /healthz (for containers)
   gateway status [flags]        what each listener, provider and MCP server of a running gateway says (/readyz)
+  gateway usage [flags]         tokens and cost of the turns since a time (--since 7d), by person, guide, model or channel (--by)
   gateway version               print the version and build (or gateway --version)
   gateway help [command]        this text, or a command's flags
 
@@ -273,6 +274,7 @@ Flags:
 		Retention: time.Duration(cfg.Storage.Retention), MaxBindings: cfg.Sessions.MaxBindings,
 		Cluster:   dbase.sessionsCluster(),
 		PublicURL: inviteHTTP.InviteBase(),
+		Spending:  spendingOf(cfg), // usage.go; a reload swaps it with manager.SetSpending
 		Uploads:   tb.uploads(), UploadLimits: uploadLimits(cfg.Uploads),
 		Files: tb.files, Forget: func(ids []string) {
 			tb.forget(ids)
@@ -671,6 +673,7 @@ func buildProviders(cfg config.Config, environ []string, log *slog.Logger) (map[
 			Policy:        providers.Policy{MaxRetries: pc.MaxRetries, IdleTimeout: time.Duration(pc.Timeout)},
 			ContextWindow: cmp.Or(pc.ContextWindow, providers.ContextWindow(pc.Model)),
 			NoVision:      !pc.Vision,
+			Model:         pc.Model,
 		}
 	}
 	hint := "Set " + strings.Join(missing, ", or ") + " to use a real model."

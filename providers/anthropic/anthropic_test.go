@@ -750,3 +750,29 @@ func TestImagesGoBeforeTheText(t *testing.T) {
 		t.Errorf("text block: %v", text)
 	}
 }
+
+// Anthropic's input_tokens leave out what was read from (and written to)
+// the prompt cache: the usage's prompt tokens add them back, so they count
+// all the input as with every provider, and the cache reads are its
+// cached tokens.
+func TestCachedTokens(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		sse(w,
+			ev("message_start", `{"type":"message_start","message":{"id":"msg_01","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5-20250929","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":21,"cache_creation_input_tokens":188,"cache_read_input_tokens":1800,"output_tokens":1}}}`),
+			textStart(0), textDelta(0, "Again."), blockStop(0),
+			ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"input_tokens":21,"cache_creation_input_tokens":188,"cache_read_input_tokens":1800,"output_tokens":40}}`),
+			messageStop,
+		)
+	})
+	evs, err := collect(newProvider(t, f.URL).Stream(context.Background(), providers.Request{
+		Messages: []switchboard.Message{{Role: switchboard.RoleUser, Content: "again"}},
+	}))
+	if err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	assertEvents(t, evs, []providers.Event{
+		{Kind: providers.EventTextDelta, Text: "Again."},
+		{Kind: providers.EventUsage, Usage: switchboard.Usage{PromptTokens: 21 + 188 + 1800, CompletionTokens: 40, TotalTokens: 21 + 188 + 1800 + 40, CachedTokens: 1800}},
+		{Kind: providers.EventDone, StopReason: "end_turn", Model: "claude-sonnet-4-5-20250929"},
+	})
+}

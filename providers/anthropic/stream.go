@@ -26,7 +26,10 @@ type turn struct {
 	stopReason string
 	input      int64
 	output     int64
-	stopped    bool // message_stop arrived
+	// cacheRead and cacheWrite are the input read from and written to
+	// the prompt cache, which input leaves out.
+	cacheRead, cacheWrite int64
+	stopped               bool // message_stop arrived
 }
 
 type toolBlock struct {
@@ -45,6 +48,8 @@ func (t *turn) consume(ev sdk.MessageStreamEventUnion, yield func(providers.Even
 		t.model = string(ev.Message.Model)
 		t.input = ev.Message.Usage.InputTokens
 		t.output = ev.Message.Usage.OutputTokens
+		t.cacheRead = ev.Message.Usage.CacheReadInputTokens
+		t.cacheWrite = ev.Message.Usage.CacheCreationInputTokens
 	case "content_block_start":
 		switch cb := ev.ContentBlock; cb.Type {
 		case "text":
@@ -90,6 +95,12 @@ func (t *turn) consume(ev sdk.MessageStreamEventUnion, yield func(providers.Even
 		if ev.Usage.OutputTokens > 0 {
 			t.output = ev.Usage.OutputTokens
 		}
+		if ev.Usage.CacheReadInputTokens > 0 {
+			t.cacheRead = ev.Usage.CacheReadInputTokens
+		}
+		if ev.Usage.CacheCreationInputTokens > 0 {
+			t.cacheWrite = ev.Usage.CacheCreationInputTokens
+		}
 	case "message_stop":
 		// A tool_use block left open is still a complete call once the
 		// message is: emit it rather than lose it.
@@ -122,13 +133,18 @@ func emitCall(b *toolBlock, yield func(providers.Event, error) bool) (bool, erro
 	return yield(providers.Event{Kind: providers.EventToolCall, ToolCall: call}, nil), nil
 }
 
-// usage counts prompt tokens as input_tokens, which is what Anthropic
-// reports as the uncached input.
+// usage counts as prompt tokens all the input the model read: Anthropic's
+// input_tokens are only what came after the last cache breakpoint, so the
+// cache reads (cache_read_input_tokens, also the usage's CachedTokens) and
+// the cache writes (cache_creation_input_tokens, priced as input here) are
+// added back. Prompt tokens then mean the same with every provider.
 func (t *turn) usage() switchboard.Usage {
+	prompt := t.input + t.cacheRead + t.cacheWrite
 	return switchboard.Usage{
-		PromptTokens:     int(t.input),
+		PromptTokens:     int(prompt),
 		CompletionTokens: int(t.output),
-		TotalTokens:      int(t.input + t.output),
+		TotalTokens:      int(prompt + t.output),
+		CachedTokens:     int(t.cacheRead),
 	}
 }
 

@@ -295,12 +295,17 @@ func partEvent(part *genai.Part) (providers.Event, bool) {
 }
 
 // usage counts thinking tokens as completion and tool-use prompt tokens as
-// prompt, as they are billed, so that prompt + completion = total.
+// prompt, as they are billed, so that prompt + completion = total; cached
+// tokens are the part of the prompt read from the context cache
+// (cachedContentTokenCount).
 func usage(u *genai.GenerateContentResponseUsageMetadata) switchboard.Usage {
 	return switchboard.Usage{
 		PromptTokens:     int(u.PromptTokenCount + u.ToolUsePromptTokenCount),
 		CompletionTokens: int(u.CandidatesTokenCount + u.ThoughtsTokenCount),
 		TotalTokens:      int(u.TotalTokenCount),
+		// Already counted in PromptTokenCount: the part of it read from
+		// the cached content.
+		CachedTokens: int(u.CachedContentTokenCount),
 	}
 }
 

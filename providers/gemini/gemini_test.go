@@ -552,3 +552,27 @@ func TestImagesGoAsInlineData(t *testing.T) {
 		{"text":"What is this?"},
 		{"inlineData":{"mimeType":"image/png","data":"`+base64.StdEncoding.EncodeToString(png)+`"}}]}]`)
 }
+
+// Gemini counts cached content inside promptTokenCount and says how much
+// in cachedContentTokenCount: the usage keeps both.
+func TestCachedTokens(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		sse(w,
+			`{"candidates": [{"content": {"parts": [{"text": "Again."}],"role": "model"},"finishReason": "STOP","index": 0}],"usageMetadata": {"promptTokenCount": 4200,"cachedContentTokenCount": 4096,"candidatesTokenCount": 30,"totalTokenCount": 4230,"cacheTokensDetails": [{"modality": "TEXT","tokenCount": 4096}]},"modelVersion": "gemini-2.5-flash","responseId": "r1"}`,
+		)
+	})
+	evs, err := collect(t, newProvider(t, f.URL).Stream(context.Background(), providers.Request{
+		Messages: []switchboard.Message{{Role: switchboard.RoleUser, Content: "again"}},
+	}))
+	if err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	want := []providers.Event{
+		{Kind: providers.EventTextDelta, Text: "Again."},
+		{Kind: providers.EventUsage, Usage: switchboard.Usage{PromptTokens: 4200, CompletionTokens: 30, TotalTokens: 4230, CachedTokens: 4096}},
+		{Kind: providers.EventDone, StopReason: "STOP", Model: "gemini-2.5-flash"},
+	}
+	if !reflect.DeepEqual(evs, want) {
+		t.Errorf("events:\n got %+v\nwant %+v", evs, want)
+	}
+}

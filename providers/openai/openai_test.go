@@ -731,3 +731,24 @@ func TestContextTooLong(t *testing.T) {
 		})
 	}
 }
+
+// OpenAI counts cached input inside prompt_tokens and says how much of it
+// was cached in prompt_tokens_details.cached_tokens: the usage keeps both.
+func TestCachedTokens(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		sse(w, roleChunk(), textChunk("Again."), finishChunk("stop"),
+			`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1694268190,"model":"gpt-4o-mini-2024-07-18","choices":[],"usage":{"prompt_tokens":2006,"completion_tokens":300,"total_tokens":2306,"prompt_tokens_details":{"cached_tokens":1920,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}`,
+			done)
+	})
+	evs, err := collect(newProvider(t, f.baseURL()).Stream(t.Context(), providers.Request{
+		Messages: []switchboard.Message{{Role: switchboard.RoleUser, Content: "again"}},
+	}))
+	if err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	assertEvents(t, evs, []providers.Event{
+		{Kind: providers.EventTextDelta, Text: "Again."},
+		{Kind: providers.EventUsage, Usage: switchboard.Usage{PromptTokens: 2006, CompletionTokens: 300, TotalTokens: 2306, CachedTokens: 1920}},
+		{Kind: providers.EventDone, StopReason: "stop", Model: "gpt-4o-mini-2024-07-18"},
+	})
+}

@@ -49,6 +49,11 @@ type usage struct {
 	PromptTokens     int64 `json:"prompt_tokens"`
 	CompletionTokens int64 `json:"completion_tokens"`
 	TotalTokens      int64 `json:"total_tokens"`
+	// PromptTokensDetails.CachedTokens are the part of the prompt read
+	// from OpenAI's prompt cache.
+	PromptTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
 }
 
 // turn is what one streamed response has said so far.
@@ -170,6 +175,7 @@ func (t *turn) usage() (switchboard.Usage, bool) {
 		PromptTokens:     int(u.PromptTokens),
 		CompletionTokens: int(u.CompletionTokens),
 		TotalTokens:      int(total),
+		CachedTokens:     int(u.PromptTokensDetails.CachedTokens),
 	}, true
 }
 

@@ -203,6 +203,9 @@ func (db *DB) WriteTurn(ctx context.Context, sessionID string, w switchboard.Tur
 		if w.Summary != nil {
 			s.exec(saveSummary, sessionID, w.Summary.Keep, w.Summary.Text)
 		}
+		if w.Charge != nil {
+			chargeSteps(s, sessionID, w.Charge)
+		}
 		if w.Usage != (switchboard.Usage{}) || w.EndTurn {
 			u := w.Usage
 			s.exec(endTurn, u.PromptTokens, u.CompletionTokens, u.TotalTokens, now, sessionID)

@@ -90,6 +90,10 @@ type Store interface {
 
 	// What grows with use besides the conversations.
 	Footprint(ctx context.Context) (switchboard.Footprint, error)
+
+	// What turns spent: their running totals and reports.
+	Tally(ctx context.Context, k switchboard.TallyKey) (switchboard.Tally, error)
+	Spending(ctx context.Context, q switchboard.SpendQuery) ([]switchboard.SpendRow, error)
 }
 
 // Run runs the suite, a subtest a behaviour, each on a fresh, empty store
@@ -131,6 +135,10 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"WriteTurnPublishesOnlyWhatItStored", testWriteTurnPublishesOnlyWhatItStored},
 		{"WriteTurnWaitsForTheEventsBeforeIt", testWriteTurnWaitsForTheEventsBeforeIt},
 		{"AcceptInputInboxAndUnfinished", testAcceptInputInboxAndUnfinished},
+		{"ChargesAddToTheirTallies", testChargesAddToTheirTallies},
+		{"ChargeIsStoredWithItsTurnOrNotAtAll", testChargeIsStoredWithItsTurnOrNotAtAll},
+		{"SpendingReports", testSpendingReports},
+		{"ChargesOutliveTheirSession", testChargesOutliveTheirSession},
 
 		{"Bindings", testBindings},
 		{"BindingByInvite", testBindingByInvite},
