@@ -1,7 +1,6 @@
 package sessions
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -76,6 +75,7 @@ func (s *session) userTurn(ctx context.Context, j job, text string) {
 		s.m.Discard(ctx, s.id, in.Files)
 		return
 	}
+	s.takeUpGuide(ctx) // a guide reloaded since the last turn: this one runs the new version
 	msg := switchboard.Message{Role: switchboard.RoleUser, Content: text, Files: in.Files}
 	if s.memberCount() > 1 {
 		msg.Author = in.Author.DisplayName() // several people: tell the model who spoke
@@ -607,14 +607,15 @@ func (s *session) guideHasTool(name string) bool {
 
 // providerName is the name of the guide's provider.
 func (s *session) providerName() string {
-	return cmp.Or(s.guide.Provider, s.m.cfg.DefaultProvider)
+	return s.m.providers().nameFor(s.guide)
 }
 
 // provider is the guide's provider, with its fallback when it names one.
 func (s *session) provider() providers.Provider {
-	name := s.providerName()
-	p := s.m.cfg.Providers[name]
-	if fb, ok := s.m.cfg.Providers[s.guide.Fallback]; ok && s.guide.Fallback != name {
+	ps := s.m.providers()
+	name := ps.nameFor(s.guide)
+	p := ps.byName[name]
+	if fb, ok := ps.byName[s.guide.Fallback]; ok && s.guide.Fallback != name {
 		withFallback := *p
 		withFallback.Fallback = fb
 		return &withFallback

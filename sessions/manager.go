@@ -261,6 +261,9 @@ type Manager struct {
 	// been shut down.
 	stopped chan struct{}
 
+	// provs are the providers model calls are made with (SetProviders).
+	provs atomic.Pointer[providerSet]
+
 	loadMu    sync.Mutex // serialises loading, never held on the hot path
 	liveCount atomic.Int64
 	working   atomic.Int64 // session goroutines up: sessions with work
@@ -280,6 +283,7 @@ type Manager struct {
 func NewManager(ctx context.Context, cfg Config) *Manager {
 	m := &Manager{cfg: cfg.withDefaults(), ctx: ctx, draining: make(chan struct{})}
 	m.turns, m.stopTurns = context.WithCancelCause(ctx)
+	m.SetProviders(cfg.Providers, cfg.DefaultProvider)
 	m.creators = map[string]*rate.Limiter{}
 	m.joiners = map[string]*rate.Limiter{}
 	m.followers = map[string]Follower{}
