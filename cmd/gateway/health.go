@@ -36,6 +36,10 @@ import (
 // on switchboard_component_up.
 func newHealth(mets *metrics.Metrics) *health.Registry {
 	return health.New(func(s health.Status) {
+		if s.State == health.Removed {
+			mets.RemoveComponent(s.Name, s.Kind)
+			return
+		}
 		v := 0.0
 		switch s.State {
 		case health.Up:
@@ -44,6 +48,23 @@ func newHealth(mets *metrics.Metrics) *health.Registry {
 			v = 0.5
 		}
 		mets.Component(s.Name, s.Kind, v)
+	})
+}
+
+// superviseProvider gives a provider its circuit breaker, reported on
+// /readyz and the metrics. One breaker per provider, shared by every copy
+// a guide's fallback makes of it (sessions.provider), so failures count
+// across turns.
+func superviseProvider(p *providers.Resilient, parts *health.Registry, mets *metrics.Metrics) {
+	rep := parts.Add("provider "+p.Name, "provider", false)
+	p.Circuit = providers.NewCircuit(p.Name, func(name string, open bool) {
+		mets.ProviderCircuit(name, open)
+		if open {
+			rep.Down("its circuit breaker is open: its last calls failed, so turns skip it (to the guide's fallback, if any) until a trial call succeeds",
+				"the provider's ERROR lines in the log say why; gateway doctor checks its key and model")
+			return
+		}
+		rep.Up()
 	})
 }
 
