@@ -24,7 +24,9 @@ const (
 	guideB  = "---\ndescription: B\n---\nYou are B.\n"
 )
 
-func TestReloadSwapsGoodGuidesAndKeepsBrokenOnesOld(t *testing.T) {
+// twoGuides is a catalog of a and b, and their folder.
+func twoGuides(t *testing.T) (string, *Catalog) {
+	t.Helper()
 	dir := t.TempDir()
 	writeGuide(t, dir, "a.md", guideA)
 	writeGuide(t, dir, "b.md", guideB)
@@ -32,6 +34,11 @@ func TestReloadSwapsGoodGuidesAndKeepsBrokenOnesOld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, c
+}
+
+func TestReloadSwapsGoodGuidesAndKeepsBrokenOnesOld(t *testing.T) {
+	dir, c := twoGuides(t)
 	gen := c.Generation()
 
 	// Nothing changed: nothing reported, the generation stays.
@@ -85,13 +92,7 @@ func TestReloadSwapsGoodGuidesAndKeepsBrokenOnesOld(t *testing.T) {
 }
 
 func TestReloadDeletedGuideRunsOnForItsConversationsOnly(t *testing.T) {
-	dir := t.TempDir()
-	writeGuide(t, dir, "a.md", guideA)
-	writeGuide(t, dir, "b.md", guideB)
-	c, err := LoadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, c := twoGuides(t)
 	// A rename is a deletion and an addition.
 	if err := os.Rename(filepath.Join(dir, "b.md"), filepath.Join(dir, "bee.md")); err != nil {
 		t.Fatal(err)
