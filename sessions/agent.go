@@ -331,7 +331,7 @@ func (s *session) triage(ctx context.Context, p *pendingTurn) []int {
 				run = append(run, i)
 			} else {
 				p.Confirmations = append(p.Confirmations, &confirmation{
-					ID: newID("c_"), CallIndex: i, ExpiresAt: s.m.cfg.Now().Add(s.m.cfg.ApprovalTimeout).UTC(),
+					ID: newID("c_"), CallIndex: i, ExpiresAt: s.m.cfg.Now().Add(s.m.limits().ApprovalTimeout).UTC(),
 				})
 			}
 		}
@@ -356,11 +356,12 @@ func (s *session) runTools(ctx, turnCtx context.Context, p *pendingTurn, idx []i
 		err error
 	}
 	results := make(chan done, len(idx))
+	timeout := s.m.limits().ToolTimeout
 	var wg sync.WaitGroup
 	for _, i := range idx {
 		call := p.Assistant.ToolCalls[i]
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(tools.WithAuthor(tools.WithSession(turnCtx, s.id), s.answering), s.m.cfg.ToolTimeout)
+			ctx, cancel := context.WithTimeout(tools.WithAuthor(tools.WithSession(turnCtx, s.id), s.answering), timeout)
 			defer cancel()
 			res, err := s.m.cfg.Tools.Run(ctx, call.Name, call.Args)
 			results <- done{i, res, err}
@@ -373,7 +374,7 @@ func (s *session) runTools(ctx, turnCtx context.Context, p *pendingTurn, idx []i
 			if errors.Is(d.err, context.Canceled) {
 				msg = "cancelled: the user stopped the turn"
 			} else if errors.Is(d.err, context.DeadlineExceeded) {
-				msg = fmt.Sprintf("timed out after %s", s.m.cfg.ToolTimeout)
+				msg = fmt.Sprintf("timed out after %s", timeout)
 			}
 			s.setResult(ctx, p, d.i, msg, true)
 			continue

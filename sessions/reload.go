@@ -3,6 +3,7 @@ package sessions
 import (
 	"cmp"
 	"context"
+	"time"
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/guides"
@@ -37,6 +38,27 @@ func (ps *providerSet) nameFor(g *guides.Guide) string { return cmp.Or(g.Provide
 
 // of is the provider a guide uses (nil if none has its name).
 func (ps *providerSet) of(g *guides.Guide) *providers.Resilient { return ps.byName[ps.nameFor(g)] }
+
+// Limits are the bounds of Config that SetLimits changes while the
+// Manager runs; a zero field takes Config's default.
+type Limits struct {
+	MaxLive, NewPerMinute        int
+	ApprovalTimeout, ToolTimeout time.Duration
+}
+
+// SetLimits puts l in force: for the next session loaded or created, the
+// next approval asked for and the next tool run (a request open keeps its
+// expiry, a tool running its timeout). Everyone's allowance of new
+// sessions starts afresh at the new rate.
+func (m *Manager) SetLimits(l Limits) {
+	d := Config{MaxLive: l.MaxLive, NewPerMinute: l.NewPerMinute, ApprovalTimeout: l.ApprovalTimeout, ToolTimeout: l.ToolTimeout}.withDefaults()
+	m.lims.Store(&Limits{MaxLive: d.MaxLive, NewPerMinute: d.NewPerMinute, ApprovalTimeout: d.ApprovalTimeout, ToolTimeout: d.ToolTimeout})
+	m.loadMu.Lock()
+	clear(m.creators)
+	m.loadMu.Unlock()
+}
+
+func (m *Manager) limits() *Limits { return m.lims.Load() }
 
 // takeUpGuide gives s, as a turn starts, its guide's version now in the
 // catalog, if a reload changed it (a turn under way keeps the guide it

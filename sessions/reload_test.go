@@ -1,6 +1,8 @@
 package sessions_test
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"github.com/switchboard-gw/switchboard/providers"
 	"github.com/switchboard-gw/switchboard/providers/openai"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
+	"github.com/switchboard-gw/switchboard/sessions"
 )
 
 // systemPrompt is the system message of a request to the model.
@@ -23,15 +26,22 @@ func systemPrompt(req openaitest.Request) string {
 	return ""
 }
 
-// A guide reloaded while a turn waits for approval: that turn ends with
-// the guide it started with, the next one runs the new version, with its
-// new memory window.
-func TestAReloadedGuideIsTakenUpByTheNextTurn(t *testing.T) {
+// chatting is a harness and a conversation with one turn answered.
+func chatting(t *testing.T) (*harness, *client) {
+	t.Helper()
 	h := newHarness(t)
 	c := h.newSession(alice)
 	c.say("hello")
 	c.reply()
 	c.idle()
+	return h, c
+}
+
+// A guide reloaded while a turn waits for approval: that turn ends with
+// the guide it started with, the next one runs the new version, with its
+// new memory window.
+func TestAReloadedGuideIsTakenUpByTheNextTurn(t *testing.T) {
+	h, c := chatting(t)
 
 	callTime(h, 1) // current_time asks: the turn waits
 	c.say("what time is it?")
@@ -68,11 +78,7 @@ func TestAReloadedGuideIsTakenUpByTheNextTurn(t *testing.T) {
 
 // SetProviders swaps the model the next call goes to.
 func TestSetProvidersTakesTheNextModelCall(t *testing.T) {
-	h := newHarness(t)
-	c := h.newSession(alice)
-	c.say("hello")
-	c.reply()
-	c.idle()
+	h, c := chatting(t)
 
 	llm2 := openaitest.New()
 	defer llm2.Close()
@@ -94,4 +100,25 @@ func TestSetProvidersTakesTheNextModelCall(t *testing.T) {
 		t.Errorf("model = %q, want the new provider's", m)
 	}
 
+}
+
+// SetLimits bounds the next sessions: a lower max_live refuses the next
+// one, a lower new_per_minute holds an author back from then on, and
+// raising them lets them through again.
+func TestSetLimitsBoundsTheNextSessions(t *testing.T) {
+	h := newHarness(t)
+	h.newSession(alice)
+	h.newSession(bob)
+	h.m.SetLimits(sessions.Limits{MaxLive: 2})
+	carol := switchboard.Author{Channel: "web", ID: "carol"}
+	if _, err := h.m.Attach(context.Background(), sessions.AttachOptions{Author: carol}); !errors.Is(err, sessions.ErrFull) {
+		t.Fatalf("a third session after max_live was set to 2: %v, want ErrFull", err)
+	}
+	h.m.SetLimits(sessions.Limits{NewPerMinute: 1})
+	h.newSession(carol)
+	if _, err := h.m.Attach(context.Background(), sessions.AttachOptions{Author: carol}); !errors.Is(err, sessions.ErrTooFast) {
+		t.Fatalf("Carol's second session after new_per_minute was set to 1: %v, want ErrTooFast", err)
+	}
+	h.m.SetLimits(sessions.Limits{NewPerMinute: 5})
+	h.newSession(carol) // a fresh allowance at the new rate
 }
