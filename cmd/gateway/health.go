@@ -19,6 +19,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -123,11 +124,21 @@ func watchedCluster(cfg cluster.Config, pg *postgres.DB, mets *metrics.Metrics, 
 // ends: a server that keeps failing is down, with its last error.
 func followMCP(ctx context.Context, m *mcp.Manager, reg *health.Registry) {
 	reporters := map[string]*health.Reporter{}
-	for _, name := range m.Servers() {
-		reporters[name] = reg.Add("mcp "+name, "mcp", false)
-	}
 	for {
 		watch := m.Watch()
+		// A reload may add and remove servers (reload.go).
+		names := m.Servers()
+		for _, name := range names {
+			if reporters[name] == nil {
+				reporters[name] = reg.Add("mcp "+name, "mcp", false)
+			}
+		}
+		for name := range reporters {
+			if !slices.Contains(names, name) {
+				reg.Remove("mcp " + name)
+				delete(reporters, name)
+			}
+		}
 		for _, st := range m.Status() {
 			p := reporters[st.Name]
 			switch st.State {

@@ -159,6 +159,16 @@ Flags:
 		return fmt.Errorf("--session %s: there is no terminal chat to continue it in (standard input is not a terminal, a pipe or a file, or listeners.stdin.enabled is false)", *session)
 	}
 
+	// SIGHUP reloads (reload.go), heard from now on so that one sent while
+	// the gateway starts waits for it rather than ending it; not while a
+	// person chats in this terminal: closing it sends SIGHUP, which must
+	// still end the gateway.
+	hup := make(chan os.Signal, 1)
+	if !chat {
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+	}
+
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -299,11 +309,10 @@ Flags:
 		go followMCP(ctx, tb.mcp, parts)
 	}
 	// Guides reload when their files change; config.yaml and the guides
-	// on SIGHUP (reload.go), except while a person chats in this
-	// terminal: closing it sends SIGHUP, which must still end the gateway.
+	// on SIGHUP (reload.go).
 	rl := newReloader(*configFile, sets, environ, cfg, catalog, tb, manager, provs, parts, mets, log)
 	rl.handle(listenerAccess(slackListener, discordListener))
-	rl.follow(ctx, !chat)
+	rl.follow(ctx, hup)
 
 	// What a crash or the last shutdown left under way goes on now.
 	if err := manager.Recover(ctx); err != nil {

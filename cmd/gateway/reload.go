@@ -16,12 +16,11 @@ import (
 	"log/slog"
 	"maps"
 	"os"
-	"os/signal"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
+	"time"
 
 	"github.com/switchboard-gw/switchboard/config"
 	"github.com/switchboard-gw/switchboard/guides"
@@ -30,6 +29,8 @@ import (
 	"github.com/switchboard-gw/switchboard/listeners/slack"
 	"github.com/switchboard-gw/switchboard/metrics"
 	"github.com/switchboard-gw/switchboard/providers"
+	"github.com/switchboard-gw/switchboard/sessions"
+	"github.com/switchboard-gw/switchboard/tools/mcp"
 )
 
 // A reloadHook takes its part of a new configuration. Handed the running
@@ -40,30 +41,33 @@ import (
 // hook has prepared, in the order the hooks were added, and must not fail.
 type reloadHook func(old, next config.Config) (apply func(), err error)
 
-// providerSwapper is what a reload changes in the sessions: the providers
-// the next model calls go to (sessions.Manager).
-type providerSwapper interface {
+// sessionsReloader is what a reload changes in the sessions: the
+// providers the next model calls go to, and the limits
+// (sessions.Manager).
+type sessionsReloader interface {
 	SetProviders(byName map[string]*providers.Resilient, def string)
+	SetLimits(sessions.Limits)
 }
 
 // reloader reloads a running gateway's guides and configuration. Reloads
 // run one at a time (mu): a SIGHUP during a guides reload waits for it.
 type reloader struct {
-	file     string
-	sets     []string
-	environ  []string
-	log      *slog.Logger
-	catalog  *guides.Catalog
-	tb       *toolbox
-	sessions providerSwapper
-	parts    *health.Registry
-	mets     *metrics.Metrics
-	count    func(what, result string)
+	file    string
+	sets    []string
+	environ []string
+	log     *slog.Logger
+	catalog *guides.Catalog
+	tb      *toolbox
+	mgr     sessionsReloader
+	parts   *health.Registry
+	mets    *metrics.Metrics
+	count   func(what, result string)
 	// configPart and guidesPart show the last reload's failure on /readyz
 	// (degraded, never required: the gateway runs on what it had).
 	configPart, guidesPart *health.Reporter
 
 	mu  sync.Mutex
+	ctx context.Context // the gateway's: what a reload starts runs under it
 	cfg config.Config
 	// provs are the providers in force, by name (cfg.Providers has the
 	// settings each was built from).
@@ -76,10 +80,10 @@ type reloader struct {
 // newReloader is the reloader of a gateway started with cfg (from file,
 // sets and environ) whose providers are provs.
 func newReloader(file string, sets, environ []string, cfg config.Config, catalog *guides.Catalog, tb *toolbox,
-	sessions providerSwapper, provs map[string]*providers.Resilient, parts *health.Registry, mets *metrics.Metrics, log *slog.Logger) *reloader {
+	mgr sessionsReloader, provs map[string]*providers.Resilient, parts *health.Registry, mets *metrics.Metrics, log *slog.Logger) *reloader {
 	r := &reloader{
 		file: file, sets: sets, environ: environ, log: log, catalog: catalog, tb: tb,
-		sessions: sessions, parts: parts, mets: mets,
+		mgr: mgr, parts: parts, mets: mets,
 		count:      mets.ReloadCounter(),
 		configPart: parts.Add("config", "reload", false),
 		guidesPart: parts.Add("guides", "reload", false),
@@ -87,6 +91,7 @@ func newReloader(file string, sets, environ []string, cfg config.Config, catalog
 	}
 	r.configPart.Up()
 	r.guidesPart.Up()
+	r.handle(sessionLimits(mgr))
 	return r
 }
 
@@ -100,10 +105,10 @@ func (r *reloader) handle(prefixes []string, hook reloadHook) {
 	r.hooks = append(r.hooks, hook)
 }
 
-// needs is what the guides may name: the providers in force, the tools
-// and the MCP servers.
-func (r *reloader) needs(provs map[string]*providers.Resilient) guides.Needs {
-	return guides.Needs{Providers: slices.Sorted(maps.Keys(provs)), Tools: r.tb.registry.Names(), Groups: r.tb.groups()}
+// needs is what the guides may name: the providers given, the tools and
+// the MCP servers given (groups).
+func (r *reloader) needs(provs map[string]*providers.Resilient, groups []string) guides.Needs {
+	return guides.Needs{Providers: slices.Sorted(maps.Keys(provs)), Tools: r.tb.registry.Names(), Groups: groups}
 }
 
 // reloadGuides reads the guides again (reload.go's caller: their files
@@ -117,7 +122,7 @@ func (r *reloader) reloadGuides() {
 }
 
 func (r *reloader) reloadGuidesLocked() {
-	res, err := r.catalog.Reload(r.guideD, r.needs(r.provs).Check)
+	res, err := r.catalog.Reload(r.guideD, r.needs(r.provs, r.tb.groups()).Check)
 	if err != nil {
 		r.count("guides", "error")
 		r.log.Error("guides not reloaded: the folder cannot be read; the guides in force run on", "dir", r.catalog.Dir(), "err", err,
@@ -176,11 +181,20 @@ func (r *reloader) reloadConfigLocked() {
 		r.configFailed(err)
 		return
 	}
-	if err := checkGuides(r.catalog, r.needs(provs)); err != nil {
+	var groups []string
+	for _, s := range next.Tools.MCP {
+		groups = append(groups, s.Name)
+	}
+	if err := checkGuides(r.catalog, r.needs(provs, groups)); err != nil {
 		r.configFailed(fmt.Errorf("the guides would name what the new configuration lacks: %w", err))
 		return
 	}
-	applies := []func(){applyProviders}
+	applyMCP, err := r.prepareMCP(old, next)
+	if err != nil {
+		r.configFailed(err)
+		return
+	}
+	applies := []func(){applyProviders, applyMCP}
 	for _, hook := range r.hooks {
 		apply, err := hook(old, next)
 		if err != nil {
@@ -228,7 +242,7 @@ func checkGuides(c *guides.Catalog, n guides.Needs) error {
 
 // reloadable are the keys reload.go puts in force itself (the hooks add
 // theirs with handle).
-var reloadable = []string{"providers"}
+var reloadable = []string{"providers", "tools.mcp"}
 
 // reloads reports whether a changed key is put in force by a reload.
 func (r *reloader) reloads(key string) bool {
@@ -273,9 +287,47 @@ func (r *reloader) prepareProviders(old, next config.Config) (map[string]*provid
 				r.parts.Remove("provider " + name)
 			}
 		}
-		r.sessions.SetProviders(built, def)
+		r.mgr.SetProviders(built, def)
 	}
 	return built, apply, nil
+}
+
+// prepareMCP makes the MCP servers tools.mcp adds or changes (their
+// ${VAR}s resolved, nothing started); apply starts them, stops those
+// removed or replaced, and takes their tools out of the registry. Servers
+// whose settings are the same run on, connections and all.
+func (r *reloader) prepareMCP(old, next config.Config) (func(), error) {
+	if reflect.DeepEqual(old.Tools.MCP, next.Tools.MCP) {
+		return func() {}, nil
+	}
+	tb, servers := r.tb, mcpServers(next.Tools.MCP)
+	if m := tb.mcpManager(); m != nil {
+		apply, err := m.Prepare(servers, r.environ)
+		if err != nil {
+			return nil, err
+		}
+		return func() {
+			ch := apply()
+			for _, name := range append(ch.Removed, ch.Replaced...) {
+				_ = tb.registry.SetGroup(name, nil) // its tools, until the new version lists them
+			}
+			tb.syncMCP(m)
+			r.log.Info("mcp servers reloaded", "added", ch.Added, "removed", ch.Removed, "replaced", ch.Replaced)
+		}, nil
+	}
+	// The first servers: a manager of their own, started as at start-up.
+	m, err := mcp.New(servers, r.environ, r.log)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		tb.mcpMu.Lock()
+		tb.mcp = m
+		tb.mcpMu.Unlock()
+		go tb.startMCP(r.ctx, m)
+		go followMCP(r.ctx, m, r.parts)
+		r.log.Info("mcp servers reloaded", "added", m.Servers())
+	}, nil
 }
 
 // changedKeys are the configuration's keys whose values differ between a
@@ -349,6 +401,19 @@ func collapse(keys []string) []string {
 	return out
 }
 
+// sessionLimits reloads the sessions' limits that apply to what comes
+// next: sessions loaded or created, approvals asked for, tools run.
+func sessionLimits(m sessionsReloader) ([]string, reloadHook) {
+	keys := []string{"sessions.max_live", "sessions.new_per_minute", "sessions.approval_timeout", "sessions.tool_timeout"}
+	return keys, func(old, next config.Config) (func(), error) {
+		s := next.Sessions
+		return func() {
+			m.SetLimits(sessions.Limits{MaxLive: s.MaxLive, NewPerMinute: s.NewPerMinute,
+				ApprovalTimeout: time.Duration(s.ApprovalTimeout), ToolTimeout: time.Duration(s.ToolTimeout)})
+		}, nil
+	}
+}
+
 // listenerAccess reloads the allow lists and approvers of the Slack and
 // Discord listeners that run (nil: not enabled).
 func listenerAccess(sl *slack.Listener, dl *discord.Listener) ([]string, reloadHook) {
@@ -370,25 +435,22 @@ func listenerAccess(sl *slack.Listener, dl *discord.Listener) ([]string, reloadH
 	}
 }
 
-// follow reloads on SIGHUP, and the guides when their files
-// change, until ctx ends. A folder that cannot be watched is said once:
-// SIGHUP still reloads it.
-func (r *reloader) follow(ctx context.Context, hup bool) {
+// follow reloads everything on each signal hup brings (SIGHUP), and the
+// guides when their files change, until ctx ends. A folder that cannot be
+// watched is said once: SIGHUP still reloads it.
+func (r *reloader) follow(ctx context.Context, hup <-chan os.Signal) {
+	r.mu.Lock()
+	r.ctx = ctx
+	r.mu.Unlock()
 	if err := guides.Watch(ctx, r.catalog.Dir(), 0, r.reloadGuides, func(err error) {
 		r.log.Warn("guides: watching their folder", "err", err)
 	}); err != nil {
 		r.log.Warn("the guides' folder is not watched: edits take effect on SIGHUP", "err", err)
 	}
-	if !hup {
-		return
-	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGHUP)
 	go func() {
-		defer signal.Stop(sig)
 		for {
 			select {
-			case <-sig:
+			case <-hup:
 				r.log.Info("SIGHUP: reloading config.yaml and the guides", "file", r.file)
 				r.reloadAll()
 			case <-ctx.Done():

@@ -141,9 +141,7 @@ func lastSystemPrompt(t *testing.T, llm *openaitest.Server) string {
 func TestGuideEditedOnDiskTakesTheNextTurnOnAnOpenConnection(t *testing.T) {
 	llm := openaitest.New()
 	defer llm.Close()
-	gdir := copyGuides(t)
-	g := newGateway(t, openAIProvider(llm), "")
-	replaceIn(t, g.config, "  dir: "+mustAbs(t, "../../guides"), "  dir: "+gdir)
+	g, gdir := editableGateway(t, llm)
 	s := g.serve([]string{"TEST_OPENAI_KEY=k"})
 	c := wsClient(t, s)
 
@@ -198,13 +196,18 @@ func TestGuideEditedOnDiskTakesTheNextTurnOnAnOpenConnection(t *testing.T) {
 	}
 }
 
-func mustAbs(t *testing.T, p string) string {
+// editableGateway is a gateway on llm whose guides are a copy, gdir, that
+// the test may edit.
+func editableGateway(t *testing.T, llm *openaitest.Server) (g *gateway, gdir string) {
 	t.Helper()
-	abs, err := filepath.Abs(p)
+	shipped, err := filepath.Abs("../../guides")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return abs
+	gdir = copyGuides(t)
+	g = newGateway(t, openAIProvider(llm), "")
+	replaceIn(t, g.config, "  dir: "+shipped, "  dir: "+gdir)
+	return g, gdir
 }
 
 // SIGHUP: a provider's base URL and model swapped for the next turn, a
@@ -214,12 +217,10 @@ func TestSIGHUPSwapsTheProviderAndNamesRestartOnlyKeys(t *testing.T) {
 	llm, llm2 := openaitest.New(), openaitest.New()
 	defer llm.Close()
 	defer llm2.Close()
-	g := newGateway(t, openAIProvider(llm), "")
-	gdir := copyGuides(t)
+	g, gdir := editableGateway(t, llm)
 	if err := os.WriteFile(filepath.Join(gdir, "pinned.md"), []byte("---\nprovider: main\n---\nYou use main.\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	replaceIn(t, g.config, "  dir: "+mustAbs(t, "../../guides"), "  dir: "+gdir)
 	s := g.serve([]string{"TEST_OPENAI_KEY=k"})
 	c := wsClient(t, s)
 	wsTurn(t, c, "m1", "hi")
@@ -227,6 +228,7 @@ func TestSIGHUPSwapsTheProviderAndNamesRestartOnlyKeys(t *testing.T) {
 	replaceIn(t, g.config, llm.BaseURL(), llm2.BaseURL())
 	replaceIn(t, g.config, "model: gpt-test", "model: gpt-swapped")
 	replaceIn(t, g.config, "http:\n", "http:\n  idle_timeout: 61s\n")
+	replaceIn(t, g.config, "guides:\n", "sessions:\n  max_live: 5\nguides:\n")
 	s.hup()
 	s.waitReloads("config", "ok", 1)
 	before := len(llm.Requests())
@@ -270,7 +272,7 @@ func TestSIGHUPSwapsTheProviderAndNamesRestartOnlyKeys(t *testing.T) {
 	logs := s.logs.String()
 	for _, want := range []string{
 		`config keys changed, take effect after a restart: http.idle_timeout`,
-		`config reloaded`, `applied=providers`,
+		`config reloaded`, `applied="providers, sessions.max_live"`,
 		`config not reloaded: the running configuration is unchanged`,
 		`guide \"pinned\"`, `provider \"main\" is not configured`,
 	} {
@@ -361,5 +363,75 @@ func TestChangedKeys(t *testing.T) {
 		if r.reloads(key) != want {
 			t.Errorf("reloads(%s) = %v, want %v", key, !want, want)
 		}
+	}
+}
+
+// SIGHUP adds an MCP server (its tools offered to a guide that names
+// them, its health on /readyz) and removes it; a removal while a guide
+// still names the server is refused whole.
+func TestSIGHUPAddsAndRemovesAnMCPServer(t *testing.T) {
+	llm := openaitest.New()
+	defer llm.Close()
+	g, gdir := editableGateway(t, llm)
+	s := g.serve([]string{"TEST_OPENAI_KEY=k", "TEST_TRACKER_TOKEN=trk-1"})
+
+	withMCP := fmt.Sprintf("tools:\n  mcp:\n    - name: tracker\n      command: [%q]\n      env: { GATEWAY_TEST_MCP_SERVER: \"1\", TRACKER_TOKEN: \"${TEST_TRACKER_TOKEN}\" }\n", os.Args[0])
+	plain, err := os.ReadFile(g.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(g.config, append(append([]byte(nil), plain...), withMCP...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.hup()
+	s.waitReloads("config", "ok", 1)
+	s.readyz(func(r readyzBody, code int) bool { return r.part("mcp tracker").State == "up" })
+
+	// A guide naming the server's tools comes in, and is offered them.
+	guidesOK := s.reloads("guides", "ok")
+	if err := os.WriteFile(filepath.Join(gdir, "triage.md"), []byte("---\ntools: [tracker.*]\napproval: { default: auto }\n---\nYou triage issues.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.waitReloads("guides", "ok", guidesOK+1)
+	c, _, err := gws.DefaultDialer.Dial("ws://"+s.addr+"/ws", http.Header{"Origin": {"http://" + s.addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.WriteJSON(map[string]any{"type": "hello", "guide": "triage", "user": map[string]string{"name": "Ada"}}); err != nil {
+		t.Fatal(err)
+	}
+	readUntil(t, c, func(f frame) bool { return f.Type == "ready" })
+	wsTurn(t, c, "m1", "anything new?")
+	reqs := llm.Requests()
+	var offered []string
+	for _, tl := range reqs[len(reqs)-1].Tools {
+		offered = append(offered, tl.Function.Name)
+	}
+	if got := strings.Join(offered, ","); got != "tracker__close_all,tracker__create_issue" {
+		t.Fatalf("tools offered after the server was added: %s", got)
+	}
+
+	// Removed while triage names it: refused, the server runs on.
+	if err := os.WriteFile(g.config, plain, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.hup()
+	s.waitReloads("config", "error", 1)
+	if st := s.readyz(func(r readyzBody, code int) bool { return true }).part("mcp tracker"); st.State != "up" {
+		t.Fatalf("after a refused removal the server is %+v", st)
+	}
+	// The guide gone, the removal goes through: the server's part with it.
+	guidesOK = s.reloads("guides", "ok")
+	if err := os.Remove(filepath.Join(gdir, "triage.md")); err != nil {
+		t.Fatal(err)
+	}
+	s.waitReloads("guides", "ok", guidesOK+1)
+	s.hup()
+	s.waitReloads("config", "ok", 2)
+	s.readyz(func(r readyzBody, code int) bool { return r.part("mcp tracker").Name == "" })
+	s.stop()
+	if logs := s.logs.String(); !strings.Contains(logs, `tool \"tracker.*\": no MCP server \"tracker\" is configured`) {
+		t.Errorf("the refused removal's reason is not in the log:\n%s", logs)
 	}
 }
