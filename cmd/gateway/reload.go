@@ -185,7 +185,8 @@ func (r *reloader) reloadConfigLocked() {
 	for _, s := range next.Tools.MCP {
 		groups = append(groups, s.Name)
 	}
-	if err := checkGuides(r.catalog, r.needs(provs, groups)); err != nil {
+	n := r.needs(provs, groups)
+	if err := r.catalog.Check(n.Providers, n.Tools, n.Groups); err != nil {
 		r.configFailed(fmt.Errorf("the guides would name what the new configuration lacks: %w", err))
 		return
 	}
@@ -232,12 +233,6 @@ func (r *reloader) configFailed(err error) {
 	r.log.Error("config not reloaded: the running configuration is unchanged", "file", r.file, "err", err,
 		"fix", "correct what is named (gateway doctor checks the file) and send SIGHUP again")
 	r.configPart.Degraded("the last reload failed: "+err.Error(), "correct "+r.file+" and send SIGHUP again; the gateway runs on its previous configuration")
-}
-
-// checkGuides checks every guide in force against what a configuration
-// offers.
-func checkGuides(c *guides.Catalog, n guides.Needs) error {
-	return c.Check(n.Providers, n.Tools, n.Groups)
 }
 
 // reloadable are the keys reload.go puts in force itself (the hooks add
