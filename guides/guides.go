@@ -11,13 +11,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"gopkg.in/yaml.v3"
 )
@@ -640,61 +640,73 @@ func (p parser) approvalTools(n *yaml.Node, tools []string) error {
 	})
 }
 
-// Catalog is the set of guides loaded at start-up. It is never modified
-// after LoadDir, so sessions can share it without locking.
+// Catalog is the set of guides. What it holds is never changed in place:
+// Reload makes a new snapshot and swaps it in whole, so sessions read it
+// without locking, and a reader sees one snapshot or the next, never half
+// of one (reload.go).
 type Catalog struct {
-	guides map[string]Guide
-	names  []string
+	dir string
+	cur atomic.Pointer[snapshot]
+	// reloading keeps reloads in order: a watcher's and SIGHUP's may meet.
+	reloading sync.Mutex
 }
 
 // LoadDir parses every *.md file in dir. All broken guides are reported at
 // once, so fixing them is not one restart per typo.
 func LoadDir(dir string) (*Catalog, error) {
-	entries, err := os.ReadDir(dir)
+	found, problems, err := scan(dir, nil)
 	if err != nil {
-		return nil, fmt.Errorf("guides: %w", err)
-	}
-	c := &Catalog{guides: map[string]Guide{}}
-	var errs []error
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".md") {
-			continue
-		}
-		file := filepath.Join(dir, e.Name())
-		data, err := os.ReadFile(file)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("guides: %w", err))
-			continue
-		}
-		g, err := Parse(file, data)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		c.guides[g.Name] = g
-		c.names = append(c.names, g.Name)
-	}
-	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if len(c.names) == 0 {
+	if err := errors.Join(problems...); err != nil {
+		return nil, err
+	}
+	snap := snapshotOf(found)
+	if len(snap.names) == 0 {
 		return nil, fmt.Errorf("guides: no guides (*.md files) in %s", dir)
 	}
-	sort.Strings(c.names)
+	c := &Catalog{dir: dir}
+	c.cur.Store(snap)
 	return c, nil
 }
 
-// Get returns a copy of the named guide, so callers cannot change the catalog.
+// Dir is the folder the guides are read from.
+func (c *Catalog) Dir() string { return c.dir }
+
+// Get returns a copy of the named guide, so callers cannot change the
+// catalog. A guide whose file was deleted since start-up is not found
+// (Latest finds it).
 func (c *Catalog) Get(name string) (Guide, bool) {
-	g, ok := c.guides[name]
+	g, ok := c.cur.Load().guides[name]
 	if !ok {
 		return Guide{}, false
 	}
 	return g.clone(), true
 }
 
-// Names returns the guides' names, sorted.
-func (c *Catalog) Names() []string { return slices.Clone(c.names) }
+// Latest returns a copy of the named guide as a conversation that uses it
+// should run it now: its current version, or, if its file was deleted
+// since start-up, the last version read (a deleted guide is no longer
+// offered, but conversations under way keep it until a restart).
+func (c *Catalog) Latest(name string) (Guide, bool) {
+	snap := c.cur.Load()
+	g, ok := snap.guides[name]
+	if !ok {
+		g, ok = snap.retired[name]
+	}
+	if !ok {
+		return Guide{}, false
+	}
+	return g.clone(), true
+}
+
+// Generation changes with every reload that changed a guide: a session
+// compares it with the one its guide came from to know, cheaply, whether
+// to look again.
+func (c *Catalog) Generation() uint64 { return c.cur.Load().generation }
+
+// Names returns the guides' names, sorted (deleted ones left out).
+func (c *Catalog) Names() []string { return slices.Clone(c.cur.Load().names) }
 
 // Check reports every guide that names a provider, fallback provider or
 // tool the gateway does not have, listing what it has and the likely
@@ -703,26 +715,41 @@ func (c *Catalog) Names() []string { return slices.Clone(c.names) }
 // servers configured: "server.*" and "server.tool" are theirs, whose tools
 // are known only once the server answers.
 func (c *Catalog) Check(providers, tools, groups []string) error {
+	snap := c.cur.Load()
 	var errs []error
-	for _, name := range c.names {
-		g := c.guides[name]
-		where := fmt.Sprintf("guide %q (%s)", g.Name, g.File)
-		if g.Provider != "" && !slices.Contains(providers, g.Provider) {
-			errs = append(errs, fmt.Errorf("%s: provider %q is not configured%s", where, g.Provider, unknownHint(g.Provider, providers)))
-		}
-		if g.Fallback != "" && !slices.Contains(providers, g.Fallback) {
-			errs = append(errs, fmt.Errorf("%s: fallback provider %q is not configured%s", where, g.Fallback, unknownHint(g.Fallback, providers)))
-		}
-		for _, t := range g.Tools {
-			if group, _, ok := strings.Cut(t, "."); ok {
-				if !slices.Contains(groups, group) {
-					errs = append(errs, fmt.Errorf("%s: tool %q: no MCP server %q is configured (tools.mcp)%s", where, t, group, unknownHint(group, groups)))
-				}
-				continue
+	for _, name := range snap.names {
+		errs = append(errs, Needs{Providers: providers, Tools: tools, Groups: groups}.Check(snap.guides[name]))
+	}
+	return errors.Join(errs...)
+}
+
+// Needs is what a gateway has that guides name: its providers, its tools
+// and its MCP servers (groups: "server.*" and "server.tool" are theirs,
+// whose tools are known only once the server answers).
+type Needs struct {
+	Providers, Tools, Groups []string
+}
+
+// Check reports everything g names that n lacks, each error naming the
+// guide and its file.
+func (n Needs) Check(g Guide) error {
+	var errs []error
+	where := fmt.Sprintf("guide %q (%s)", g.Name, g.File)
+	if g.Provider != "" && !slices.Contains(n.Providers, g.Provider) {
+		errs = append(errs, fmt.Errorf("%s: provider %q is not configured%s", where, g.Provider, unknownHint(g.Provider, n.Providers)))
+	}
+	if g.Fallback != "" && !slices.Contains(n.Providers, g.Fallback) {
+		errs = append(errs, fmt.Errorf("%s: fallback provider %q is not configured%s", where, g.Fallback, unknownHint(g.Fallback, n.Providers)))
+	}
+	for _, t := range g.Tools {
+		if group, _, ok := strings.Cut(t, "."); ok {
+			if !slices.Contains(n.Groups, group) {
+				errs = append(errs, fmt.Errorf("%s: tool %q: no MCP server %q is configured (tools.mcp)%s", where, t, group, unknownHint(group, n.Groups)))
 			}
-			if !slices.Contains(tools, t) {
-				errs = append(errs, fmt.Errorf("%s: unknown tool %q%s", where, t, unknownHint(t, tools)))
-			}
+			continue
+		}
+		if !slices.Contains(n.Tools, t) {
+			errs = append(errs, fmt.Errorf("%s: unknown tool %q%s", where, t, unknownHint(t, n.Tools)))
 		}
 	}
 	return errors.Join(errs...)

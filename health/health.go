@@ -27,6 +27,9 @@ const (
 	Degraded State = "degraded"
 	// Down: it does not work; Reason says why and Fix what would mend it.
 	Down State = "down"
+	// Removed is told to a Registry's watch alone, when a part is taken
+	// out (Remove); a Snapshot never shows it.
+	Removed State = "removed"
 )
 
 // Status is one part's last report.
@@ -71,6 +74,25 @@ func (r *Registry) Add(name, kind string, required bool) *Reporter {
 	}
 	r.mu.Unlock()
 	return &Reporter{r: r, name: name}
+}
+
+// Remove forgets a part that is no longer there (a provider or an MCP
+// server a configuration reload took out); its reporters report nothing
+// from then on. watch is told its last status with State Removed, so a
+// gauge made from it can be deleted.
+func (r *Registry) Remove(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.parts[name]
+	if !ok {
+		return
+	}
+	delete(r.parts, name)
+	if r.watch != nil {
+		gone := *s
+		gone.State = Removed
+		r.watch(gone)
+	}
 }
 
 // Snapshot is every part's status, listeners first, then by name.
@@ -127,7 +149,10 @@ func (p *Reporter) State() State {
 	}
 	p.r.mu.Lock()
 	defer p.r.mu.Unlock()
-	return p.r.parts[p.name].State
+	if s, ok := p.r.parts[p.name]; ok {
+		return s.State
+	}
+	return Removed
 }
 
 func (p *Reporter) set(state State, reason, fix string) {
@@ -136,7 +161,11 @@ func (p *Reporter) set(state State, reason, fix string) {
 	}
 	r := p.r
 	r.mu.Lock()
-	s := r.parts[p.name]
+	s, ok := r.parts[p.name]
+	if !ok { // removed
+		r.mu.Unlock()
+		return
+	}
 	if s.State == state && s.Reason == reason && s.Fix == fix {
 		r.mu.Unlock()
 		return

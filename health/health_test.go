@@ -1,6 +1,7 @@
 package health_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/switchboard-gw/switchboard/health"
@@ -57,5 +58,26 @@ func TestStandbyIsUpWithAReason(t *testing.T) {
 	p.Up()
 	if s := r.Snapshot()[0]; s.State != health.Up || s.Reason != "" {
 		t.Fatalf("up: %+v", s)
+	}
+}
+
+// A part taken out is gone from the snapshot, its watcher is told once,
+// and its old reporter reports nothing more.
+func TestRemovedPartIsGone(t *testing.T) {
+	var seen []string
+	r := health.New(func(s health.Status) { seen = append(seen, s.Name+" "+string(s.State)) })
+	prov := r.Add("provider old", "provider", false)
+	prov.Up()
+	r.Remove("provider old")
+	r.Remove("provider old") // twice: nothing more
+	prov.Down("late", "")
+	if snap := r.Snapshot(); len(snap) != 0 {
+		t.Fatalf("snapshot after Remove = %+v", snap)
+	}
+	if got := strings.Join(seen, ", "); got != "provider old starting, provider old up, provider old removed" {
+		t.Fatalf("watched %s", got)
+	}
+	if prov.State() != health.Removed {
+		t.Fatalf("a removed part's state = %s", prov.State())
 	}
 }

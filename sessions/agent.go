@@ -1,7 +1,6 @@
 package sessions
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -76,6 +75,7 @@ func (s *session) userTurn(ctx context.Context, j job, text string) {
 		s.m.Discard(ctx, s.id, in.Files)
 		return
 	}
+	s.takeUpGuide(ctx) // a guide reloaded since the last turn: this one runs the new version
 	if s.refusedByBudget(ctx, j) {
 		return
 	}
@@ -338,7 +338,7 @@ func (s *session) triage(ctx context.Context, p *pendingTurn) []int {
 				run = append(run, i)
 			} else {
 				p.Confirmations = append(p.Confirmations, &confirmation{
-					ID: newID("c_"), CallIndex: i, ExpiresAt: s.m.cfg.Now().Add(s.m.cfg.ApprovalTimeout).UTC(),
+					ID: newID("c_"), CallIndex: i, ExpiresAt: s.m.cfg.Now().Add(s.m.limits().ApprovalTimeout).UTC(),
 				})
 			}
 		}
@@ -363,11 +363,12 @@ func (s *session) runTools(ctx, turnCtx context.Context, p *pendingTurn, idx []i
 		err error
 	}
 	results := make(chan done, len(idx))
+	timeout := s.m.limits().ToolTimeout
 	var wg sync.WaitGroup
 	for _, i := range idx {
 		call := p.Assistant.ToolCalls[i]
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(tools.WithAuthor(tools.WithSession(turnCtx, s.id), s.answering), s.m.cfg.ToolTimeout)
+			ctx, cancel := context.WithTimeout(tools.WithAuthor(tools.WithSession(turnCtx, s.id), s.answering), timeout)
 			defer cancel()
 			res, err := s.m.cfg.Tools.Run(ctx, call.Name, call.Args)
 			results <- done{i, res, err}
@@ -380,7 +381,7 @@ func (s *session) runTools(ctx, turnCtx context.Context, p *pendingTurn, idx []i
 			if errors.Is(d.err, context.Canceled) {
 				msg = "cancelled: the user stopped the turn"
 			} else if errors.Is(d.err, context.DeadlineExceeded) {
-				msg = fmt.Sprintf("timed out after %s", s.m.cfg.ToolTimeout)
+				msg = fmt.Sprintf("timed out after %s", timeout)
 			}
 			s.setResult(ctx, p, d.i, msg, true)
 			continue
@@ -620,14 +621,15 @@ func (s *session) guideHasTool(name string) bool {
 
 // providerName is the name of the guide's provider.
 func (s *session) providerName() string {
-	return cmp.Or(s.guide.Provider, s.m.cfg.DefaultProvider)
+	return s.m.providers().nameFor(s.guide)
 }
 
 // provider is the guide's provider, with its fallback when it names one.
 func (s *session) provider() providers.Provider {
-	name := s.providerName()
-	p := s.m.cfg.Providers[name]
-	if fb, ok := s.m.cfg.Providers[s.guide.Fallback]; ok && s.guide.Fallback != name {
+	ps := s.m.providers()
+	name := ps.nameFor(s.guide)
+	p := ps.byName[name]
+	if fb, ok := ps.byName[s.guide.Fallback]; ok && s.guide.Fallback != name {
 		withFallback := *p
 		withFallback.Fallback = fb
 		return &withFallback

@@ -65,7 +65,7 @@ func (f *fitting) observe(estimate, reported int) {
 // memory.max_context_tokens, and what a refusal left, whichever is least.
 func (s *session) budget() int {
 	b := 0
-	if p := s.m.cfg.Providers[s.providerName()]; p != nil && p.ContextWindow > 0 {
+	if p := s.m.providers().of(s.guide); p != nil && p.ContextWindow > 0 {
 		b = p.ContextWindow - cmp.Or(s.guide.MaxTokens, min(replyReserve, p.ContextWindow/4))
 	}
 	for _, limit := range []int{s.guide.Memory.MaxContextTokens, s.fitting.squeeze} {

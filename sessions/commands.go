@@ -1,7 +1,6 @@
 package sessions
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -229,7 +228,7 @@ func (s *session) describeGuide() string {
 		fmt.Fprintf(&b, " — %s", g.Description)
 	}
 	b.WriteString("\n")
-	provider := cmp.Or(g.Provider, s.m.cfg.DefaultProvider)
+	provider := s.m.providers().nameFor(g)
 	if g.Model != "" {
 		fmt.Fprintf(&b, "  model:   %s (provider %s)\n", g.Model, provider)
 	} else {
@@ -266,20 +265,9 @@ func (s *session) switchGuide(ctx context.Context, in switchboard.Input, name st
 		s.tell(in.Author, switchboard.ErrCodeInternal, "The guide could not be switched; try again.")
 		return
 	}
-	// A different window size: reload, the store has the whole history.
-	if g.Memory.Window != s.guide.Memory.Window {
-		w, err := s.m.cfg.Store.Window(ctx, s.id, g.Memory.Window)
-		if err != nil {
-			s.log.Error("window reload failed", "err", err)
-		} else {
-			s.window = w
-		}
-	}
-	s.guide = &g
+	// A different memory: reloaded, the store has the whole history.
+	s.useGuide(ctx, g)
 	s.rec.Guide = g.Name
-	s.mu.Lock()
-	s.shownGuide, s.membersMayStop = s.guide, g.MembersMayStop
-	s.mu.Unlock()
 	s.systemMessage(ctx, fmt.Sprintf("Guide switched to %s: %s", g.Name, g.Description))
 }
 

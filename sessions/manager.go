@@ -277,6 +277,11 @@ type Manager struct {
 	// been shut down.
 	stopped chan struct{}
 
+	// provs are the providers model calls are made with (SetProviders);
+	// lims, the limits in force (SetLimits).
+	provs atomic.Pointer[providerSet]
+	lims  atomic.Pointer[Limits]
+
 	loadMu    sync.Mutex // serialises loading, never held on the hot path
 	liveCount atomic.Int64
 	working   atomic.Int64 // session goroutines up: sessions with work
@@ -299,7 +304,9 @@ type Manager struct {
 func NewManager(ctx context.Context, cfg Config) *Manager {
 	m := &Manager{cfg: cfg.withDefaults(), ctx: ctx, draining: make(chan struct{})}
 	m.turns, m.stopTurns = context.WithCancelCause(ctx)
+	m.SetProviders(cfg.Providers, cfg.DefaultProvider)
 	m.creators = map[string]*rate.Limiter{}
+	m.SetLimits(Limits{MaxLive: cfg.MaxLive, NewPerMinute: cfg.NewPerMinute, ApprovalTimeout: cfg.ApprovalTimeout, ToolTimeout: cfg.ToolTimeout})
 	m.joiners = map[string]*rate.Limiter{}
 	m.followers = map[string]Follower{}
 	m.SetSpending(cfg.Spending)
@@ -727,7 +734,7 @@ func (m *Manager) unload(s *session) {
 // full reports (and counts) that as many sessions are loaded as MaxLive
 // allows.
 func (m *Manager) full() bool {
-	if max := m.cfg.MaxLive; max > 0 && m.liveCount.Load() >= int64(max) {
+	if max := m.limits().MaxLive; max > 0 && m.liveCount.Load() >= int64(max) {
 		m.cfg.Metrics.Refused("max_live")
 		return true
 	}
@@ -743,7 +750,7 @@ func (m *Manager) mayCreate(a switchboard.Author) bool {
 		if len(m.creators) >= 10_000 {
 			clear(m.creators) // forgetting grants a fresh allowance: bounded memory
 		}
-		per := m.cfg.NewPerMinute
+		per := m.limits().NewPerMinute
 		l = rate.NewLimiter(rate.Every(time.Minute/time.Duration(per)), per)
 		m.creators[a.Key()] = l
 	}

@@ -94,9 +94,12 @@ type session struct {
 	rec switchboard.Session
 	// guide is never changed in place: a new guide is a new value, which
 	// shownGuide shares (one copy a session, not two).
-	guide   *guides.Guide
-	window  []switchboard.Message
-	fitting fitting // how requests are made to fit the model's context (budget.go)
+	guide *guides.Guide
+	// guideGen is the catalog's generation guide was taken up at
+	// (takeUpGuide).
+	guideGen uint64
+	window   []switchboard.Message
+	fitting  fitting // how requests are made to fit the model's context (budget.go)
 	// uploaded is what was read of the uploads for the model (attached.go).
 	uploaded filesView
 	summary  string // what the compact policy keeps of older messages (compact.go)
@@ -226,7 +229,7 @@ func (m *Manager) loadStored(ctx context.Context, id string) (stored, error) {
 
 // guideOf is the guide a stored session runs with.
 func (m *Manager) guideOf(rec switchboard.Session) guides.Guide {
-	g, ok := m.cfg.Guides.Get(rec.Guide)
+	g, ok := m.cfg.Guides.Latest(rec.Guide) // a deleted guide runs on until a restart
 	if !ok {
 		// A guide removed since: fall back rather than lock users out.
 		m.cfg.Logger.Warn("session's guide is gone, using the default", "session", rec.ID, "guide", rec.Guide)

@@ -19,6 +19,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -36,6 +37,10 @@ import (
 // on switchboard_component_up.
 func newHealth(mets *metrics.Metrics) *health.Registry {
 	return health.New(func(s health.Status) {
+		if s.State == health.Removed {
+			mets.RemoveComponent(s.Name, s.Kind)
+			return
+		}
 		v := 0.0
 		switch s.State {
 		case health.Up:
@@ -44,6 +49,23 @@ func newHealth(mets *metrics.Metrics) *health.Registry {
 			v = 0.5
 		}
 		mets.Component(s.Name, s.Kind, v)
+	})
+}
+
+// superviseProvider gives a provider its circuit breaker, reported on
+// /readyz and the metrics. One breaker per provider, shared by every copy
+// a guide's fallback makes of it (sessions.provider), so failures count
+// across turns.
+func superviseProvider(p *providers.Resilient, parts *health.Registry, mets *metrics.Metrics) {
+	rep := parts.Add("provider "+p.Name, "provider", false)
+	p.Circuit = providers.NewCircuit(p.Name, func(name string, open bool) {
+		mets.ProviderCircuit(name, open)
+		if open {
+			rep.Down("its circuit breaker is open: its last calls failed, so turns skip it (to the guide's fallback, if any) until a trial call succeeds",
+				"the provider's ERROR lines in the log say why; gateway doctor checks its key and model")
+			return
+		}
+		rep.Up()
 	})
 }
 
@@ -102,11 +124,21 @@ func watchedCluster(cfg cluster.Config, pg *postgres.DB, mets *metrics.Metrics, 
 // ends: a server that keeps failing is down, with its last error.
 func followMCP(ctx context.Context, m *mcp.Manager, reg *health.Registry) {
 	reporters := map[string]*health.Reporter{}
-	for _, name := range m.Servers() {
-		reporters[name] = reg.Add("mcp "+name, "mcp", false)
-	}
 	for {
 		watch := m.Watch()
+		// A reload may add and remove servers (reload.go).
+		names := m.Servers()
+		for _, name := range names {
+			if reporters[name] == nil {
+				reporters[name] = reg.Add("mcp "+name, "mcp", false)
+			}
+		}
+		for name := range reporters {
+			if !slices.Contains(names, name) {
+				reg.Remove("mcp " + name)
+				delete(reporters, name)
+			}
+		}
 		for _, st := range m.Status() {
 			p := reporters[st.Name]
 			switch st.State {

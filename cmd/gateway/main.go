@@ -160,6 +160,16 @@ Flags:
 		return fmt.Errorf("--session %s: there is no terminal chat to continue it in (standard input is not a terminal, a pipe or a file, or listeners.stdin.enabled is false)", *session)
 	}
 
+	// SIGHUP reloads (reload.go), heard from now on so that one sent while
+	// the gateway starts waits for it rather than ending it; not while a
+	// person chats in this terminal: closing it sends SIGHUP, which must
+	// still end the gateway.
+	hup := make(chan os.Signal, 1)
+	if !chat {
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+	}
+
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -229,19 +239,8 @@ Flags:
 		}
 		return metrics.StoreSizes{Memories: f.Memories, Summaries: f.Summaries, IndexedMessages: f.IndexedMessages, IndexBytes: f.IndexBytes}, nil
 	})
-	// One breaker per provider, shared by every copy a guide's fallback
-	// makes of it (sessions.provider), so failures count across turns.
 	for _, p := range provs {
-		rep := parts.Add("provider "+p.Name, "provider", false)
-		p.Circuit = providers.NewCircuit(p.Name, func(name string, open bool) {
-			mets.ProviderCircuit(name, open)
-			if open {
-				rep.Down("its circuit breaker is open: its last calls failed, so turns skip it (to the guide's fallback, if any) until a trial call succeeds",
-					"the provider's ERROR lines in the log say why; gateway doctor checks its key and model")
-				return
-			}
-			rep.Up()
-		})
+		superviseProvider(p, parts, mets)
 	}
 
 	// The HTTP port is bound before the sessions start: a port in use
@@ -311,6 +310,11 @@ Flags:
 	if tb.mcp != nil {
 		go followMCP(ctx, tb.mcp, parts)
 	}
+	// Guides reload when their files change; config.yaml and the guides
+	// on SIGHUP (reload.go).
+	rl := newReloader(*configFile, sets, environ, cfg, catalog, tb, manager, provs, parts, mets, log)
+	rl.handle(listenerAccess(slackListener, discordListener))
+	rl.follow(ctx, hup)
 
 	// What a crash or the last shutdown left under way goes on now.
 	if err := manager.Recover(ctx); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/switchboard-gw/switchboard/config"
@@ -27,9 +28,29 @@ type toolbox struct {
 	// when uploads are off too).
 	workspaces *sandbox.Sandbox
 	uploadsOn  bool
-	mcp        *mcp.Manager // nil without servers
-	images     string       // the terminal's saved images (dataDir)
-	log        *slog.Logger
+	// mcp runs the MCP servers: nil without any. A reload may set it
+	// (reload.go), so it is read through mcpManager once the gateway runs.
+	mcpMu   sync.Mutex
+	mcp     *mcp.Manager
+	environ []string
+	images  string // the terminal's saved images (dataDir)
+	log     *slog.Logger
+}
+
+// mcpManager is the MCP servers' manager now (nil: none configured).
+func (tb *toolbox) mcpManager() *mcp.Manager {
+	tb.mcpMu.Lock()
+	defer tb.mcpMu.Unlock()
+	return tb.mcp
+}
+
+// mcpServers is tools.mcp in the MCP package's terms.
+func mcpServers(list []config.MCPServer) []mcp.ServerConfig {
+	servers := make([]mcp.ServerConfig, len(list))
+	for i, s := range list {
+		servers[i] = mcp.ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env, URL: s.URL, Headers: s.Headers, MaxResponseMB: s.MaxResponseMB}
+	}
+	return servers
 }
 
 // buildTools makes the registry. Nothing is started: MCP servers start
@@ -38,7 +59,7 @@ type toolbox struct {
 // store's full-text search, or semantic recall's); both are nil for the
 // doctor, which only checks that guides name tools that exist.
 func buildTools(cfg config.Config, environ []string, memories tools.Memories, recall tools.Recall, log *slog.Logger) (*toolbox, error) {
-	tb := &toolbox{log: log, images: dataDir(cfg, "images")}
+	tb := &toolbox{log: log, images: dataDir(cfg, "images"), environ: environ}
 	all := append(tools.Builtins(time.Now), append(tools.MemoryTools(memories, time.Now), tools.RecallTool(recall))...)
 	if sc := cfg.Tools.Sandbox; sc.Enabled {
 		sb, err := sandbox.New(sandboxConfig(cfg), log)
@@ -55,11 +76,7 @@ func buildTools(cfg config.Config, environ []string, memories tools.Memories, re
 	}
 	tb.registry = reg
 	if len(cfg.Tools.MCP) > 0 {
-		servers := make([]mcp.ServerConfig, len(cfg.Tools.MCP))
-		for i, s := range cfg.Tools.MCP {
-			servers[i] = mcp.ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env, URL: s.URL, Headers: s.Headers, MaxResponseMB: s.MaxResponseMB}
-		}
-		m, err := mcp.New(servers, environ, log)
+		m, err := mcp.New(mcpServers(cfg.Tools.MCP), environ, log)
 		if err != nil {
 			return nil, err
 		}
@@ -87,10 +104,11 @@ func sandboxConfig(cfg config.Config) sandbox.Config {
 
 // groups are the MCP servers' names: a guide may name their tools.
 func (tb *toolbox) groups() []string {
-	if tb.mcp == nil {
+	m := tb.mcpManager()
+	if m == nil {
 		return nil
 	}
-	return tb.mcp.Servers()
+	return m.Servers()
 }
 
 // start checks the sandbox (its tools refuse with the reason when it
@@ -102,20 +120,26 @@ func (tb *toolbox) start(ctx context.Context) {
 			tb.log.Error("tools.sandbox: the python tool cannot run here", "err", err)
 		}
 	}
-	if tb.mcp == nil {
-		return
+	if m := tb.mcpManager(); m != nil {
+		tb.startMCP(ctx, m)
 	}
+}
+
+// startMCP connects the MCP servers (for 30 s at most: the others come up
+// in the background) and keeps their tools in the registry as they
+// change, until ctx ends.
+func (tb *toolbox) startMCP(ctx context.Context, m *mcp.Manager) {
 	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := tb.mcp.Start(startCtx); err != nil {
+	if err := m.Start(startCtx); err != nil {
 		tb.log.Error("mcp: start", "err", err)
 	}
-	tb.syncMCP()
+	tb.syncMCP(m)
 	go func() {
 		for {
 			select {
-			case <-tb.mcp.Changed(): // buffered: a change since Start is not missed
-				tb.syncMCP()
+			case <-m.Changed(): // buffered: a change since Start is not missed
+				tb.syncMCP(m)
 			case <-ctx.Done():
 				return
 			}
@@ -125,9 +149,9 @@ func (tb *toolbox) start(ctx context.Context) {
 
 // syncMCP puts each server's tools in the registry as "server.tool", the
 // name guides and people use; the providers send it as "server__tool".
-func (tb *toolbox) syncMCP() {
-	for _, server := range tb.mcp.Servers() {
-		if err := tb.registry.SetGroup(server, tb.mcp.Group(server)); err != nil {
+func (tb *toolbox) syncMCP(m *mcp.Manager) {
+	for _, server := range m.Servers() {
+		if err := tb.registry.SetGroup(server, m.Group(server)); err != nil {
 			tb.log.Warn("mcp: some tools of a server are left out", "server", server, "err", err)
 		}
 	}
@@ -135,8 +159,8 @@ func (tb *toolbox) syncMCP() {
 
 // close stops the MCP servers.
 func (tb *toolbox) close() {
-	if tb.mcp != nil {
-		if err := tb.mcp.Close(); err != nil {
+	if m := tb.mcpManager(); m != nil {
+		if err := m.Close(); err != nil {
 			tb.log.Warn("mcp: close", "err", err)
 		}
 	}

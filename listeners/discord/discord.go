@@ -111,6 +111,7 @@ func (c Config) withDefaults() Config {
 // Listener is the Discord listener. Create it with New, start it with Run.
 type Listener struct {
 	cfg       Config
+	access    atomic.Pointer[Access] // Config's lists, as SetAccess changes them
 	places    *places.Layer
 	log       *slog.Logger
 	dg        *discordgo.Session
@@ -196,10 +197,12 @@ func newClient(cfg Config) (*Listener, error) {
 	transport.MaxIdleConnsPerHost = 64
 	dg.Client = &http.Client{Timeout: 20 * time.Second,
 		Transport: &reroute{from: discordgo.EndpointAPI, to: cfg.APIURL, next: &globalLimit{next: transport}}}
-	return &Listener{
+	l := &Listener{
 		cfg: cfg, log: slog.New(slog.DiscardHandler), dg: dg, files: newFilesClient(transport), publicKey: pub,
 		names: newNameCache(), tokens: map[string]interactionToken{}, ready: make(chan struct{}),
-	}, nil
+	}
+	l.SetAccess(Access{AllowedGuilds: cfg.AllowedGuilds, AllowedChannels: cfg.AllowedChannels, Approvers: cfg.Approvers})
+	return l, nil
 }
 
 // discordgo keeps its REST endpoints and its API version in package
@@ -448,7 +451,7 @@ func switchboardCommand() *discordgo.ApplicationCommand {
 // configured approvers (by user id or one of their roles) approve in every
 // conversation, unless its owner set their role there with /role.
 func (l *Listener) role(userID string, roles []string) collaboration.Role {
-	for _, a := range l.cfg.Approvers {
+	for _, a := range l.accessNow().Approvers {
 		if a == userID || slices.Contains(roles, a) {
 			return collaboration.Approver
 		}
@@ -457,11 +460,12 @@ func (l *Listener) role(userID string, roles []string) collaboration.Role {
 }
 
 func (l *Listener) allowed(guildID, channelID, parentID string) bool {
-	if guildID != "" && len(l.cfg.AllowedGuilds) > 0 && !slices.Contains(l.cfg.AllowedGuilds, guildID) {
+	acc := l.accessNow()
+	if guildID != "" && len(acc.AllowedGuilds) > 0 && !slices.Contains(acc.AllowedGuilds, guildID) {
 		return false
 	}
-	if guildID != "" && len(l.cfg.AllowedChannels) > 0 &&
-		!slices.Contains(l.cfg.AllowedChannels, channelID) && !slices.Contains(l.cfg.AllowedChannels, parentID) {
+	if guildID != "" && len(acc.AllowedChannels) > 0 &&
+		!slices.Contains(acc.AllowedChannels, channelID) && !slices.Contains(acc.AllowedChannels, parentID) {
 		return false
 	}
 	return true

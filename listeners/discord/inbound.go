@@ -91,7 +91,7 @@ func (l *Listener) gate(ctx context.Context, b switchboard.Binding, _ *switchboa
 // DM always; in a server, the channel or the thread's parent must be
 // allowed. A channel that cannot be read is not (it fails closed).
 func (l *Listener) permitted(ctx context.Context, channelID string) error {
-	if len(l.cfg.AllowedGuilds) == 0 && len(l.cfg.AllowedChannels) == 0 {
+	if acc := l.accessNow(); len(acc.AllowedGuilds) == 0 && len(acc.AllowedChannels) == 0 {
 		return nil
 	}
 	ch, err := l.channel(ctx, channelID)

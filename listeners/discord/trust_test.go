@@ -134,26 +134,37 @@ func TestThreadJoinedByInviteIsForItsPeopleOnly(t *testing.T) {
 }
 
 // The allow lists hold for clicks as for messages: a click in a channel
-// no longer allowed is refused and the card stays open.
+// no longer allowed is refused and the card stays open, whether the
+// listener restarted with the narrower list or was given it running
+// (SetAccess: a configuration reload).
 func TestAllowListsHoldForClicks(t *testing.T) {
-	r := newRig(t, func(c *discord.Config, _ *discordtest.Server) {
-		c.AllowedChannels = []string{discordtest.DefaultChannelID}
-	})
-	r.gw.LLM.Push(
-		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "current_time", Args: `{}`}}},
-		openaitest.Reply{Text: []string{"It is now."}},
-	)
-	_, th := r.mention(alice, "time?")
-	var card discordtest.Message
-	r.eventually("the card", func() (ok bool) { card, ok = r.approvalMessage(th); return ok })
+	for _, narrow := range []struct {
+		how string
+		do  func(r *rig, channels []string)
+	}{
+		{"restart", func(r *rig, channels []string) { r.cfg.AllowedChannels = channels; r.restart() }},
+		{"SetAccess", func(r *rig, channels []string) { r.l.SetAccess(discord.Access{AllowedChannels: channels}) }},
+	} {
+		t.Run(narrow.how, func(t *testing.T) {
+			r := newRig(t, func(c *discord.Config, _ *discordtest.Server) {
+				c.AllowedChannels = []string{discordtest.DefaultChannelID}
+			})
+			r.gw.LLM.Push(
+				openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "current_time", Args: `{}`}}},
+				openaitest.Reply{Text: []string{"It is now."}},
+			)
+			_, th := r.mention(alice, "time?")
+			var card discordtest.Message
+			r.eventually("the card", func() (ok bool) { card, ok = r.approvalMessage(th); return ok })
 
-	// The admins narrow the list; the listener restarts with it.
-	r.cfg.AllowedChannels = []string{"1100000000000000999"}
-	r.restart()
-	r.click(th, card.ID, alice, customID(t, card, "sb:approve:"))
-	r.eventually("the click refused", func() bool { return r.ephemeral(th, "not set up to answer here") })
-	if m, _ := r.fake.Message(th, card.ID); !strings.Contains(string(m.Components), "sb:approve:") {
-		t.Fatalf("a click from a channel left out approved: %s", m.Components)
+			// The admins narrow the list.
+			narrow.do(r, []string{"1100000000000000999"})
+			r.click(th, card.ID, alice, customID(t, card, "sb:approve:"))
+			r.eventually("the click refused", func() bool { return r.ephemeral(th, "not set up to answer here") })
+			if m, _ := r.fake.Message(th, card.ID); !strings.Contains(string(m.Components), "sb:approve:") {
+				t.Fatalf("a click from a channel left out approved: %s", m.Components)
+			}
+		})
 	}
 }
 

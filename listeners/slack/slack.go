@@ -106,6 +106,7 @@ func (c Config) withDefaults() Config {
 // Listener is the Slack listener. Create it with New, start it with Run.
 type Listener struct {
 	cfg    Config
+	access atomic.Pointer[Access] // Config's lists, as SetAccess changes them
 	places *places.Layer
 	log    *slog.Logger
 	api    *slackapi.Client
@@ -172,6 +173,7 @@ func New(cfg Config, s places.Sessions, log *slog.Logger) (*Listener, error) {
 		http: client,
 		last: map[string]place{},
 	}
+	l.SetAccess(Access{AllowedChannels: cfg.AllowedChannels, AllowedUsers: cfg.AllowedUsers, Approvers: cfg.Approvers})
 	l.files = l.newFilesClient(transport)
 	l.users = newUserCache(l.api)
 	l.clicks = newOnceSet()
@@ -337,7 +339,7 @@ func (l *Listener) onSocketEvent(ctx context.Context, sm *socketmode.Client, evt
 // configured approvers approve in every conversation, unless its owner
 // set their role there with /role; the rest take the session's own.
 func (l *Listener) role(userID string) collaboration.Role {
-	for _, a := range l.cfg.Approvers {
+	for _, a := range l.accessNow().Approvers {
 		if a == userID {
 			return collaboration.Approver
 		}
@@ -360,7 +362,8 @@ func (l *Listener) allowed(channel, user string) bool {
 		}
 		return false
 	}
-	return ok(l.cfg.AllowedChannels, channel) && ok(l.cfg.AllowedUsers, user)
+	acc := l.accessNow()
+	return ok(acc.AllowedChannels, channel) && ok(acc.AllowedUsers, user)
 }
 
 // userCache remembers display names (users.info) for an hour.

@@ -20,9 +20,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-gw/switchboard/tools"
@@ -126,8 +128,10 @@ const (
 
 // Manager runs the configured MCP servers and offers their tools.
 type Manager struct {
-	log     *slog.Logger
-	servers []*server
+	log *slog.Logger
+	// servers is the list in force, in configuration order: never changed
+	// in place, Prepare's apply swaps in another.
+	servers atomic.Pointer[[]*server]
 	changed chan struct{}
 
 	ctx    context.Context
@@ -166,25 +170,117 @@ func New(servers []ServerConfig, environ []string, logger *slog.Logger) (*Manage
 		connectTimeout: 30 * time.Second,
 		grace:          3 * time.Second,
 	}
+	list, err := m.build(servers, environ, nil)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	m.servers.Store(&list)
+	return m, nil
+}
+
+// list is the servers in force.
+func (m *Manager) list() []*server { return *m.servers.Load() }
+
+// build checks the configurations and makes their servers, keeping from
+// keep those whose configuration is the same.
+func (m *Manager) build(servers []ServerConfig, environ []string, keep []*server) ([]*server, error) {
 	seen := map[string]bool{}
+	var out []*server
 	for _, c := range servers {
 		if err := c.Validate(); err != nil {
-			cancel()
 			return nil, err
 		}
 		if seen[c.Name] {
-			cancel()
 			return nil, fmt.Errorf("tools.mcp: server %q is configured twice", c.Name)
 		}
 		seen[c.Name] = true
+		if i := slices.IndexFunc(keep, func(s *server) bool { return reflect.DeepEqual(s.cfg, c) }); i >= 0 {
+			out = append(out, keep[i])
+			continue
+		}
 		s, err := newServer(m, c, environ)
 		if err != nil {
-			cancel()
 			return nil, err
 		}
-		m.servers = append(m.servers, s)
+		out = append(out, s)
 	}
-	return m, nil
+	return out, nil
+}
+
+// Changes are what a Prepare's apply did: the servers added, removed and
+// replaced (their settings changed), by name.
+type Changes struct {
+	Added, Removed, Replaced []string
+}
+
+// Prepare checks a new list of servers and makes those it adds or whose
+// settings changed, resolving their ${VAR}s from environ, without
+// starting or stopping any: an error changes nothing. apply puts the list
+// in force: servers no longer listed, and the old versions of those
+// replaced, are stopped as Close stops them (their calls under way fail);
+// the new ones are started, if the Manager is (not waited for: their
+// tools appear once they are listed, Changed is signalled). Servers
+// whose settings are the same run on untouched. apply must be called at
+// most once, and not after Close.
+func (m *Manager) Prepare(servers []ServerConfig, environ []string) (apply func() Changes, err error) {
+	old := m.list()
+	next, err := m.build(servers, environ, old)
+	if err != nil {
+		return nil, err
+	}
+	return func() Changes {
+		var ch Changes
+		names := map[string]bool{}
+		for _, s := range next {
+			names[s.cfg.Name] = true
+		}
+		var stop []*server
+		for _, s := range old {
+			if slices.Contains(next, s) {
+				continue
+			}
+			stop = append(stop, s)
+			if names[s.cfg.Name] {
+				ch.Replaced = append(ch.Replaced, s.cfg.Name)
+			} else {
+				ch.Removed = append(ch.Removed, s.cfg.Name)
+			}
+		}
+		for _, s := range next {
+			if !slices.Contains(old, s) && !slices.Contains(ch.Replaced, s.cfg.Name) {
+				ch.Added = append(ch.Added, s.cfg.Name)
+			}
+		}
+		m.mu.Lock()
+		m.servers.Store(&next)
+		started := m.started && !m.closed
+		m.mu.Unlock()
+		for _, s := range stop {
+			s.halt()
+		}
+		if started {
+			for _, s := range next {
+				if !slices.Contains(old, s) {
+					m.launch(s)
+				}
+			}
+		}
+		m.notifyChanged()
+		m.bump()
+		return ch
+	}, nil
+}
+
+// launch runs s until the Manager closes or s is halted.
+func (m *Manager) launch(s *server) {
+	ctx, cancel := context.WithCancel(m.ctx)
+	s.cancel = cancel
+	s.stopped = make(chan struct{})
+	m.wg.Go(func() {
+		defer close(s.stopped)
+		s.run(ctx)
+	})
 }
 
 // Start connects every server and waits until each has been listed or has
@@ -199,11 +295,12 @@ func (m *Manager) Start(ctx context.Context) error {
 		return errors.New("mcp: Start called twice or after Close")
 	}
 	m.started = true
+	list := m.list()
 	m.mu.Unlock()
-	for _, s := range m.servers {
-		m.wg.Go(func() { s.run(m.ctx) })
+	for _, s := range list {
+		m.launch(s)
 	}
-	for _, s := range m.servers {
+	for _, s := range list {
 		select {
 		case <-s.firstDone:
 		case <-ctx.Done():
@@ -219,7 +316,7 @@ func (m *Manager) Start(ctx context.Context) error {
 // (with a warning naming it when the server is listed).
 func (m *Manager) Tools() []tools.Tool {
 	var out []tools.Tool
-	for _, s := range m.servers {
+	for _, s := range m.list() {
 		s.mu.Lock()
 		for _, e := range s.tools {
 			out = append(out, e.tool)
@@ -235,7 +332,7 @@ func (m *Manager) Tools() []tools.Tool {
 // server that is not configured or never listed.
 func (m *Manager) Group(server string) []tools.Tool {
 	var out []tools.Tool
-	for _, s := range m.servers {
+	for _, s := range m.list() {
 		if s.cfg.Name != server {
 			continue
 		}
@@ -259,8 +356,9 @@ func (m *Manager) Changed() <-chan struct{} { return m.changed }
 
 // Servers returns the configured server names, in configuration order.
 func (m *Manager) Servers() []string {
-	names := make([]string, len(m.servers))
-	for i, s := range m.servers {
+	list := m.list()
+	names := make([]string, len(list))
+	for i, s := range list {
 		names[i] = s.cfg.Name
 	}
 	return names
@@ -268,8 +366,9 @@ func (m *Manager) Servers() []string {
 
 // Status returns each server's state, in configuration order.
 func (m *Manager) Status() []Status {
-	out := make([]Status, len(m.servers))
-	for i, s := range m.servers {
+	list := m.list()
+	out := make([]Status, len(list))
+	for i, s := range list {
 		out[i] = s.status()
 	}
 	return out
@@ -286,7 +385,7 @@ func (m *Manager) Close() error {
 	m.cancel()
 	m.wg.Wait()
 	if !started {
-		for _, s := range m.servers {
+		for _, s := range m.list() {
 			s.set(func() { s.state = StateStopped })
 		}
 	}

@@ -45,6 +45,9 @@ type server struct {
 	drop      chan struct{}
 	firstDone chan struct{}
 	firstOnce sync.Once
+	// cancel ends run, and stopped is closed once it has (launch).
+	cancel  context.CancelFunc
+	stopped chan struct{}
 
 	mu       sync.Mutex
 	state    string
@@ -92,6 +95,17 @@ func newServer(m *Manager, c ServerConfig, environ []string) (*server, error) {
 		},
 	})
 	return s, nil
+}
+
+// halt stops a server a reload took out, as Close stops every server, and
+// waits for it; one never launched is only marked stopped.
+func (s *server) halt() {
+	if s.cancel == nil {
+		s.set(func() { s.state = StateStopped })
+		return
+	}
+	s.cancel()
+	<-s.stopped
 }
 
 func version() string {

@@ -117,7 +117,7 @@ func TestNew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := strings.Join(m.servers[0].env, " ")
+	env := strings.Join(m.list()[0].env, " ")
 	if env != "PATH=/bin HOME=/home/gw K=pre-abc-post PASS=p$ss" {
 		t.Errorf("child environment %q", env)
 	}
