@@ -75,9 +75,13 @@ func (p Policy) withDefaults() Policy {
 // failure is logged with the same reference; Describe turns it into the
 // message for users.
 type Resilient struct {
-	Name     string
-	Provider Provider
-	Policy   Policy
+	Name string
+	// Kind is the provider's kind as configured (openai, anthropic,
+	// gemini, ollama; demo for the offline model), and Model its
+	// default model, for traces.
+	Kind, Model string
+	Provider    Provider
+	Policy      Policy
 	// Fallback, if set, gets the request when every retry failed with a
 	// retryable error, or at once while the circuit is open. Its own
 	// Resilient wrapper retries it in turn.

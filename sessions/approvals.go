@@ -44,6 +44,7 @@ func running(t turn) []byte {
 type confirmation struct {
 	ID        string    `json:"id"`
 	CallIndex int       `json:"call_index"`
+	AskedAt   time.Time `json:"asked_at,omitzero"` // for the approval's span (trace.go)
 	ExpiresAt time.Time `json:"expires_at"`
 	Resolved  bool      `json:"resolved,omitempty"`
 	Approved  bool      `json:"approved,omitempty"`
@@ -121,6 +122,7 @@ func (s *session) suspend(ctx context.Context, p *pendingTurn) {
 	}
 	s.setPending(p)
 	s.armTimers()
+	s.traceAsked(ctx, p)
 }
 
 // request is how a confirmation is shown to listeners.
@@ -232,6 +234,7 @@ func (s *session) resolve(ctx context.Context, c *confirmation, approved bool, w
 	evs := s.collect(func() {
 		for _, c := range answered {
 			c.Resolved, c.Approved, c.By = true, approved, by
+			s.traceDecided(ctx, p, c, who, why)
 			s.emit(ctx, switchboard.EventConfirmationResolved, switchboard.ConfirmationResolvedData{
 				ConfirmationID: c.ID, Approved: approved, By: by, Channel: who.Channel, Scope: scope, Reason: why,
 			})
@@ -273,6 +276,7 @@ func (s *session) resumePending(ctx context.Context) {
 	}
 	s.stopTimers()
 	s.setPending(nil)
+	s.traceTurn(ctx, &p.Turn, "approval") // its tools run under it too
 	t := p.Turn
 	t.started = s.m.cfg.Now()
 	s.agentLoop(ctx, &t, p)
@@ -300,6 +304,7 @@ func (s *session) stop(ctx context.Context, by switchboard.Author, stoppedRunnin
 		for _, c := range p.Confirmations {
 			if !c.Resolved {
 				c.Resolved, c.By = true, switchboard.ReasonCancelled
+				s.traceDecided(ctx, p, c, by, switchboard.ReasonCancelled)
 				s.emit(ctx, switchboard.EventConfirmationResolved, switchboard.ConfirmationResolvedData{
 					ConfirmationID: c.ID, Approved: false, By: by.DisplayName(), Reason: switchboard.ReasonCancelled,
 				})

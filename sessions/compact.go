@@ -102,6 +102,7 @@ func (s *session) maybeCompact(ctx, turnCtx context.Context, t *turn, system str
 	}
 	s.summary = summary
 	s.window = append(make([]switchboard.Message, 0, len(tail)+8), tail...)
+	s.traceCompaction(ctx, t, cut, len(tail))
 	s.log.Info("conversation compacted", "summarised_messages", cut, "kept_messages", len(tail), "summary_bytes", len(summary))
 }
 
