@@ -1,0 +1,415 @@
+package sessions_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
+	"github.com/switchboard-gw/switchboard/sessions"
+	"github.com/switchboard-gw/switchboard/telemetry"
+	"github.com/switchboard-gw/switchboard/telemetry/otlptest"
+)
+
+// The turns of these tests are traced by the real telemetry package,
+// exporting over OTLP/HTTP to a receiver on loopback that decodes what it
+// is sent, and writing the trace log to a file read back line by line.
+
+type traced struct {
+	recv *otlptest.Receiver
+	tel  *telemetry.Telemetry
+	log  string
+}
+
+func newTraced(t *testing.T, content bool) (*traced, option) {
+	t.Helper()
+	recv := otlptest.Start(t)
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	tel, err := telemetry.Setup(context.Background(), telemetry.Config{
+		Endpoint: recv.Endpoint, Protocol: "http/protobuf", Sampler: 1, CaptureContent: content,
+		TraceLog: telemetry.TraceLogConfig{Path: path, MaxBytes: 1 << 20, MaxFiles: 2},
+	}, func(string) string { return "" }, nil)
+	if err != nil || tel == nil {
+		t.Fatalf("telemetry.Setup = %v, %v", tel, err)
+	}
+	return &traced{recv: recv, tel: tel, log: path}, func(c *sessions.Config) {
+		c.Tracer = tel
+		c.Providers["main"].Kind, c.Providers["main"].Model = "openai", "gpt-test"
+	}
+}
+
+// flush exports every span and writes every line.
+func (tr *traced) flush(t *testing.T) ([]otlptest.Span, []telemetry.Line) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tr.tel.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(tr.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []telemetry.Line
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var l telemetry.Line
+		dec := json.NewDecoder(strings.NewReader(sc.Text()))
+		dec.DisallowUnknownFields() // the schema in docs/telemetry.md is all there is
+		if err := dec.Decode(&l); err != nil {
+			t.Fatalf("trace log line %q: %v", sc.Text(), err)
+		}
+		lines = append(lines, l)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return tr.recv.Spans(), lines
+}
+
+// toolAndApproval has the model call an auto tool (calculator) and an ask
+// tool (current_time) at once, then answer.
+func toolAndApproval(h *harness) {
+	h.llm.Push(openaitest.Reply{Text: []string{"Checking."}, ToolCalls: []openaitest.ToolCall{
+		{ID: "call_calc", Name: "calculator", Args: `{"expression":"6*7"}`},
+		{ID: "call_time", Name: "current_time", Args: `{"timezone":"UTC"}`},
+	}})
+	h.llm.Push(openaitest.Reply{Text: []string{"It is 42 o'clock."}})
+}
+
+func one(t *testing.T, spans []otlptest.Span, name string) otlptest.Span {
+	t.Helper()
+	got := otlptest.Named(spans, name)
+	if len(got) != 1 {
+		t.Fatalf("%d spans %q, want 1; have %s", len(got), name, otlptest.Names(spans))
+	}
+	return got[0]
+}
+
+func wantAttrs(t *testing.T, s otlptest.Span, want map[string]any) {
+	t.Helper()
+	for k, v := range want {
+		if got, ok := s.Attrs[k]; !ok || !equalAttr(got, v) {
+			t.Errorf("span %q: %s = %#v, want %#v", s.Name, k, got, v)
+		}
+	}
+}
+
+func equalAttr(got, want any) bool {
+	if w, ok := want.(int); ok {
+		want = int64(w)
+	}
+	if w, ok := want.([]string); ok {
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return false
+		}
+		for i := range w {
+			if g[i] != w[i] {
+				return false
+			}
+		}
+		return true
+	}
+	return got == want
+}
+
+// contentKeys are the attributes that hold what people and tools said.
+var contentKeys = []string{"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions",
+	"gen_ai.tool.call.arguments", "gen_ai.tool.call.result"}
+
+func TestATurnWithAToolAndAnApprovalIsTraced(t *testing.T) {
+	tr, withTracer := newTraced(t, false)
+	h := newHarness(t, withTracer)
+	toolAndApproval(h)
+	c := h.newSession(alice)
+	c.say("what is 6*7, and the time?")
+	req := c.confirmation()
+	c.until(switchboard.EventState, func(p any) bool {
+		return p.(*switchboard.StateData).State == switchboard.StateAwaitingConfirmation
+	})
+	c.send(switchboard.Input{Kind: switchboard.InputConfirm, ConfirmationID: req.ConfirmationID, Approved: true})
+	if got := c.reply().Content; got != "It is 42 o'clock." {
+		t.Fatalf("reply = %q", got)
+	}
+	c.idle()
+	h.shutdown()
+	spans, lines := tr.flush(t)
+
+	turns := otlptest.Named(spans, "invoke_agent tester")
+	if len(turns) != 2 {
+		t.Fatalf("%d invoke_agent spans, want the turn and its continuation after the approval; have %s", len(turns), otlptest.Names(spans))
+	}
+	first, cont := turns[0], turns[1]
+	if first.Attrs["switchboard.turn.resumed"] != nil {
+		first, cont = cont, first
+	}
+	if first.ParentID != "" {
+		t.Errorf("the turn's span has a parent %s, want a root", first.ParentID)
+	}
+	wantAttrs(t, first, map[string]any{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "tester",
+		"gen_ai.conversation.id": c.id, "switchboard.turn.outcome": "awaiting_approval"})
+	wantAttrs(t, cont, map[string]any{"switchboard.turn.resumed": "approval", "switchboard.turn.outcome": "answered",
+		"gen_ai.conversation.id": c.id, "switchboard.turn.id": first.Attrs["switchboard.turn.id"]})
+	if cont.TraceID != first.TraceID || cont.ParentID != first.SpanID {
+		t.Errorf("the continuation is not the turn's child: trace %s parent %s, want %s %s", cont.TraceID, cont.ParentID, first.TraceID, first.SpanID)
+	}
+
+	chats := otlptest.Named(spans, "chat gpt-test")
+	if len(chats) != 2 {
+		t.Fatalf("%d chat spans, want 2; have %s", len(chats), otlptest.Names(spans))
+	}
+	for _, ch := range chats {
+		if ch.Kind != tracepb.Span_SPAN_KIND_CLIENT {
+			t.Errorf("chat span kind %v, want client", ch.Kind)
+		}
+		wantAttrs(t, ch, map[string]any{"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
+			"gen_ai.request.model": "gpt-test", "gen_ai.response.model": "gpt-test", "gen_ai.request.temperature": 0.2,
+			"gen_ai.conversation.id": c.id})
+		if n, ok := ch.Attrs["gen_ai.usage.input_tokens"].(int64); !ok || n <= 0 {
+			t.Errorf("chat span input tokens = %v", ch.Attrs["gen_ai.usage.input_tokens"])
+		}
+		if _, ok := ch.Attrs["gen_ai.usage.output_tokens"].(int64); !ok {
+			t.Errorf("chat span has no output tokens: %v", ch.Attrs)
+		}
+	}
+	byParent := map[string][]string{}
+	for _, s := range spans {
+		byParent[s.ParentID] = append(byParent[s.ParentID], s.Name)
+	}
+	for _, want := range []struct {
+		parent otlptest.Span
+		names  []string
+	}{
+		{first, []string{"approval current_time", "chat gpt-test", "execute_tool calculator", "invoke_agent tester"}},
+		{cont, []string{"chat gpt-test", "execute_tool current_time"}},
+	} {
+		got := byParent[want.parent.SpanID]
+		slices.Sort(got)
+		if !slices.Equal(got, want.names) {
+			t.Errorf("children of %s (%s) = %v, want %v", want.parent.Name, want.parent.Attrs["switchboard.turn.resumed"], got, want.names)
+		}
+	}
+	finish := map[any]int{}
+	for _, ch := range chats {
+		finish[strings.Join(anyStrings(ch.Attrs["gen_ai.response.finish_reasons"]), ",")]++
+	}
+	if finish["tool_calls"] != 1 || finish["stop"] != 1 {
+		t.Errorf("finish reasons = %v, want one tool_calls and one stop", finish)
+	}
+
+	calc := one(t, spans, "execute_tool calculator")
+	wantAttrs(t, calc, map[string]any{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "calculator",
+		"gen_ai.tool.call.id": "call_calc", "gen_ai.tool.type": "function"})
+	wantAttrs(t, one(t, spans, "execute_tool current_time"), map[string]any{"gen_ai.tool.call.id": "call_time"})
+	approval := one(t, spans, "approval current_time")
+	wantAttrs(t, approval, map[string]any{"switchboard.approval.decision": "approved", "switchboard.approval.by": "Alice",
+		"switchboard.approval.channel": "web", "switchboard.approval.id": req.ConfirmationID, "gen_ai.tool.call.id": "call_time"})
+	if approval.Start.Before(first.Start) || approval.End.Before(approval.Start) || cont.Start.Before(approval.End) {
+		t.Errorf("the approval's wait (%v to %v) is not between the turn's start %v and its continuation %v", approval.Start, approval.End, first.Start, cont.Start)
+	}
+	if ev := first.Events; len(ev) != 1 || ev[0].Name != "approval_requested" {
+		t.Errorf("the turn's events = %+v, want approval_requested", ev)
+	}
+	for _, s := range spans {
+		for _, k := range contentKeys {
+			if _, ok := s.Attrs[k]; ok {
+				t.Errorf("span %q records %s without capture_content", s.Name, k)
+			}
+		}
+		if s.Resource["service.name"] != "switchboard" {
+			t.Errorf("service.name = %v", s.Resource["service.name"])
+		}
+		if s.StatusCode == tracepb.Status_STATUS_CODE_ERROR {
+			t.Errorf("span %q failed: %s", s.Name, s.StatusMessage)
+		}
+	}
+
+	// The trace log: the same turn, step by step, in order.
+	var types []string
+	turnID := first.Attrs["switchboard.turn.id"]
+	for _, l := range lines {
+		types = append(types, l.Type)
+		if l.Session != c.id || l.Turn != turnID || l.TraceID != first.TraceID || l.SpanID == "" || l.Time.IsZero() {
+			t.Errorf("line %s: session %s turn %s trace %s span %s, want %s %v %s", l.Type, l.Session, l.Turn, l.TraceID, l.SpanID, c.id, turnID, first.TraceID)
+		}
+		if l.System != "" || l.Input != "" || l.Output != "" || l.Args != nil || l.Result != nil {
+			t.Errorf("line %s holds content without capture_content: %+v", l.Type, l)
+		}
+	}
+	// The calculator's two lines may come before or after the model's
+	// response line's neighbours only where they run: after it.
+	want := []string{"turn_start", "model_request", "model_response", "tool_call", "tool_result", "approval_requested", "turn_end",
+		"approval_decided", "turn_start", "tool_call", "tool_result", "model_request", "model_response", "turn_end"}
+	if !slices.Equal(types, want) {
+		t.Fatalf("trace log types =\n%v\nwant\n%v", types, want)
+	}
+	at := func(i int) telemetry.Line { return lines[i] }
+	if l := at(2); l.Usage == nil || l.Usage.InputTokens <= 0 || l.FinishReason != "tool_calls" || l.ToolCalls != 2 || l.Model != "gpt-test" || l.DurationMS <= 0 {
+		t.Errorf("model_response = %+v", l)
+	}
+	if l := at(1); l.Provider != "main" || l.ProviderKind != "openai" || l.Model != "gpt-test" || l.Messages != 1 || l.Temperature == nil {
+		t.Errorf("model_request = %+v", l)
+	}
+	if l := at(4); l.Tool != "calculator" || l.CallID != "call_calc" || l.IsError {
+		t.Errorf("tool_result = %+v", l)
+	}
+	if l := at(5); l.Confirmation != req.ConfirmationID || l.Tool != "current_time" || l.ExpiresAt.IsZero() {
+		t.Errorf("approval_requested = %+v", l)
+	}
+	if l := at(6); l.Outcome != "awaiting_approval" {
+		t.Errorf("first turn_end = %+v", l)
+	}
+	if l := at(7); l.Decision != "approved" || l.By != "Alice" || l.Channel != "web" || l.SpanID != approval.SpanID {
+		t.Errorf("approval_decided = %+v", l)
+	}
+	if l := at(8); l.Resumed != "approval" || l.SpanID != cont.SpanID {
+		t.Errorf("second turn_start = %+v", l)
+	}
+	if l := at(13); l.Outcome != "answered" || l.Usage == nil || l.Usage.InputTokens <= 0 {
+		t.Errorf("last turn_end = %+v", l)
+	}
+}
+
+func anyStrings(v any) []string {
+	var out []string
+	if a, ok := v.([]any); ok {
+		for _, x := range a {
+			s, _ := x.(string)
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func TestCapturedContentIsRecordedOnlyWhenAskedFor(t *testing.T) {
+	tr, withTracer := newTraced(t, true)
+	h := newHarness(t, withTracer)
+	h.llm.Push(openaitest.Reply{Text: []string{"Computing."}, ToolCalls: []openaitest.ToolCall{
+		{ID: "call_calc", Name: "calculator", Args: `{"expression":"6*7"}`},
+	}})
+	h.llm.Push(openaitest.Reply{Text: []string{"The answer is 42."}})
+	c := h.newSession(alice)
+	c.say("what is 6*7?")
+	c.until(switchboard.EventMessage, func(p any) bool { return p.(*switchboard.MessageData).Content == "The answer is 42." })
+	c.idle()
+	h.shutdown()
+	spans, lines := tr.flush(t)
+
+	chats := otlptest.Named(spans, "chat gpt-test")
+	if len(chats) != 2 {
+		t.Fatalf("chat spans: %s", otlptest.Names(spans))
+	}
+	in, _ := chats[0].Attrs["gen_ai.input.messages"].(string)
+	if !strings.Contains(in, "what is 6*7?") || !json.Valid([]byte(in)) {
+		t.Errorf("gen_ai.input.messages = %q", in)
+	}
+	if sys, _ := chats[0].Attrs["gen_ai.system_instructions"].(string); !strings.Contains(sys, "You are the test assistant.") {
+		t.Errorf("gen_ai.system_instructions = %q", sys)
+	}
+	out, _ := chats[1].Attrs["gen_ai.output.messages"].(string)
+	if !strings.Contains(out, "The answer is 42.") {
+		t.Errorf("gen_ai.output.messages = %q", out)
+	}
+	tool := one(t, spans, "execute_tool calculator")
+	if args := tool.Attrs["gen_ai.tool.call.arguments"]; args != `{"expression":"6*7"}` {
+		t.Errorf("arguments = %v", args)
+	}
+	if res, _ := tool.Attrs["gen_ai.tool.call.result"].(string); !strings.Contains(res, "42") {
+		t.Errorf("result = %q", res)
+	}
+	var sawArgs, sawResult, sawInput bool
+	for _, l := range lines {
+		switch l.Type {
+		case "tool_call":
+			sawArgs = string(l.Args) == `{"expression":"6*7"}`
+		case "tool_result":
+			sawResult = l.Result != nil && strings.Contains(*l.Result, "42")
+		case "model_request":
+			sawInput = sawInput || strings.Contains(l.Input, "what is 6*7?")
+		}
+	}
+	if !sawArgs || !sawResult || !sawInput {
+		t.Errorf("trace log content: args %v result %v input %v", sawArgs, sawResult, sawInput)
+	}
+}
+
+func TestAResumedTurnLinksToTheInterruptedOne(t *testing.T) {
+	tr, withTracer := newTraced(t, false)
+	h := newHarness(t, withTracer)
+	c, _ := h.midStream("question", []string{"Half an ", "answer"}, openaitest.Reply{Text: []string{"The whole answer."}})
+	h.restart() // the turn is cut, as by a crash
+	c2 := h.attach(sessions.AttachOptions{SessionID: c.id, Author: alice, AfterSeq: 0})
+	if got := c2.reply().Content; got != "The whole answer." {
+		t.Fatalf("answer after restart = %q", got)
+	}
+	c2.idle()
+	h.shutdown()
+	spans, lines := tr.flush(t)
+
+	turns := otlptest.Named(spans, "invoke_agent tester")
+	if len(turns) != 2 {
+		t.Fatalf("invoke_agent spans: %d, want 2; have %s", len(turns), otlptest.Names(spans))
+	}
+	cut, again := turns[0], turns[1]
+	wantAttrs(t, cut, map[string]any{"switchboard.turn.outcome": "interrupted"})
+	wantAttrs(t, again, map[string]any{"switchboard.turn.resumed": "restart", "switchboard.turn.outcome": "answered",
+		"switchboard.turn.id": cut.Attrs["switchboard.turn.id"]})
+	if again.TraceID == cut.TraceID || again.ParentID != "" {
+		t.Errorf("the resumed turn is not a new trace's root: trace %s parent %q", again.TraceID, again.ParentID)
+	}
+	if len(again.Links) != 1 || again.Links[0].TraceID != cut.TraceID || again.Links[0].SpanID != cut.SpanID {
+		t.Fatalf("the resumed turn links to %+v, want the interrupted span %s/%s", again.Links, cut.TraceID, cut.SpanID)
+	}
+	var start *telemetry.Line
+	for i, l := range lines {
+		if l.Type == "turn_start" && l.Resumed == "restart" {
+			start = &lines[i]
+		}
+	}
+	if start == nil || start.Link == nil || start.Link.SpanID != cut.SpanID || start.TraceID != again.TraceID {
+		t.Fatalf("the trace log's resumed turn_start = %+v", start)
+	}
+}
+
+func TestAnApprovalAnsweredAfterARestartIsTracedUnderItsTurn(t *testing.T) {
+	tr, withTracer := newTraced(t, false)
+	h := newHarness(t, withTracer)
+	askForTime(h)
+	c := h.newSession(alice)
+	c.say("what time is it?")
+	req := c.confirmation()
+	c.idleOrAwaiting()
+	h.restart() // the turn's span context is stored with the waiting turn
+	c2 := h.attach(sessions.AttachOptions{SessionID: c.id, Author: alice, AfterSeq: 0})
+	c2.send(switchboard.Input{Kind: switchboard.InputConfirm, ConfirmationID: req.ConfirmationID, Approved: true})
+	c2.until(switchboard.EventMessage, func(p any) bool { return strings.HasPrefix(p.(*switchboard.MessageData).Content, "Result: ") })
+	c2.idle()
+	h.shutdown()
+	spans, _ := tr.flush(t)
+
+	turns := otlptest.Named(spans, "invoke_agent tester")
+	if len(turns) != 2 {
+		t.Fatalf("invoke_agent spans: %s", otlptest.Names(spans))
+	}
+	first, cont := turns[0], turns[1]
+	approval := one(t, spans, "approval current_time")
+	if approval.TraceID != first.TraceID || approval.ParentID != first.SpanID || cont.ParentID != first.SpanID {
+		t.Fatalf("after the restart the approval (parent %s) and the continuation (parent %s) are not under the turn %s", approval.ParentID, cont.ParentID, first.SpanID)
+	}
+	if !approval.Start.Before(approval.End) || approval.Start.Before(first.Start) {
+		t.Errorf("the approval's wait = %v to %v, want it from the request, before the restart (turn began %v)", approval.Start, approval.End, first.Start)
+	}
+	wantAttrs(t, approval, map[string]any{"switchboard.approval.decision": "approved", "switchboard.approval.channel": "web", "switchboard.approval.by": "Alice"})
+}
