@@ -1,0 +1,60 @@
+package slack_test
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-gw/switchboard/listeners/slack"
+	"github.com/switchboard-gw/switchboard/listeners/slack/slacktest"
+	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
+	"github.com/switchboard-gw/switchboard/telemetry"
+	"github.com/switchboard-gw/switchboard/telemetry/otlptest"
+)
+
+// The real slack-go client's Web API calls, through the transport the
+// gateway gives the listener, are client spans exported over OTLP; the
+// mention the answer is for is a span of its own.
+func TestTheWebAPICallsAndTheInputAreTraced(t *testing.T) {
+	recv := otlptest.Start(t)
+	tel, err := telemetry.Setup(context.Background(), telemetry.Config{Endpoint: recv.Endpoint, Protocol: "http/protobuf", Sampler: 1},
+		func(string) string { return "" }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newModeRig(t, false, func(c *slack.Config) { c.Telemetry = tel })
+	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Noon."}})
+	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "what time is it?"})
+	r.send(ev)
+	r.eventually("the answer in the thread", func() bool {
+		m := r.botReplies("C1", ev["ts"].(string))
+		return len(m) > 0 && strings.TrimSpace(m[len(m)-1].Text) == "Noon."
+	})
+	r.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tel.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	spans := recv.Spans()
+	posts := otlptest.Named(spans, "POST chat.postMessage")
+	if len(posts) == 0 || len(posts) != r.fake.Calls("chat.postMessage") {
+		t.Fatalf("%d chat.postMessage spans for %d calls; spans: %s", len(posts), r.fake.Calls("chat.postMessage"), otlptest.Names(spans))
+	}
+	host := func() string { u, _ := url.Parse(r.fake.APIURL()); return u.Hostname() }()
+	for _, p := range posts {
+		if p.Attrs["http.response.status_code"] != int64(200) || p.Attrs["server.address"] != host ||
+			p.Attrs["switchboard.channel"] != "slack" || p.Attrs["http.request.method"] != "POST" {
+			t.Errorf("chat.postMessage span attributes = %v", p.Attrs)
+		}
+	}
+	in := otlptest.Named(spans, "slack receive input")
+	if len(in) != 1 {
+		t.Fatalf("%d input spans, want 1 (the mention); spans: %s", len(in), otlptest.Names(spans))
+	}
+	if id, _ := in[0].Attrs["gen_ai.conversation.id"].(string); !strings.HasPrefix(id, "s_") {
+		t.Errorf("the input's span names conversation %q", id)
+	}
+}
