@@ -428,6 +428,12 @@ func TestBadValues(t *testing.T) {
 			want: []string{`storage.retention: must be 0 (keep everything) or a duration`}},
 		{name: "log", file: "log: {level: loud, format: xml}\n",
 			want: []string{`log.level: want debug, info, warn or error, not "loud"`, `log.format: want text or json, not "xml"`}},
+		{name: "telemetry", file: "telemetry: {protocol: http/json, endpoint: 'collector:4318', sampler: 1.5, trace_log: {max_size_mb: 0, max_files: 0}}\n",
+			want: []string{`telemetry.protocol: want http/protobuf or grpc, not "http/json"`, `telemetry.endpoint: want the OTLP endpoint's URL`,
+				`telemetry.sampler: want the share of turns traced, from 0 to 1, not 1.5`, `telemetry.trace_log.max_size_mb: must be positive`,
+				`telemetry.trace_log.max_files: must be 1 or more`}},
+		{name: "telemetry key", file: "telemetry:\n  sample_ratio: 0.5\n",
+			want: []string{`telemetry.sample_ratio`}},
 		{name: "twice in file", file: "http:\n  addr: a:1\n  addr: b:2\n",
 			want: []string{`http.addr: set twice`, ":3)"}},
 		{name: "yaml syntax", file: "http:\n  addr: [\n",
@@ -676,5 +682,39 @@ providers:
 		{[]string{"providers.0.vision=maybe"}, `vision`},
 	} {
 		wantErr(t, file, tc.sets, nil, tc.want)
+	}
+}
+
+// Telemetry is off by default; the commented example of config.yaml is
+// valid once uncommented, and its trace log path is the file's folder's.
+func TestTelemetry(t *testing.T) {
+	c := mustLoad(t, "", nil, nil)
+	want := Telemetry{Protocol: "http/protobuf", ServiceName: "switchboard", Sampler: 1, TraceLog: TraceLog{MaxSizeMB: 100, MaxFiles: 5}}
+	if c.Telemetry.Endpoint != "" || c.Telemetry.TraceLog.Path != "" || c.Telemetry.Protocol != want.Protocol ||
+		c.Telemetry.ServiceName != want.ServiceName || c.Telemetry.Sampler != 1 || c.Telemetry.TraceLog != want.TraceLog || c.Telemetry.CaptureContent {
+		t.Errorf("defaults: %+v, want %+v", c.Telemetry, want)
+	}
+	data, err := os.ReadFile("../config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "\n# telemetry:")
+	if !ok {
+		t.Fatal("config.yaml has no commented telemetry example")
+	}
+	example := "telemetry:"
+	for _, line := range strings.Split(rest, "\n")[1:] {
+		body, ok := strings.CutPrefix(line, "#   ")
+		if !ok {
+			break
+		}
+		example += "\n  " + body
+	}
+	file := writeFile(t, example+"\n")
+	c = mustLoad(t, file, nil, nil)
+	tm := c.Telemetry
+	if tm.Endpoint != "http://127.0.0.1:4318" || tm.Protocol != "http/protobuf" || tm.Sampler != 1 || tm.CaptureContent ||
+		tm.TraceLog.Path != filepath.Join(filepath.Dir(file), "data", "trace.jsonl") || tm.TraceLog.MaxFiles != 5 {
+		t.Errorf("the example: %+v", tm)
 	}
 }
