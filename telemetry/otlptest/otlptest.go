@@ -63,18 +63,30 @@ type Link struct {
 type Receiver struct {
 	// Endpoint is the base URL to give an exporter: http://127.0.0.1:port.
 	Endpoint string
-	mu       sync.Mutex
-	spans    []Span
-	requests int
-	arrived  chan struct{} // closed and replaced at each export
+	// Close stops it.
+	Close     func()
+	countOnly bool
+	mu        sync.Mutex
+	spans     []Span
+	count     int
+	requests  int
+	arrived   chan struct{} // closed and replaced at each export
 }
 
 // Start starts an OTLP/HTTP receiver, stopped at the test's end.
 func Start(t testing.TB) *Receiver {
-	r := &Receiver{arrived: make(chan struct{})}
+	r := New(false)
+	t.Cleanup(r.Close)
+	return r
+}
+
+// New starts an OTLP/HTTP receiver outside a test (the bench's); with
+// countOnly it decodes each request but keeps only the number of spans
+// (Count), so a long run holds no memory for them.
+func New(countOnly bool) *Receiver {
+	r := &Receiver{arrived: make(chan struct{}), countOnly: countOnly}
 	srv := httptest.NewServer(http.HandlerFunc(r.serveHTTP))
-	t.Cleanup(srv.Close)
-	r.Endpoint = srv.URL
+	r.Endpoint, r.Close = srv.URL, srv.Close
 	return r
 }
 
@@ -88,6 +100,7 @@ func StartGRPC(t testing.TB) *Receiver {
 	s := grpc.NewServer()
 	collector.RegisterTraceServiceServer(s, grpcService{r: r})
 	go func() { _ = s.Serve(ln) }()
+	r.Close = s.Stop
 	t.Cleanup(s.Stop)
 	r.Endpoint = "http://" + ln.Addr().String()
 	return r
@@ -142,6 +155,19 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 func (r *Receiver) add(req *collector.ExportTraceServiceRequest) {
+	if r.countOnly {
+		n := 0
+		for _, rs := range req.GetResourceSpans() {
+			for _, ss := range rs.GetScopeSpans() {
+				n += len(ss.GetSpans())
+			}
+		}
+		r.mu.Lock()
+		r.count += n
+		r.requests++
+		r.mu.Unlock()
+		return
+	}
 	var got []Span
 	for _, rs := range req.GetResourceSpans() {
 		res := attrs(rs.GetResource().GetAttributes())
@@ -166,6 +192,7 @@ func (r *Receiver) add(req *collector.ExportTraceServiceRequest) {
 	}
 	r.mu.Lock()
 	r.spans = append(r.spans, got...)
+	r.count += len(got)
 	r.requests++
 	close(r.arrived)
 	r.arrived = make(chan struct{})
@@ -177,6 +204,13 @@ func (r *Receiver) Spans() []Span {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.spans)
+}
+
+// Count is the number of spans received.
+func (r *Receiver) Count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.count
 }
 
 // Requests counts the export requests received.
