@@ -626,22 +626,7 @@ embeddings:
 // The commented embeddings example of config.yaml is valid once
 // uncommented.
 func TestShippedEmbeddingsExample(t *testing.T) {
-	data, err := os.ReadFile("../config.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rest, ok := strings.Cut(string(data), "\n# embeddings:")
-	if !ok {
-		t.Fatal("config.yaml has no commented embeddings example")
-	}
-	example := "embeddings:"
-	for _, line := range strings.Split(rest, "\n")[1:] {
-		body, ok := strings.CutPrefix(line, "#   ")
-		if !ok {
-			break
-		}
-		example += "\n  " + body
-	}
+	example := commentedExample(t, "embeddings")
 	c := mustLoad(t, writeFile(t, "providers:\n  - {name: main, kind: openai, model: gpt-4o-mini}\n"+example+"\n"), nil, nil)
 	if e := c.Embeddings; e.Provider != "main" || e.Model != "text-embedding-3-small" || e.CacheMB == 0 {
 		t.Errorf("the example: %+v", e)
@@ -694,15 +679,28 @@ func TestTelemetry(t *testing.T) {
 		c.Telemetry.ServiceName != want.ServiceName || c.Telemetry.Sampler != 1 || c.Telemetry.TraceLog != want.TraceLog || c.Telemetry.CaptureContent {
 		t.Errorf("defaults: %+v, want %+v", c.Telemetry, want)
 	}
+	file := writeFile(t, commentedExample(t, "telemetry")+"\n")
+	c = mustLoad(t, file, nil, nil)
+	tm := c.Telemetry
+	if tm.Endpoint != "http://127.0.0.1:4318" || tm.Protocol != "http/protobuf" || tm.Sampler != 1 || tm.CaptureContent ||
+		tm.TraceLog.Path != filepath.Join(filepath.Dir(file), "data", "trace.jsonl") || tm.TraceLog.MaxFiles != 5 {
+		t.Errorf("the example: %+v", tm)
+	}
+}
+
+// commentedExample is the commented example of a section in config.yaml
+// ("# section:" and its "#   " lines), uncommented.
+func commentedExample(t *testing.T, section string) string {
+	t.Helper()
 	data, err := os.ReadFile("../config.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(data), "\n# telemetry:")
+	_, rest, ok := strings.Cut(string(data), "\n# "+section+":")
 	if !ok {
-		t.Fatal("config.yaml has no commented telemetry example")
+		t.Fatalf("config.yaml has no commented %s example", section)
 	}
-	example := "telemetry:"
+	example := section + ":"
 	for _, line := range strings.Split(rest, "\n")[1:] {
 		body, ok := strings.CutPrefix(line, "#   ")
 		if !ok {
@@ -710,11 +708,5 @@ func TestTelemetry(t *testing.T) {
 		}
 		example += "\n  " + body
 	}
-	file := writeFile(t, example+"\n")
-	c = mustLoad(t, file, nil, nil)
-	tm := c.Telemetry
-	if tm.Endpoint != "http://127.0.0.1:4318" || tm.Protocol != "http/protobuf" || tm.Sampler != 1 || tm.CaptureContent ||
-		tm.TraceLog.Path != filepath.Join(filepath.Dir(file), "data", "trace.jsonl") || tm.TraceLog.MaxFiles != 5 {
-		t.Errorf("the example: %+v", tm)
-	}
+	return example
 }

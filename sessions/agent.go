@@ -113,8 +113,10 @@ func (s *session) userTurn(ctx context.Context, j job, text string) {
 	}
 	dup, err := s.store(ctx, w)
 	j.ack(err)
-	if err != nil || dup {
+	if err != nil {
 		s.traceTurnEnd(t, "not_stored", err)
+	} else if dup {
+		s.traceTurnEnd(t, "duplicate", nil)
 	}
 	if err != nil {
 		return

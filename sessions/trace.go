@@ -116,11 +116,13 @@ type Step struct {
 // traceFailure is how a failure is told to the tracer: its kind and the
 // stable message a user is shown, with the reference of the log line that
 // holds the detail.
-func traceFailure(err error) (kind, msg string) {
-	if err == nil {
+func (s *session) traceFailure(err error) (kind, msg string) {
+	switch {
+	case err == nil:
 		return "", ""
-	}
-	if errors.Is(err, context.Canceled) {
+	case s.interrupting(err):
+		return "interrupted", "the gateway stopped, or could not store the turn: it is run again"
+	case errors.Is(err, context.Canceled):
 		return "cancelled", "stopped"
 	}
 	k, m := providers.Describe(err)
@@ -155,7 +157,7 @@ func (s *session) traceTurnEnd(t *turn, outcome string, err error) {
 	if t.span == nil {
 		return
 	}
-	kind, msg := traceFailure(err)
+	kind, msg := s.traceFailure(err)
 	t.span.End(Step{Kind: StepTurn, Session: s.id, Turn: t.ID, Guide: s.guide.Name, Outcome: outcome, Usage: t.Usage, ErrType: kind, Err: msg})
 	t.span = nil
 }
@@ -198,7 +200,7 @@ func (s *session) traceModelEnd(sp Span, t *turn, usage switchboard.Usage, finis
 			finish = "tool_calls"
 		}
 	}
-	kind, msg := traceFailure(err)
+	kind, msg := s.traceFailure(err)
 	sp.End(Step{Kind: StepModel, Session: s.id, Turn: t.ID, ResponseModel: t.Model, Usage: usage,
 		FinishReason: finish, Reply: reply, ErrType: kind, Err: msg})
 }
@@ -262,7 +264,7 @@ func (s *session) traceDecided(ctx context.Context, p *pendingTurn, c *confirmat
 	}
 	call := p.Assistant.ToolCalls[c.CallIndex]
 	step := Step{Kind: StepApproval, Session: s.id, Turn: p.Turn.ID, Tool: call.Name, CallID: call.ID, Confirmation: c.ID,
-		Start: c.AskedAt, Parent: p.Turn.Trace, Decision: decision, By: c.By, Channel: who.Channel}
+		Start: c.AskedAt, Parent: p.Turn.Trace, Decision: decision, By: who.DisplayName(), Channel: who.Channel}
 	tr.Begin(ctx, step).End(step)
 }
 

@@ -30,7 +30,8 @@ type traced struct {
 	log  string
 }
 
-func newTraced(t *testing.T, content bool) (*traced, option) {
+// newTraced is a harness whose turns are traced, with content or not.
+func newTraced(t *testing.T, content bool) (*traced, *harness) {
 	t.Helper()
 	recv := otlptest.Start(t)
 	path := filepath.Join(t.TempDir(), "trace.jsonl")
@@ -41,15 +42,16 @@ func newTraced(t *testing.T, content bool) (*traced, option) {
 	if err != nil || tel == nil {
 		t.Fatalf("telemetry.Setup = %v, %v", tel, err)
 	}
-	return &traced{recv: recv, tel: tel, log: path}, func(c *sessions.Config) {
+	return &traced{recv: recv, tel: tel, log: path}, newHarness(t, func(c *sessions.Config) {
 		c.Tracer = tel
 		c.Providers["main"].Kind, c.Providers["main"].Model = "openai", "gpt-test"
-	}
+	})
 }
 
-// flush exports every span and writes every line.
-func (tr *traced) flush(t *testing.T) ([]otlptest.Span, []telemetry.Line) {
+// flush stops the sessions, then exports every span and writes every line.
+func (tr *traced) flush(t *testing.T, h *harness) ([]otlptest.Span, []telemetry.Line) {
 	t.Helper()
+	h.shutdown()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := tr.tel.Shutdown(ctx); err != nil {
@@ -97,6 +99,20 @@ func one(t *testing.T, spans []otlptest.Span, name string) otlptest.Span {
 	return got[0]
 }
 
+// twoTurns are the two invoke_agent spans of a turn that went on after
+// an approval or a restart: the first, then the one that went on.
+func twoTurns(t *testing.T, spans []otlptest.Span) (otlptest.Span, otlptest.Span) {
+	t.Helper()
+	turns := otlptest.Named(spans, "invoke_agent tester")
+	if len(turns) != 2 {
+		t.Fatalf("%d invoke_agent spans, want the turn and the one that went on; have %s", len(turns), otlptest.Names(spans))
+	}
+	if turns[0].Attrs["switchboard.turn.resumed"] != nil {
+		return turns[1], turns[0]
+	}
+	return turns[0], turns[1]
+}
+
 func wantAttrs(t *testing.T, s otlptest.Span, want map[string]any) {
 	t.Helper()
 	for k, v := range want {
@@ -130,8 +146,7 @@ var contentKeys = []string{"gen_ai.input.messages", "gen_ai.output.messages", "g
 	"gen_ai.tool.call.arguments", "gen_ai.tool.call.result"}
 
 func TestATurnWithAToolAndAnApprovalIsTraced(t *testing.T) {
-	tr, withTracer := newTraced(t, false)
-	h := newHarness(t, withTracer)
+	tr, h := newTraced(t, false)
 	toolAndApproval(h)
 	c := h.newSession(alice)
 	c.say("what is 6*7, and the time?")
@@ -144,17 +159,9 @@ func TestATurnWithAToolAndAnApprovalIsTraced(t *testing.T) {
 		t.Fatalf("reply = %q", got)
 	}
 	c.idle()
-	h.shutdown()
-	spans, lines := tr.flush(t)
+	spans, lines := tr.flush(t, h)
 
-	turns := otlptest.Named(spans, "invoke_agent tester")
-	if len(turns) != 2 {
-		t.Fatalf("%d invoke_agent spans, want the turn and its continuation after the approval; have %s", len(turns), otlptest.Names(spans))
-	}
-	first, cont := turns[0], turns[1]
-	if first.Attrs["switchboard.turn.resumed"] != nil {
-		first, cont = cont, first
-	}
+	first, cont := twoTurns(t, spans)
 	if first.ParentID != "" {
 		t.Errorf("the turn's span has a parent %s, want a root", first.ParentID)
 	}
@@ -294,8 +301,7 @@ func anyStrings(v any) []string {
 }
 
 func TestCapturedContentIsRecordedOnlyWhenAskedFor(t *testing.T) {
-	tr, withTracer := newTraced(t, true)
-	h := newHarness(t, withTracer)
+	tr, h := newTraced(t, true)
 	h.llm.Push(openaitest.Reply{Text: []string{"Computing."}, ToolCalls: []openaitest.ToolCall{
 		{ID: "call_calc", Name: "calculator", Args: `{"expression":"6*7"}`},
 	}})
@@ -304,8 +310,7 @@ func TestCapturedContentIsRecordedOnlyWhenAskedFor(t *testing.T) {
 	c.say("what is 6*7?")
 	c.until(switchboard.EventMessage, func(p any) bool { return p.(*switchboard.MessageData).Content == "The answer is 42." })
 	c.idle()
-	h.shutdown()
-	spans, lines := tr.flush(t)
+	spans, lines := tr.flush(t, h)
 
 	chats := otlptest.Named(spans, "chat gpt-test")
 	if len(chats) != 2 {
@@ -346,8 +351,7 @@ func TestCapturedContentIsRecordedOnlyWhenAskedFor(t *testing.T) {
 }
 
 func TestAResumedTurnLinksToTheInterruptedOne(t *testing.T) {
-	tr, withTracer := newTraced(t, false)
-	h := newHarness(t, withTracer)
+	tr, h := newTraced(t, false)
 	c, _ := h.midStream("question", []string{"Half an ", "answer"}, openaitest.Reply{Text: []string{"The whole answer."}})
 	h.restart() // the turn is cut, as by a crash
 	c2 := h.attach(sessions.AttachOptions{SessionID: c.id, Author: alice, AfterSeq: 0})
@@ -355,15 +359,10 @@ func TestAResumedTurnLinksToTheInterruptedOne(t *testing.T) {
 		t.Fatalf("answer after restart = %q", got)
 	}
 	c2.idle()
-	h.shutdown()
-	spans, lines := tr.flush(t)
+	spans, lines := tr.flush(t, h)
 
-	turns := otlptest.Named(spans, "invoke_agent tester")
-	if len(turns) != 2 {
-		t.Fatalf("invoke_agent spans: %d, want 2; have %s", len(turns), otlptest.Names(spans))
-	}
-	cut, again := turns[0], turns[1]
-	wantAttrs(t, cut, map[string]any{"switchboard.turn.outcome": "interrupted"})
+	cut, again := twoTurns(t, spans)
+	wantAttrs(t, cut, map[string]any{"switchboard.turn.outcome": "interrupted", "error.type": "interrupted"})
 	wantAttrs(t, again, map[string]any{"switchboard.turn.resumed": "restart", "switchboard.turn.outcome": "answered",
 		"switchboard.turn.id": cut.Attrs["switchboard.turn.id"]})
 	if again.TraceID == cut.TraceID || again.ParentID != "" {
@@ -384,8 +383,7 @@ func TestAResumedTurnLinksToTheInterruptedOne(t *testing.T) {
 }
 
 func TestAnApprovalAnsweredAfterARestartIsTracedUnderItsTurn(t *testing.T) {
-	tr, withTracer := newTraced(t, false)
-	h := newHarness(t, withTracer)
+	tr, h := newTraced(t, false)
 	askForTime(h)
 	c := h.newSession(alice)
 	c.say("what time is it?")
@@ -396,14 +394,9 @@ func TestAnApprovalAnsweredAfterARestartIsTracedUnderItsTurn(t *testing.T) {
 	c2.send(switchboard.Input{Kind: switchboard.InputConfirm, ConfirmationID: req.ConfirmationID, Approved: true})
 	c2.until(switchboard.EventMessage, func(p any) bool { return strings.HasPrefix(p.(*switchboard.MessageData).Content, "Result: ") })
 	c2.idle()
-	h.shutdown()
-	spans, _ := tr.flush(t)
+	spans, _ := tr.flush(t, h)
 
-	turns := otlptest.Named(spans, "invoke_agent tester")
-	if len(turns) != 2 {
-		t.Fatalf("invoke_agent spans: %s", otlptest.Names(spans))
-	}
-	first, cont := turns[0], turns[1]
+	first, cont := twoTurns(t, spans)
 	approval := one(t, spans, "approval current_time")
 	if approval.TraceID != first.TraceID || approval.ParentID != first.SpanID || cont.ParentID != first.SpanID {
 		t.Fatalf("after the restart the approval (parent %s) and the continuation (parent %s) are not under the turn %s", approval.ParentID, cont.ParentID, first.SpanID)
@@ -412,4 +405,40 @@ func TestAnApprovalAnsweredAfterARestartIsTracedUnderItsTurn(t *testing.T) {
 		t.Errorf("the approval's wait = %v to %v, want it from the request, before the restart (turn began %v)", approval.Start, approval.End, first.Start)
 	}
 	wantAttrs(t, approval, map[string]any{"switchboard.approval.decision": "approved", "switchboard.approval.channel": "web", "switchboard.approval.by": "Alice"})
+}
+
+// A model call that fails is an error on its span and the turn's, in the
+// words people are shown (with the log line's reference), never in the
+// provider's: its answer may quote the request.
+func TestAFailedModelCallIsAnErrorOnItsSpan(t *testing.T) {
+	tr, h := newTraced(t, false)
+	h.llm.Push(openaitest.Reply{Status: 400})
+	c := h.newSession(alice)
+	c.say("hello")
+	shown := c.errorEvent()
+	c.idle()
+	spans, lines := tr.flush(t, h)
+	chat := one(t, spans, "chat gpt-test")
+	turn := one(t, spans, "invoke_agent tester")
+	for _, s := range []otlptest.Span{chat, turn} {
+		if s.StatusCode != tracepb.Status_STATUS_CODE_ERROR || s.StatusMessage != shown.Message || s.Attrs["error.type"] != "refused" {
+			t.Errorf("span %q: status %v %q, error.type %v; want Error, %q, refused", s.Name, s.StatusCode, s.StatusMessage, s.Attrs["error.type"], shown.Message)
+		}
+		if strings.Contains(s.StatusMessage, "scripted failure") {
+			t.Errorf("span %q quotes the provider's answer: %q", s.Name, s.StatusMessage)
+		}
+	}
+	if len(chat.Events) != 1 || chat.Events[0].Name != "exception" || chat.Events[0].Attrs["exception.message"] != shown.Message {
+		t.Errorf("chat span events = %+v", chat.Events)
+	}
+	var types []string
+	for _, l := range lines {
+		types = append(types, l.Type)
+		if l.Type == "error" && (l.Step != "model" || l.ErrorType != "refused" || l.Error != shown.Message) {
+			t.Errorf("error line = %+v", l)
+		}
+	}
+	if got := strings.Join(types, " "); got != "turn_start model_request model_response error turn_end" {
+		t.Errorf("trace log = %s", got)
+	}
 }
