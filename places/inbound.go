@@ -55,7 +55,7 @@ func (l *Layer) Binding(ctx context.Context, address string) (switchboard.Bindin
 func (l *Layer) Submit(ctx context.Context, b switchboard.Binding, in switchboard.Input) (r *sessions.Receipt, err error) {
 	if tm := l.cfg.Telemetry; tm != nil {
 		var end func(error)
-		ctx, end = tm.Inbound(ctx, l.cfg.Channel, string(in.Kind), b.SessionID)
+		ctx, in.Trace, end = tm.Inbound(ctx, l.cfg.Channel, string(in.Kind), b.SessionID)
 		defer func() { end(err) }()
 	}
 	if err := l.admit(ctx, b, &in); err != nil {

@@ -100,7 +100,9 @@ type Config struct {
 // a transport that makes each call its API client makes a span.
 type Telemetry interface {
 	// Inbound starts an input's span; end ends it with the input's fate.
-	Inbound(ctx context.Context, channel, kind, session string) (_ context.Context, end func(error))
+	// traceparent identifies the span, for the turn the input starts to
+	// link to.
+	Inbound(ctx context.Context, channel, kind, session string) (_ context.Context, traceparent string, end func(error))
 	// Transport wraps the transport of the chat app's API client.
 	Transport(channel string, next http.RoundTripper) http.RoundTripper
 }

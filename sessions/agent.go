@@ -101,7 +101,7 @@ func (s *session) userTurn(ctx context.Context, j job, text string) {
 		return
 	}
 	t := &turn{started: s.m.cfg.Now(), Author: in.Author, thinking: true}
-	s.traceTurn(ctx, t, "")
+	s.traceTurn(ctx, t, "", in.Trace)
 	w := switchboard.TurnWrite{
 		InboxID: j.inboxID, Messages: []switchboard.Message{msg},
 		Events: []switchboard.Event{ev, thinking}, Published: s.onCommit, Turn: running(*t),

@@ -276,7 +276,7 @@ func (s *session) resumePending(ctx context.Context) {
 	}
 	s.stopTimers()
 	s.setPending(nil)
-	s.traceTurn(ctx, &p.Turn, "approval") // its tools run under it too
+	s.traceTurn(ctx, &p.Turn, "approval", "") // its tools run under it too
 	t := p.Turn
 	t.started = s.m.cfg.Now()
 	s.agentLoop(ctx, &t, p)

@@ -80,6 +80,9 @@ type Step struct {
 	// Resumed says why a turn span continues an earlier one: "approval"
 	// or "restart".
 	Resumed string
+	// Cause is the W3C traceparent of the span that handed the message in
+	// (Input.Trace: a chat app's), which a new turn links to.
+	Cause string
 
 	// Model call.
 	Provider, ProviderKind, Model string // the configured name, its kind (openai…), the model asked for
@@ -133,7 +136,7 @@ func (s *session) traceFailure(err error) (kind, msg string) {
 // continued after its approvals (its parent the stored span), or one run
 // again after a restart (a new trace, linked to the interrupted span). The
 // span's identity is stored with the turn by the next write.
-func (s *session) traceTurn(ctx context.Context, t *turn, resumed string) {
+func (s *session) traceTurn(ctx context.Context, t *turn, resumed, cause string) {
 	tr := s.m.cfg.Tracer
 	if tr == nil {
 		return
@@ -141,7 +144,7 @@ func (s *session) traceTurn(ctx context.Context, t *turn, resumed string) {
 	if t.ID == "" {
 		t.ID = newID("t_")
 	}
-	step := Step{Kind: StepTurn, Session: s.id, Turn: t.ID, Guide: s.guide.Name, Resumed: resumed}
+	step := Step{Kind: StepTurn, Session: s.id, Turn: t.ID, Guide: s.guide.Name, Resumed: resumed, Cause: cause}
 	switch resumed {
 	case "approval":
 		step.Parent = t.Trace

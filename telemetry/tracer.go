@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/switchboard-gw/switchboard"
@@ -38,6 +39,15 @@ func (t *Telemetry) Begin(ctx context.Context, st sessions.Step) sessions.Span {
 		opts = append(opts, trace.WithNewRoot(), trace.WithLinks(trace.Link{
 			SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String("switchboard.link.reason", "restart")},
 		}))
+	}
+	if st.Cause != "" {
+		// The chat app's span that handed the message in.
+		cause := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": st.Cause}))
+		if cause.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{
+				SpanContext: cause, Attributes: []attribute.KeyValue{attribute.String("switchboard.link.reason", "input")},
+			}))
+		}
 	}
 	_, span := t.tracer.Start(ctx, name, opts...)
 	sp := &step{t: t, span: span, start: start, kind: st.Kind, session: st.Session, turn: st.Turn, tool: st.Tool, callID: st.CallID}

@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -106,16 +107,20 @@ func isDigits(s string) bool {
 }
 
 // Inbound starts the span of an input a chat app hands to its session
-// (places.Layer.Submit): a consumer span "<channel> receive <kind>";
-// end ends it, with the error that refused the input, if any.
-func (t *Telemetry) Inbound(ctx context.Context, channel, kind, session string) (context.Context, func(error)) {
+// (places.Layer.Submit): a consumer span "<channel> receive <kind>",
+// and its W3C traceparent, which the input carries to the turn it starts
+// (linked to it); end ends it, with the error that refused the input, if
+// any.
+func (t *Telemetry) Inbound(ctx context.Context, channel, kind, session string) (context.Context, string, func(error)) {
 	if t == nil {
-		return ctx, func(error) {}
+		return ctx, "", func(error) {}
 	}
 	ctx, span := t.tracer.Start(ctx, channel+" receive "+kind, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
 		attribute.String("switchboard.channel", channel), attribute.String("switchboard.input.kind", kind),
 		attribute.String("gen_ai.conversation.id", session)))
-	return ctx, func(err error) {
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	return ctx, carrier.Get("traceparent"), func(err error) {
 		if err != nil {
 			span.SetAttributes(attribute.String("error.type", "refused"))
 			span.SetStatus(codes.Error, "the input was not taken")

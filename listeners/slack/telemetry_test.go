@@ -10,13 +10,14 @@ import (
 	"github.com/switchboard-gw/switchboard/listeners/slack"
 	"github.com/switchboard-gw/switchboard/listeners/slack/slacktest"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
+	"github.com/switchboard-gw/switchboard/sessions"
 	"github.com/switchboard-gw/switchboard/telemetry"
 	"github.com/switchboard-gw/switchboard/telemetry/otlptest"
 )
 
 // The real slack-go client's Web API calls, through the transport the
 // gateway gives the listener, are client spans exported over OTLP; the
-// mention the answer is for is a span of its own.
+// mention the answer is for is a span of its own, which the turn links to.
 func TestTheWebAPICallsAndTheInputAreTraced(t *testing.T) {
 	recv := otlptest.Start(t)
 	tel, err := telemetry.Setup(context.Background(), telemetry.Config{Endpoint: recv.Endpoint, Protocol: "http/protobuf", Sampler: 1},
@@ -24,7 +25,8 @@ func TestTheWebAPICallsAndTheInputAreTraced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newModeRig(t, false, func(c *slack.Config) { c.Telemetry = tel })
+	r := newTunedRig(t, func(c *sessions.Config) { c.Tracer = tel }, func(c *slack.Config) { c.Telemetry = tel })
+	r.fake.SetStartStreamError("feature_not_enabled") // edited, so chat.postMessage
 	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Noon."}})
 	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "what time is it?"})
 	r.send(ev)
@@ -56,5 +58,12 @@ func TestTheWebAPICallsAndTheInputAreTraced(t *testing.T) {
 	}
 	if id, _ := in[0].Attrs["gen_ai.conversation.id"].(string); !strings.HasPrefix(id, "s_") {
 		t.Errorf("the input's span names conversation %q", id)
+	}
+	turn := otlptest.Named(spans, "invoke_agent assistant")
+	if len(turn) != 1 {
+		t.Fatalf("turn spans: %s", otlptest.Names(spans))
+	}
+	if l := turn[0].Links; len(l) != 1 || l[0].SpanID != in[0].SpanID || l[0].TraceID != in[0].TraceID || l[0].Attrs["switchboard.link.reason"] != "input" {
+		t.Errorf("the turn links to %+v, want the input's span %s", l, in[0].SpanID)
 	}
 }
