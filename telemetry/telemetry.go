@@ -87,18 +87,10 @@ func Setup(ctx context.Context, cfg Config, getenv func(string) string, log *slo
 	if log == nil {
 		log = slog.Default()
 	}
-	endpoint := cmp.Or(getenv(envTracesEndpoint), getenv(envEndpoint))
-	fromEnv := endpoint != ""
-	if !fromEnv {
-		endpoint = cfg.Endpoint
-	}
-	if strings.EqualFold(getenv(envDisabled), "true") || getenv(envExporter) == "none" {
-		endpoint = ""
-	}
+	endpoint, protocol, fromEnv := Target(cfg, getenv)
 	if endpoint == "" && cfg.TraceLog.Path == "" {
 		return nil, nil
 	}
-	protocol := cmp.Or(getenv(envTracesProtocol), getenv(envProtocol), cfg.Protocol, "http/protobuf")
 
 	res, err := resource.New(ctx,
 		resource.WithAttributes(
@@ -145,6 +137,21 @@ func Setup(ctx context.Context, cfg Config, getenv func(string) string, log *slo
 		}
 	}
 	return t, nil
+}
+
+// Target is where spans go, after the environment's say: the endpoint
+// ("" when nothing exports), the protocol, and whether the endpoint came
+// from the environment (then the SDK reads it itself).
+func Target(cfg Config, getenv func(string) string) (endpoint, protocol string, fromEnv bool) {
+	endpoint = cmp.Or(getenv(envTracesEndpoint), getenv(envEndpoint))
+	fromEnv = endpoint != ""
+	if !fromEnv {
+		endpoint = cfg.Endpoint
+	}
+	if strings.EqualFold(getenv(envDisabled), "true") || getenv(envExporter) == "none" {
+		endpoint = ""
+	}
+	return endpoint, cmp.Or(getenv(envTracesProtocol), getenv(envProtocol), cfg.Protocol, "http/protobuf"), fromEnv
 }
 
 func newExporter(ctx context.Context, protocol, endpoint string, fromEnv bool, headers map[string]string, getenv func(string) string) (sdktrace.SpanExporter, error) {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,5 +64,44 @@ func TestTheGatewayTracesATurnAndWritesTheTraceLog(t *testing.T) {
 	}
 	if got := strings.Join(types, " "); got != "turn_start model_request model_response approval_requested turn_end approval_decided turn_start tool_call tool_result model_request model_response turn_end" {
 		t.Fatalf("trace log = %s", got)
+	}
+}
+
+func TestDoctorTelemetry(t *testing.T) {
+	recv := otlptest.Start(t)
+	closed := func() string { // an address nothing listens on
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		return "http://" + ln.Addr().String()
+	}()
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, extra string
+		env         []string
+		status      string
+		want        []string
+	}{
+		{"off", "", nil, "INFO", []string{"off: no OTLP endpoint"}},
+		{"from the environment", "telemetry: {endpoint: " + closed + "}\n", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + recv.Endpoint}, "OK",
+			[]string{"traces go to " + recv.Endpoint + " (http/protobuf, from OTEL_EXPORTER_OTLP_ENDPOINT), which accepts connections"}},
+		{"nothing listens", "telemetry: {endpoint: " + closed + ", protocol: grpc}\n", nil, "WARN",
+			[]string{"traces go to " + closed + " (grpc, from telemetry.endpoint), and nothing answers there", "start the collector"}},
+		{"http/json", "", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + recv.Endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL=http/json"}, "PROBLEM",
+			[]string{`the OTLP protocol "http/json" cannot be used`, "http/protobuf or grpc"}},
+		{"trace log", "telemetry: {trace_log: {path: data/trace.jsonl}}\n", nil, "OK", []string{"trace log's folder", "will be made at start"}},
+		{"trace log under a file", "telemetry: {trace_log: {path: " + file + "/trace.jsonl}}\n", nil, "PROBLEM",
+			[]string{"cannot be written", "telemetry.trace_log.path"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newDoctorSetup(t, "  - name: main\n    kind: demo", c.extra)
+			out, _ := s.doctor(t, c.env)
+			wantRow(t, out, "telemetry", c.status, c.want...)
+		})
 	}
 }
