@@ -1,15 +1,11 @@
 package sessions_test
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
@@ -25,59 +21,33 @@ import (
 // is sent, and writing the trace log to a file read back line by line.
 
 type traced struct {
-	recv *otlptest.Receiver
-	tel  *telemetry.Telemetry
-	log  string
+	*otlptest.Traced
+	log string
 }
 
 // newTraced is a harness whose turns are traced, with content or not.
 func newTraced(t *testing.T, content bool) (*traced, *harness) {
 	t.Helper()
-	recv := otlptest.Start(t)
 	path := filepath.Join(t.TempDir(), "trace.jsonl")
-	tel, err := telemetry.Setup(context.Background(), telemetry.Config{
-		Endpoint: recv.Endpoint, Protocol: "http/protobuf", Sampler: 1, CaptureContent: content,
-		TraceLog: telemetry.TraceLogConfig{Path: path, MaxBytes: 1 << 20, MaxFiles: 2},
-	}, func(string) string { return "" }, nil)
-	if err != nil || tel == nil {
-		t.Fatalf("telemetry.Setup = %v, %v", tel, err)
-	}
-	return &traced{recv: recv, tel: tel, log: path}, newHarness(t, func(c *sessions.Config) {
-		c.Tracer = tel
+	tr := otlptest.StartTraced(t, telemetry.Config{Sampler: 1, CaptureContent: content,
+		TraceLog: telemetry.TraceLogConfig{Path: path, MaxBytes: 1 << 20, MaxFiles: 2}})
+	return &traced{tr, path}, newHarness(t, func(c *sessions.Config) {
+		c.Tracer = tr.Telemetry
 		c.Providers["main"].Kind, c.Providers["main"].Model = "openai", "gpt-test"
 	})
 }
 
-// flush stops the sessions, then exports every span and writes every line.
+// flush stops the sessions, then exports every span and writes every
+// line, and reads them back (every field of every line in the schema).
 func (tr *traced) flush(t *testing.T, h *harness) ([]otlptest.Span, []telemetry.Line) {
 	t.Helper()
 	h.shutdown()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := tr.tel.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(tr.log)
+	spans := tr.Flush(t)
+	lines, err := telemetry.ReadLogFile(tr.log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	var lines []telemetry.Line
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var l telemetry.Line
-		dec := json.NewDecoder(strings.NewReader(sc.Text()))
-		dec.DisallowUnknownFields() // the schema in docs/telemetry.md is all there is
-		if err := dec.Decode(&l); err != nil {
-			t.Fatalf("trace log line %q: %v", sc.Text(), err)
-		}
-		lines = append(lines, l)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return tr.recv.Spans(), lines
+	return spans, lines
 }
 
 // toolAndApproval has the model call an auto tool (calculator) and an ask

@@ -1,7 +1,9 @@
 package telemetry_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -70,11 +72,9 @@ func TestNothingConfiguredTracesNothing(t *testing.T) {
 }
 
 func TestErrorsAreRecordedOnTheSpans(t *testing.T) {
-	recv := otlptest.Start(t)
-	tel := setup(t, telemetry.Config{Endpoint: recv.Endpoint, Protocol: "http/protobuf", Sampler: 1}, noEnv)
-	oneTurn(tel)
-	shutdown(t, tel)
-	spans := recv.Spans()
+	tr := otlptest.StartTraced(t, telemetry.Config{Sampler: 1})
+	oneTurn(tr.Telemetry)
+	spans := tr.Flush(t)
 	chat := otlptest.Named(spans, "chat gpt-x")
 	if len(chat) != 1 {
 		t.Fatalf("spans: %s", otlptest.Names(spans))
@@ -128,18 +128,15 @@ func TestTheEnvironmentWinsOverTheConfig(t *testing.T) {
 }
 
 func TestTheSamplerOfTheConfigApplies(t *testing.T) {
-	recv := otlptest.Start(t)
-	tel := setup(t, telemetry.Config{Endpoint: recv.Endpoint, Protocol: "http/protobuf", Sampler: 0}, noEnv)
-	oneTurn(tel)
-	shutdown(t, tel)
-	if spans := recv.Spans(); len(spans) != 0 {
+	tr := otlptest.StartTraced(t, telemetry.Config{Sampler: 0})
+	oneTurn(tr.Telemetry)
+	if spans := tr.Flush(t); len(spans) != 0 {
 		t.Fatalf("sampler 0 exported %s", otlptest.Names(spans))
 	}
 }
 
 func TestTheTransportTracesEachAPICall(t *testing.T) {
-	recv := otlptest.Start(t)
-	tel := setup(t, telemetry.Config{Endpoint: recv.Endpoint, Protocol: "http/protobuf", Sampler: 1}, noEnv)
+	tr := otlptest.StartTraced(t, telemetry.Config{Sampler: 1})
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/api/v10/channels/123456789/messages" {
 			w.WriteHeader(http.StatusTooManyRequests)
@@ -148,7 +145,7 @@ func TestTheTransportTracesEachAPICall(t *testing.T) {
 		_, _ = w.Write([]byte(`{"ok":true}`))
 	}))
 	defer api.Close()
-	client := &http.Client{Transport: tel.Transport("discord", http.DefaultTransport)}
+	client := &http.Client{Transport: tr.Telemetry.Transport("discord", http.DefaultTransport)}
 	for _, path := range []string{"/api/chat.postMessage?token=secret", "/api/v10/channels/123456789/messages"} {
 		resp, err := client.Post(api.URL+path, "application/json", nil)
 		if err != nil {
@@ -156,8 +153,7 @@ func TestTheTransportTracesEachAPICall(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
-	shutdown(t, tel)
-	spans := recv.Spans()
+	spans := tr.Flush(t)
 	post := otlptest.Named(spans, "POST chat.postMessage")
 	limited := otlptest.Named(spans, "POST channels/{id}/messages")
 	if len(post) != 1 || len(limited) != 1 {
@@ -174,4 +170,36 @@ func TestTheTransportTracesEachAPICall(t *testing.T) {
 	if limited[0].StatusCode != 2 || limited[0].Attrs["error.type"] != "429" {
 		t.Errorf("a 429 is not an error on the span: %+v", limited[0])
 	}
+}
+
+// The trace log's reader takes what the writer writes, and refuses the
+// rest with the line's number, never panicking.
+func FuzzReadLog(f *testing.F) {
+	f.Add([]byte(`{"time":"2026-11-27T10:00:00Z","type":"turn_start","session":"s_1","turn":"t_1","trace_id":"0af7651916cd43dd8448eb211c80319c","span_id":"b7ad6b7169203331","guide":"support"}` + "\n"))
+	f.Add([]byte(`{"type":"tool_result","session":"s","result":"ok","args":{"a":1},"usage":{"input_tokens":1,"output_tokens":2}}` + "\n{}\n"))
+	f.Add([]byte(`{"type":"x","unknown":1}`))
+	f.Add([]byte(`{} {}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		lines, err := telemetry.ReadLog(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		var again bytes.Buffer
+		for _, l := range lines {
+			b, err := json.Marshal(l)
+			if err != nil {
+				t.Fatalf("a line read back does not encode: %v", err)
+			}
+			again.Write(append(b, '\n'))
+		}
+		back, err := telemetry.ReadLog(&again)
+		if err != nil || len(back) != len(lines) {
+			t.Fatalf("the lines read, written again, read back as %d lines, %v; want %d", len(back), err, len(lines))
+		}
+		for i := range back {
+			if back[i].Type != lines[i].Type || back[i].Session != lines[i].Session || !back[i].Time.Equal(lines[i].Time) {
+				t.Fatalf("line %d changed: %+v, then %+v", i+1, lines[i], back[i])
+			}
+		}
+	})
 }

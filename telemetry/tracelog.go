@@ -1,11 +1,14 @@
 package telemetry
 
 import (
+	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -195,4 +198,35 @@ func (l *traceLog) close(ctx context.Context) error {
 		return errors.New("telemetry: the trace log was not flushed in time")
 	}
 	return l.w.Close()
+}
+
+// ReadLog decodes a trace log, one Line a line, refusing a line that is
+// not one (a field the schema does not have included), with its number.
+func ReadLog(r io.Reader) ([]Line, error) {
+	var lines []Line
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 16<<20)
+	for n := 1; sc.Scan(); n++ {
+		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		dec.DisallowUnknownFields()
+		var l Line
+		if err := dec.Decode(&l); err != nil {
+			return lines, fmt.Errorf("trace log line %d: %w", n, err)
+		}
+		if dec.More() {
+			return lines, fmt.Errorf("trace log line %d: more than one JSON value", n)
+		}
+		lines = append(lines, l)
+	}
+	return lines, sc.Err()
+}
+
+// ReadLogFile is ReadLog of the file at path.
+func ReadLogFile(path string) ([]Line, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadLog(f)
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
@@ -48,18 +46,12 @@ func TestTheGatewayTracesATurnAndWritesTheTraceLog(t *testing.T) {
 		t.Fatalf("spans = %v, want %v", names, want)
 	}
 
-	f, err := os.Open(filepath.Join(g.dir, "data", "trace.jsonl"))
+	lines, err := telemetry.ReadLogFile(filepath.Join(g.dir, "data", "trace.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
 	var types []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var l telemetry.Line
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatalf("line %q: %v", sc.Text(), err)
-		}
+	for _, l := range lines {
 		types = append(types, l.Type)
 	}
 	if got := strings.Join(types, " "); got != "turn_start model_request model_response approval_requested turn_end approval_decided turn_start tool_call tool_result model_request model_response turn_end" {

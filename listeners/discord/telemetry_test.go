@@ -1,10 +1,8 @@
 package discord_test
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/switchboard-gw/switchboard/listeners/discord"
 	"github.com/switchboard-gw/switchboard/listeners/discord/discordtest"
@@ -16,23 +14,13 @@ import (
 // discordgo's REST calls, through the transport the gateway gives the
 // listener, are client spans named after the route, ids made {id}.
 func TestTheRESTCallsAreTraced(t *testing.T) {
-	recv := otlptest.Start(t)
-	tel, err := telemetry.Setup(context.Background(), telemetry.Config{Endpoint: recv.Endpoint, Protocol: "http/protobuf", Sampler: 1},
-		func(string) string { return "" }, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newRig(t, func(c *discord.Config, _ *discordtest.Server) { c.Telemetry = tel })
+	tr := otlptest.StartTraced(t, telemetry.Config{Sampler: 1})
+	r := newRig(t, func(c *discord.Config, _ *discordtest.Server) { c.Telemetry = tr.Telemetry })
 	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Noon."}})
 	_, thread := r.mention(alice, "what time is it?")
 	r.eventually("the answer in the thread", func() bool { return strings.Contains(allContent(r.botMessages(thread)), "Noon.") })
 	r.stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := tel.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	spans := recv.Spans()
+	spans := tr.Flush(t)
 	for route, name := range map[string]string{
 		discordtest.RouteStartThreadFromMessage: "POST channels/{id}/messages/{id}/threads",
 		discordtest.RouteCreateMessage:          "POST channels/{id}/messages",

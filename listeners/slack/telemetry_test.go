@@ -1,11 +1,9 @@
 package slack_test
 
 import (
-	"context"
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/switchboard-gw/switchboard/listeners/slack"
 	"github.com/switchboard-gw/switchboard/listeners/slack/slacktest"
@@ -19,13 +17,8 @@ import (
 // gateway gives the listener, are client spans exported over OTLP; the
 // mention the answer is for is a span of its own, which the turn links to.
 func TestTheWebAPICallsAndTheInputAreTraced(t *testing.T) {
-	recv := otlptest.Start(t)
-	tel, err := telemetry.Setup(context.Background(), telemetry.Config{Endpoint: recv.Endpoint, Protocol: "http/protobuf", Sampler: 1},
-		func(string) string { return "" }, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newTunedRig(t, func(c *sessions.Config) { c.Tracer = tel }, func(c *slack.Config) { c.Telemetry = tel })
+	tr := otlptest.StartTraced(t, telemetry.Config{Sampler: 1})
+	r := newTunedRig(t, func(c *sessions.Config) { c.Tracer = tr.Telemetry }, func(c *slack.Config) { c.Telemetry = tr.Telemetry })
 	r.fake.SetStartStreamError("feature_not_enabled") // edited, so chat.postMessage
 	r.gw.LLM.Push(openaitest.Reply{Text: []string{"Noon."}})
 	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "what time is it?"})
@@ -35,12 +28,7 @@ func TestTheWebAPICallsAndTheInputAreTraced(t *testing.T) {
 		return len(m) > 0 && strings.TrimSpace(m[len(m)-1].Text) == "Noon."
 	})
 	r.stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := tel.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	spans := recv.Spans()
+	spans := tr.Flush(t)
 	posts := otlptest.Named(spans, "POST chat.postMessage")
 	if len(posts) == 0 || len(posts) != r.fake.Calls("chat.postMessage") {
 		t.Fatalf("%d chat.postMessage spans for %d calls; spans: %s", len(posts), r.fake.Calls("chat.postMessage"), otlptest.Names(spans))
