@@ -234,7 +234,6 @@ func (s *session) resolve(ctx context.Context, c *confirmation, approved bool, w
 	evs := s.collect(func() {
 		for _, c := range answered {
 			c.Resolved, c.Approved, c.By = true, approved, by
-			s.traceDecided(ctx, p, c, who, why)
 			s.emit(ctx, switchboard.EventConfirmationResolved, switchboard.ConfirmationResolvedData{
 				ConfirmationID: c.ID, Approved: approved, By: by, Channel: who.Channel, Scope: scope, Reason: why,
 			})
@@ -258,6 +257,9 @@ func (s *session) resolve(ctx context.Context, c *confirmation, approved bool, w
 	// again, and an answer a client saw is never forgotten.
 	if !s.savePending(ctx, p, evs, allowed) {
 		return
+	}
+	for _, c := range answered {
+		s.traceDecided(ctx, p, c, who, why) // stored: decided
 	}
 	if allowed != nil {
 		s.rec.AllowedTools = allowed
@@ -300,11 +302,12 @@ func (s *session) stop(ctx context.Context, by switchboard.Author, stoppedRunnin
 	}
 	p := s.pending
 	p.Stopped = true
+	var cancelled []*confirmation
 	evs := s.collect(func() {
 		for _, c := range p.Confirmations {
 			if !c.Resolved {
 				c.Resolved, c.By = true, switchboard.ReasonCancelled
-				s.traceDecided(ctx, p, c, by, switchboard.ReasonCancelled)
+				cancelled = append(cancelled, c)
 				s.emit(ctx, switchboard.EventConfirmationResolved, switchboard.ConfirmationResolvedData{
 					ConfirmationID: c.ID, Approved: false, By: by.DisplayName(), Reason: switchboard.ReasonCancelled,
 				})
@@ -314,6 +317,9 @@ func (s *session) stop(ctx context.Context, by switchboard.Author, stoppedRunnin
 	})
 	if !s.savePending(ctx, p, evs, nil) {
 		return
+	}
+	for _, c := range cancelled {
+		s.traceDecided(ctx, p, c, by, switchboard.ReasonCancelled)
 	}
 	s.resumePending(ctx)
 }

@@ -2,6 +2,7 @@ package sessions_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -410,5 +411,81 @@ func TestAFailedModelCallIsAnErrorOnItsSpan(t *testing.T) {
 	}
 	if got := strings.Join(types, " "); got != "turn_start model_request model_response error turn_end" {
 		t.Errorf("trace log = %s", got)
+	}
+}
+
+// A stop while a call waits for approval is that approval's end, by
+// whoever stopped; the summary a compaction asks for is a model call of
+// its own.
+func TestAStopEndsTheApprovalItWaitsFor(t *testing.T) {
+	tr, h := newTraced(t, false)
+	askForTime(h)
+	c := h.newSession(alice)
+	c.say("what time is it?")
+	c.confirmation()
+	c.idleOrAwaiting()
+	c.send(switchboard.Input{Kind: switchboard.InputText, Text: "/stop"})
+	c.until(switchboard.EventConfirmationResolved, nil)
+	c.idle()
+	spans, lines := tr.flush(t, h)
+	approval := one(t, spans, "approval current_time")
+	wantAttrs(t, approval, map[string]any{"switchboard.approval.decision": "cancelled", "switchboard.approval.by": "Alice"})
+	_, cont := twoTurns(t, spans)
+	wantAttrs(t, cont, map[string]any{"switchboard.turn.outcome": "stopped"})
+	var decided int
+	for _, l := range lines {
+		if l.Type == "approval_decided" {
+			decided++
+		}
+	}
+	if decided != 1 {
+		t.Errorf("%d approval_decided lines, want 1", decided)
+	}
+}
+
+// A compaction is a line and an event on its turn's span, and the summary
+// it asks for a chat span under the turn.
+func TestACompactionIsTraced(t *testing.T) {
+	tr, h := newTraced(t, false)
+	h.llm.Respond(func(r openaitest.Request) openaitest.Reply {
+		if isSummaryRequest(r) {
+			return openaitest.Reply{Text: []string{"NOTES: facts noted."}}
+		}
+		return openaitest.Reply{Text: []string{"Noted."}}
+	})
+	c := h.attach(sessions.AttachOptions{Author: alice, Guide: "compacting"})
+	for i := range 5 {
+		c.say(fmt.Sprintf("fact %d", i))
+		c.reply()
+	}
+	c.idle()
+	spans, lines := tr.flush(t, h)
+	var compaction *telemetry.Line
+	for i, l := range lines {
+		if l.Type == "compaction" {
+			compaction = &lines[i]
+			break
+		}
+	}
+	if compaction == nil || compaction.Summarised <= 0 || compaction.Kept <= 0 {
+		t.Fatalf("compaction line = %+v", compaction)
+	}
+	var turn otlptest.Span
+	for _, s := range spans {
+		if s.SpanID == compaction.SpanID {
+			turn = s
+		}
+	}
+	if turn.Name != "invoke_agent compacting" || !slices.ContainsFunc(turn.Events, func(e otlptest.Event) bool { return e.Name == "compaction" }) {
+		t.Fatalf("the compaction's span is %q with events %+v, want the turn's with a compaction event", turn.Name, turn.Events)
+	}
+	var chats int
+	for _, s := range spans {
+		if s.Name == "chat gpt-test" && s.ParentID == turn.SpanID {
+			chats++
+		}
+	}
+	if chats != 2 {
+		t.Errorf("%d chat spans under the compacting turn, want 2 (the summary and the answer)", chats)
 	}
 }
