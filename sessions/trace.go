@@ -20,7 +20,8 @@ import (
 // Tracer is told each step of a turn as it happens, on the session's
 // goroutine (a tool's step on the goroutine running the tool). Its calls
 // must not block: the telemetry package buffers, and drops (counting) what
-// a full buffer cannot take rather than make a turn wait.
+// a full buffer cannot take rather than make a turn wait. A Step's slices
+// and pointers are the session's: read them during the call, keep none.
 type Tracer interface {
 	// Begin starts a step, under the span ctx carries, or step.Parent
 	// when set (a turn continued after an approval, an approval span).

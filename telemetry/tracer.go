@@ -23,7 +23,11 @@ var _ sessions.Tracer = (*Telemetry)(nil)
 
 // Begin starts the span of a step and writes its first log line.
 func (t *Telemetry) Begin(ctx context.Context, st sessions.Step) sessions.Span {
-	name, kind, attrs := t.describe(st)
+	var input string // gen_ai.input.messages, for the span and the line
+	if t.content && st.Messages != nil {
+		input = messagesJSON(st.Messages)
+	}
+	name, kind, attrs := t.describe(st, input)
 	opts := []trace.SpanStartOption{trace.WithSpanKind(kind), trace.WithAttributes(attrs...)}
 	start := st.Start
 	if start.IsZero() {
@@ -62,11 +66,7 @@ func (t *Telemetry) Begin(ctx context.Context, st sessions.Step) sessions.Span {
 				l.Messages = len(st.Messages)
 			}
 			if t.content {
-				l.System = st.System
-				if st.Messages != nil {
-					l.Input = messagesJSON(st.Messages)
-				}
-				l.Args = st.Args
+				l.System, l.Input, l.Args = st.System, input, st.Args
 			}
 		})
 	}
@@ -201,7 +201,7 @@ var (
 )
 
 // describe names a step's span and gives its first attributes.
-func (t *Telemetry) describe(st sessions.Step) (string, trace.SpanKind, []attribute.KeyValue) {
+func (t *Telemetry) describe(st sessions.Step, input string) (string, trace.SpanKind, []attribute.KeyValue) {
 	conv := attribute.String("gen_ai.conversation.id", st.Session)
 	turn := attribute.String("switchboard.turn.id", st.Turn)
 	switch st.Kind {
@@ -227,7 +227,7 @@ func (t *Telemetry) describe(st sessions.Step) (string, trace.SpanKind, []attrib
 			if st.System != "" {
 				a = append(a, attribute.String("gen_ai.system_instructions", st.System))
 			}
-			a = append(a, attribute.String("gen_ai.input.messages", messagesJSON(st.Messages)))
+			a = append(a, attribute.String("gen_ai.input.messages", input))
 		}
 		return "chat " + st.Model, trace.SpanKindClient, a
 	case sessions.StepTool:

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -61,9 +62,9 @@ func (x *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // the URL).
 func errorType(err error) string {
 	switch {
-	case err == context.Canceled:
+	case errors.Is(err, context.Canceled):
 		return "cancelled"
-	case err == context.DeadlineExceeded:
+	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout"
 	}
 	return "transport"
