@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
+	"log/slog"
 	"net"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/switchboard-gw/switchboard/config"
+	"github.com/switchboard-gw/switchboard/metrics"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
 	"github.com/switchboard-gw/switchboard/telemetry"
 	"github.com/switchboard-gw/switchboard/telemetry/otlptest"
@@ -95,5 +100,35 @@ func TestDoctorTelemetry(t *testing.T) {
 			out, _ := s.doctor(t, c.env)
 			wantRow(t, out, "telemetry", c.status, c.want...)
 		})
+	}
+}
+
+// With telemetry on, /metrics counts what it could not do; off, the
+// counters are not there at all.
+func TestTelemetryCountersAreOnMetrics(t *testing.T) {
+	scrape := func(cfg config.Config) string {
+		mets := metrics.New()
+		tel, err := startTelemetry(context.Background(), cfg, nil, mets, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tel.shutdown(slog.New(slog.DiscardHandler))
+		rec := httptest.NewRecorder()
+		mets.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		return rec.Body.String()
+	}
+	names := []string{"switchboard_trace_export_errors_total 0", "switchboard_trace_log_dropped_total 0", "switchboard_trace_log_write_errors_total 0"}
+	var cfg config.Config
+	cfg.Telemetry = config.Telemetry{Protocol: "http/protobuf", Sampler: 1, TraceLog: config.TraceLog{MaxSizeMB: 1, MaxFiles: 1}}
+	off := scrape(cfg)
+	cfg.Telemetry.TraceLog.Path = filepath.Join(t.TempDir(), "trace.jsonl")
+	on := scrape(cfg)
+	for _, n := range names {
+		if !strings.Contains(on, n) {
+			t.Errorf("/metrics lacks %s with the trace log on", n)
+		}
+		if name, _, _ := strings.Cut(n, " "); strings.Contains(off, name) {
+			t.Errorf("/metrics has %s with telemetry off", name)
+		}
 	}
 }
