@@ -353,13 +353,21 @@ func TestAResumedTurnLinksToTheInterruptedOne(t *testing.T) {
 	}
 }
 
-func TestAnApprovalAnsweredAfterARestartIsTracedUnderItsTurn(t *testing.T) {
+// awaitingApproval is a traced turn waiting for the approval of
+// current_time.
+func awaitingApproval(t *testing.T) (*traced, *harness, *client, *switchboard.ConfirmationRequestData) {
+	t.Helper()
 	tr, h := newTraced(t, false)
 	askForTime(h)
 	c := h.newSession(alice)
 	c.say("what time is it?")
 	req := c.confirmation()
 	c.idleOrAwaiting()
+	return tr, h, c, req
+}
+
+func TestAnApprovalAnsweredAfterARestartIsTracedUnderItsTurn(t *testing.T) {
+	tr, h, c, req := awaitingApproval(t)
 	h.restart() // the turn's span context is stored with the waiting turn
 	c2 := h.attach(sessions.AttachOptions{SessionID: c.id, Author: alice, AfterSeq: 0})
 	c2.send(switchboard.Input{Kind: switchboard.InputConfirm, ConfirmationID: req.ConfirmationID, Approved: true})
@@ -415,15 +423,9 @@ func TestAFailedModelCallIsAnErrorOnItsSpan(t *testing.T) {
 }
 
 // A stop while a call waits for approval is that approval's end, by
-// whoever stopped; the summary a compaction asks for is a model call of
-// its own.
+// whoever stopped.
 func TestAStopEndsTheApprovalItWaitsFor(t *testing.T) {
-	tr, h := newTraced(t, false)
-	askForTime(h)
-	c := h.newSession(alice)
-	c.say("what time is it?")
-	c.confirmation()
-	c.idleOrAwaiting()
+	tr, h, c, _ := awaitingApproval(t)
 	c.send(switchboard.Input{Kind: switchboard.InputText, Text: "/stop"})
 	c.until(switchboard.EventConfirmationResolved, nil)
 	c.idle()
