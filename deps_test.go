@@ -56,8 +56,23 @@ func TestImportDirection(t *testing.T) {
 		"/storage/postgres", "/cluster"}
 	for _, pkg := range core {
 		forbidden(pkg, func(d string) bool {
-			return strings.HasPrefix(d, "/listeners") || strings.HasPrefix(d, "/web") || strings.HasPrefix(d, "/cmd")
+			return strings.HasPrefix(d, "/listeners") || strings.HasPrefix(d, "/web") || strings.HasPrefix(d, "/cmd") ||
+				strings.HasPrefix(d, "/telemetry")
 		})
+	}
+	// Tracing: the core reports a turn's steps through sessions.Tracer and
+	// a chat app's work through places.Telemetry, interfaces of its own;
+	// the OpenTelemetry SDK, API and exporters stay in telemetry/, which
+	// only the gateway wires in. The core and the chat apps link none of
+	// it (the SDK's owner is pinned in TestSDKsStayInTheirPackage).
+	for _, pkg := range []string{"/sessions", "/places", "/listeners/slack", "/listeners/discord", "/listeners/websocket", "/listeners/stdin"} {
+		out, err := exec.Command("go", "list", "-deps", module+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		if strings.Contains(string(out), "go.opentelemetry.io/") {
+			t.Errorf("%s links OpenTelemetry: it reports through an interface of its own, which telemetry/ implements", pkg)
+		}
 	}
 	// The core counts through an interface of its own (sessions.Metrics):
 	// Prometheus stays in metrics/, which only the gateway wires in.
@@ -118,6 +133,7 @@ func TestSDKsStayInTheirPackage(t *testing.T) {
 		"github.com/anthropics/anthropic-sdk-go": "/providers/anthropic",
 		"github.com/openai/openai-go":            "/providers/openai",
 		"google.golang.org/genai":                "/providers/gemini",
+		"go.opentelemetry.io/otel":               "/telemetry", // the API, the SDK and the OTLP exporters
 	}
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", module+"/...").Output()
 	if err != nil {
@@ -140,7 +156,7 @@ func TestSDKsStayInTheirPackage(t *testing.T) {
 		}
 	}
 	// The listing sees imports at all.
-	if !seen["github.com/slack-go/slack"] || !seen["github.com/bwmarrin/discordgo"] {
+	if !seen["github.com/slack-go/slack"] || !seen["github.com/bwmarrin/discordgo"] || !seen["go.opentelemetry.io/otel"] {
 		t.Fatalf("go list found no SDK import: %v", seen)
 	}
 }

@@ -42,6 +42,11 @@ type Input struct {
 
 	ActionID string // InputAction
 	Value    string
+
+	// Trace is the W3C traceparent of the span that handed the input in
+	// (a chat app's, when tracing is on), which the turn it starts links
+	// to; empty otherwise.
+	Trace string `json:",omitempty"`
 }
 
 // QueuedInput is an input a session has accepted and not yet taken up. It

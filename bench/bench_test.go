@@ -54,7 +54,7 @@ func TestReportRuns(t *testing.T) {
 		"--gateway", gateway, "--levels", "1,2", "--warmup", "50ms", "--duration", "200ms",
 		"--idle", "5", "--context", "50,500", "--vectors", "2000", "--vector-dims", "64,128", "--slack-levels", "1,2", "--discord-levels", "1,2",
 		"--compaction", "200,16384", "--compaction-turns", "30", "--files", "2", "--procs", "2", "--stream", "2", "--stream-tokens", "30", "--stream-pace", "10ms",
-		"--replica-counts", "1,3", "--replica-levels", "3", "--takeover", "3", "--takeover-leases", "1s", "--takeover-rounds", "1", "--out", out,
+		"--replica-counts", "1,3", "--replica-levels", "3", "--takeover", "3", "--takeover-leases", "1s", "--takeover-rounds", "1", "--tracing-levels", "2", "--out", out,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -80,6 +80,22 @@ func TestReportRuns(t *testing.T) {
 	}
 
 	// | threads | turns/s | p50 | p99 | first text p50 | first text p99 | calls / turn | new conns / call | ack p99 | ack max | CPU | errors |
+	// The tracing rows: off exports nothing, traced runs export a turn's
+	// two spans (an invoke_agent and a chat) or more (the warm-up's).
+	_, tracing, _ := strings.Cut(report, "## Tracing\n")
+	tracing, _, _ = strings.Cut(tracing, "\n## ")
+	traceRows := regexp.MustCompile(`(?m)^\| (off|traced, exported|traced, exported, trace log) \| 2 \| (\d+) \|(?: [^|]+ \|){4} ([\d.]+) \| [^|]+ \|$`).
+		FindAllStringSubmatch(tracing, -1)
+	if len(traceRows) != 3 {
+		t.Fatalf("%d tracing rows, want off, traced, traced with the log:\n%s", len(traceRows), tracing)
+	}
+	for _, r := range traceRows {
+		spans, _ := strconv.ParseFloat(r[3], 64)
+		if turns, _ := strconv.Atoi(r[2]); turns == 0 || (r[1] == "off") != (spans == 0) || r[1] != "off" && spans < 2 {
+			t.Errorf("tracing %s: %s turns/s, %s spans a turn", r[1], r[2], r[3])
+		}
+	}
+
 	_, slack, _ := strings.Cut(report, "## Slack\n")
 	slack, _, _ = strings.Cut(slack, "\n## ")
 	slackRows := regexp.MustCompile(`(?m)^\| (\d+) \| (\d+) \|(?: [^|]+ \|){4} ([\d.]+) \|(?: [^|]+ \|){4} (\d+) \|$`).

@@ -91,6 +91,7 @@ func run(ctx context.Context, args []string) error {
 	slackLevels := fs.String("slack-levels", "1,100", "concurrent Slack threads per run")
 	discordOn := fs.Bool("discord", true, "measure the Discord listener against the fake Discord (listeners/discord/discordtest)")
 	discordLevels := fs.String("discord-levels", "1,100", "concurrent Discord threads per run")
+	tracingLevels := fs.String("tracing-levels", "1,100", "concurrent sessions of the tracing measurement, each run with tracing off, on, and on with the trace log ('' to skip)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -176,6 +177,20 @@ func run(ctx context.Context, args []string) error {
 		}
 		for _, x := range rep.procs {
 			log("%-24s GOMAXPROCS=%d: %8.0f turns/s", x.name, x.procs, x.row.turnsPerSec())
+		}
+	}
+
+	if *tracingLevels != "" {
+		tl, err := parseInts(*tracingLevels)
+		if err != nil {
+			return fmt.Errorf("--tracing-levels: %w", err)
+		}
+		if rep.tracing, err = measureTracing(ctx, *gateway, dir, llmURL, tl, *warmup, *duration); err != nil {
+			return fmt.Errorf("tracing: %w", err)
+		}
+		for _, x := range rep.tracing {
+			log("tracing %-28s %5d sessions: %8.0f turns/s  p50 %-9v p99 %-9v CPU %.2fs/1k turns  %.1f spans/turn",
+				x.mode, x.row.sessions, x.row.turnsPerSec(), x.row.p50(), x.row.p99(), x.row.cpuPer1k, x.spansPerTurn())
 		}
 	}
 

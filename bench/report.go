@@ -81,6 +81,7 @@ type report struct {
 	replicas      []replicaRow   // replicas.go
 	takeovers     []takeoverResult
 	pgVersion     string
+	tracing       []tracingRow // tracing.go
 }
 
 func (r report) markdown() string {
@@ -130,6 +131,7 @@ func (r report) markdown() string {
 			"Where the gateway's time goes: [performance.md](performance.md).\n\n", strings.Join(ratios, ", "))
 	}
 	r.procsSection(p)
+	r.tracingSection(p)
 	r.replicasSection(p)
 	r.streamSection(p)
 	if len(r.slack) > 0 {

@@ -45,6 +45,43 @@ type Config struct {
 	// Pricing and Budgets: what turns cost and may spend (spend.go).
 	Pricing []Price  `koanf:"pricing"`
 	Budgets []Budget `koanf:"budgets"`
+	// Telemetry: OpenTelemetry traces and the trace log (docs/telemetry.md).
+	Telemetry Telemetry `koanf:"telemetry"`
+}
+
+// Telemetry sends OpenTelemetry traces of every turn to an OTLP endpoint
+// and writes the trace log. The standard OTEL_ environment variables
+// (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL,
+// OTEL_SERVICE_NAME, OTEL_TRACES_SAMPLER…) win over these keys. Off while
+// neither an endpoint nor the trace log is set.
+type Telemetry struct {
+	// Endpoint is the OTLP endpoint's base URL, as
+	// OTEL_EXPORTER_OTLP_ENDPOINT takes it: http://collector:4318 for
+	// http/protobuf (/v1/traces is added), http://collector:4317 for grpc.
+	Endpoint string `koanf:"endpoint"`
+	// Protocol is http/protobuf (the default) or grpc.
+	Protocol string `koanf:"protocol"`
+	// Headers are sent with every export (an API key of a hosted backend).
+	Headers map[string]string `koanf:"headers"`
+	// ServiceName is the service.name of the spans (default switchboard).
+	ServiceName string `koanf:"service_name"`
+	// Sampler is the share of turns traced, 0 to 1 (parent-based, by trace
+	// id).
+	Sampler float64 `koanf:"sampler"`
+	// CaptureContent records messages, tool arguments and results in the
+	// spans and the trace log; off, only their sizes and names.
+	CaptureContent bool     `koanf:"capture_content"`
+	TraceLog       TraceLog `koanf:"trace_log"`
+}
+
+// TraceLog is the JSON-lines log of every agent step, rotated by size.
+type TraceLog struct {
+	// Path is the file; empty: no trace log.
+	Path string `koanf:"path"`
+	// MaxSizeMB rotates the file when it would pass this size.
+	MaxSizeMB int `koanf:"max_size_mb"`
+	// MaxFiles is how many rotated files are kept beside the current one.
+	MaxFiles int `koanf:"max_files"`
 }
 
 // Uploads are the files people send with a message, in every channel
@@ -617,6 +654,11 @@ func defaults() map[string]any {
 		"embeddings.cache_mb":                     256,
 		"embeddings.min_similarity":               0.3,
 		"embeddings.timeout":                      Duration(10 * time.Second),
+		"telemetry.protocol":                      "http/protobuf",
+		"telemetry.service_name":                  "switchboard",
+		"telemetry.sampler":                       1.0,
+		"telemetry.trace_log.max_size_mb":         100,
+		"telemetry.trace_log.max_files":           5,
 		"log.level":                               "info",
 		"log.format":                              "text",
 	}
@@ -708,7 +750,7 @@ func IsPostgres(dsn string) bool {
 // pathKeys are the keys that name files or folders on this machine.
 // Not tools.sandbox.python (a path inside the sandbox) nor
 // tools.mcp[].command (a command line, run as a shell would run it).
-var pathKeys = []string{"storage.dsn", "storage.data_dir", "guides.dir", "tools.sandbox.dir", "tools.sandbox.wheelhouse", "tools.sandbox.bwrap"}
+var pathKeys = []string{"storage.dsn", "storage.data_dir", "guides.dir", "tools.sandbox.dir", "tools.sandbox.wheelhouse", "tools.sandbox.bwrap", "telemetry.trace_log.path"}
 
 // resolvePaths makes the relative paths of pathKeys relative to dir, the
 // config file's folder. Empty values (a default chosen later), absolute
@@ -836,6 +878,28 @@ func (c Config) Validate() error {
 	}
 	if c.HTTP.ReadTimeout <= 0 {
 		bad("http.read_timeout", "must be positive, e.g. \"30s\"")
+	}
+	{
+		tm := c.Telemetry
+		switch tm.Protocol {
+		case "http/protobuf", "grpc":
+		default:
+			bad("telemetry.protocol", "want http/protobuf or grpc, not %q", tm.Protocol)
+		}
+		if tm.Endpoint != "" {
+			if u, err := url.Parse(tm.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				bad("telemetry.endpoint", "want the OTLP endpoint's URL, such as http://127.0.0.1:4318 (http/protobuf) or http://127.0.0.1:4317 (grpc), not %q", tm.Endpoint)
+			}
+		}
+		if tm.Sampler < 0 || tm.Sampler > 1 {
+			bad("telemetry.sampler", "want the share of turns traced, from 0 to 1, not %v", tm.Sampler)
+		}
+		if tm.TraceLog.MaxSizeMB <= 0 {
+			bad("telemetry.trace_log.max_size_mb", "must be positive, e.g. 100")
+		}
+		if tm.TraceLog.MaxFiles < 1 {
+			bad("telemetry.trace_log.max_files", "must be 1 or more (the rotated files kept), not %d", tm.TraceLog.MaxFiles)
+		}
 	}
 	if c.Metrics.Addr != "" {
 		if _, _, err := net.SplitHostPort(c.Metrics.Addr); err != nil {

@@ -428,6 +428,12 @@ func TestBadValues(t *testing.T) {
 			want: []string{`storage.retention: must be 0 (keep everything) or a duration`}},
 		{name: "log", file: "log: {level: loud, format: xml}\n",
 			want: []string{`log.level: want debug, info, warn or error, not "loud"`, `log.format: want text or json, not "xml"`}},
+		{name: "telemetry", file: "telemetry: {protocol: http/json, endpoint: 'collector:4318', sampler: 1.5, trace_log: {max_size_mb: 0, max_files: 0}}\n",
+			want: []string{`telemetry.protocol: want http/protobuf or grpc, not "http/json"`, `telemetry.endpoint: want the OTLP endpoint's URL`,
+				`telemetry.sampler: want the share of turns traced, from 0 to 1, not 1.5`, `telemetry.trace_log.max_size_mb: must be positive`,
+				`telemetry.trace_log.max_files: must be 1 or more`}},
+		{name: "telemetry key", file: "telemetry:\n  sample_ratio: 0.5\n",
+			want: []string{`telemetry.sample_ratio`}},
 		{name: "twice in file", file: "http:\n  addr: a:1\n  addr: b:2\n",
 			want: []string{`http.addr: set twice`, ":3)"}},
 		{name: "yaml syntax", file: "http:\n  addr: [\n",
@@ -620,22 +626,7 @@ embeddings:
 // The commented embeddings example of config.yaml is valid once
 // uncommented.
 func TestShippedEmbeddingsExample(t *testing.T) {
-	data, err := os.ReadFile("../config.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rest, ok := strings.Cut(string(data), "\n# embeddings:")
-	if !ok {
-		t.Fatal("config.yaml has no commented embeddings example")
-	}
-	example := "embeddings:"
-	for _, line := range strings.Split(rest, "\n")[1:] {
-		body, ok := strings.CutPrefix(line, "#   ")
-		if !ok {
-			break
-		}
-		example += "\n  " + body
-	}
+	example := commentedExample(t, "embeddings")
 	c := mustLoad(t, writeFile(t, "providers:\n  - {name: main, kind: openai, model: gpt-4o-mini}\n"+example+"\n"), nil, nil)
 	if e := c.Embeddings; e.Provider != "main" || e.Model != "text-embedding-3-small" || e.CacheMB == 0 {
 		t.Errorf("the example: %+v", e)
@@ -677,4 +668,45 @@ providers:
 	} {
 		wantErr(t, file, tc.sets, nil, tc.want)
 	}
+}
+
+// Telemetry is off by default; the commented example of config.yaml is
+// valid once uncommented, and its trace log path is the file's folder's.
+func TestTelemetry(t *testing.T) {
+	c := mustLoad(t, "", nil, nil)
+	want := Telemetry{Protocol: "http/protobuf", ServiceName: "switchboard", Sampler: 1, TraceLog: TraceLog{MaxSizeMB: 100, MaxFiles: 5}}
+	if c.Telemetry.Endpoint != "" || c.Telemetry.TraceLog.Path != "" || c.Telemetry.Protocol != want.Protocol ||
+		c.Telemetry.ServiceName != want.ServiceName || c.Telemetry.Sampler != 1 || c.Telemetry.TraceLog != want.TraceLog || c.Telemetry.CaptureContent {
+		t.Errorf("defaults: %+v, want %+v", c.Telemetry, want)
+	}
+	file := writeFile(t, commentedExample(t, "telemetry")+"\n")
+	c = mustLoad(t, file, nil, nil)
+	tm := c.Telemetry
+	if tm.Endpoint != "http://127.0.0.1:4318" || tm.Protocol != "http/protobuf" || tm.Sampler != 1 || tm.CaptureContent ||
+		tm.TraceLog.Path != filepath.Join(filepath.Dir(file), "data", "trace.jsonl") || tm.TraceLog.MaxFiles != 5 {
+		t.Errorf("the example: %+v", tm)
+	}
+}
+
+// commentedExample is the commented example of a section in config.yaml
+// ("# section:" and its "#   " lines), uncommented.
+func commentedExample(t *testing.T, section string) string {
+	t.Helper()
+	data, err := os.ReadFile("../config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "\n# "+section+":")
+	if !ok {
+		t.Fatalf("config.yaml has no commented %s example", section)
+	}
+	example := section + ":"
+	for _, line := range strings.Split(rest, "\n")[1:] {
+		body, ok := strings.CutPrefix(line, "#   ")
+		if !ok {
+			break
+		}
+		example += "\n  " + body
+	}
+	return example
 }

@@ -52,7 +52,12 @@ func (l *Layer) Binding(ctx context.Context, address string) (switchboard.Bindin
 // app's Gate first (its allow lists, the role it vouches for), then the
 // session's own decision (sessions' access.go). The place is noted as
 // where its author asks (AskedIn).
-func (l *Layer) Submit(ctx context.Context, b switchboard.Binding, in switchboard.Input) (*sessions.Receipt, error) {
+func (l *Layer) Submit(ctx context.Context, b switchboard.Binding, in switchboard.Input) (r *sessions.Receipt, err error) {
+	if tm := l.cfg.Telemetry; tm != nil {
+		var end func(error)
+		ctx, in.Trace, end = tm.Inbound(ctx, l.cfg.Channel, string(in.Kind), b.SessionID)
+		defer func() { end(err) }()
+	}
 	if err := l.admit(ctx, b, &in); err != nil {
 		return nil, err
 	}

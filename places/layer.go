@@ -11,6 +11,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"log/slog"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -90,6 +91,20 @@ type Config struct {
 	// for this long (30 s); FileTime is the longest a download may take
 	// (10 minutes). See Download.
 	FileStall, FileTime time.Duration
+	// Telemetry, when set, traces each input handed in (Submit).
+	Telemetry Telemetry
+}
+
+// Telemetry traces a chat app's work (the telemetry package implements
+// it; nil traces nothing): a span for each input a chat app hands in, and
+// a transport that makes each call its API client makes a span.
+type Telemetry interface {
+	// Inbound starts an input's span; end ends it with the input's fate.
+	// traceparent identifies the span, for the turn the input starts to
+	// link to.
+	Inbound(ctx context.Context, channel, kind, session string) (_ context.Context, traceparent string, end func(error))
+	// Transport wraps the transport of the chat app's API client.
+	Transport(channel string, next http.RoundTripper) http.RoundTripper
 }
 
 // Words is how a chat app writes the layer's sentences: Escape makes a

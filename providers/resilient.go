@@ -75,7 +75,10 @@ func (p Policy) withDefaults() Policy {
 // failure is logged with the same reference; Describe turns it into the
 // message for users.
 type Resilient struct {
-	Name     string
+	Name string
+	// Kind is the provider's kind as configured (openai, anthropic,
+	// gemini, ollama; demo for the offline model), for traces.
+	Kind     string
 	Provider Provider
 	Policy   Policy
 	// Fallback, if set, gets the request when every retry failed with a
@@ -103,7 +106,7 @@ type Resilient struct {
 	NoVision bool
 	// Model is the model the provider is configured with, which a request
 	// naming none gets: the sessions price a response by it when its own
-	// model has no price, and label their metrics with it.
+	// model has no price, label their metrics with it, and traces name it.
 	Model string
 }
 

@@ -28,6 +28,10 @@ import (
 // turn is what one user message has cost so far; it survives a suspension
 // for approval, and a restart, inside pendingTurn.
 type turn struct {
+	// ID names the turn in the trace log; Trace is its span, linked to
+	// when a restart runs it again (trace.go).
+	ID        string            `json:"id,omitempty"`
+	Trace     TraceRef          `json:"trace,omitzero"`
 	Iteration int               `json:"iteration"`
 	Usage     switchboard.Usage `json:"usage"`
 	Model     string            `json:"model,omitempty"`
@@ -58,6 +62,7 @@ type turn struct {
 	// (noted) and given with every request of the turn (memories.go).
 	notes string
 	noted bool
+	span  Span // the turn's span under way; nil without a Tracer
 }
 
 // userTurn answers a user's message. The message, its event and the turn
@@ -99,6 +104,7 @@ func (s *session) userTurn(ctx context.Context, j job, text string) {
 		return
 	}
 	t := &turn{started: s.m.cfg.Now(), Author: in.Author, thinking: true}
+	s.traceTurn(ctx, t, "", in.Trace)
 	w := switchboard.TurnWrite{
 		InboxID: j.inboxID, Messages: []switchboard.Message{msg},
 		Events: []switchboard.Event{ev, thinking}, Published: s.onCommit, Turn: running(*t),
@@ -110,6 +116,11 @@ func (s *session) userTurn(ctx context.Context, j job, text string) {
 	}
 	dup, err := s.store(ctx, w)
 	j.ack(err)
+	if err != nil {
+		s.traceTurnEnd(t, "not_stored", err)
+	} else if dup {
+		s.traceTurnEnd(t, "duplicate", nil)
+	}
 	if err != nil {
 		return
 	}
@@ -200,6 +211,7 @@ func (s *session) agentLoop(ctx context.Context, t *turn, resume *pendingTurn) {
 		}
 		if len(p.Confirmations) > 0 && turnCtx.Err() == nil {
 			s.suspend(ctx, p)
+			s.traceTurnEnd(t, "awaiting_approval", nil)
 			return
 		}
 		p.cancelUnresolved(s.m.cfg.Now())
@@ -254,8 +266,12 @@ func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (
 	var text strings.Builder
 	var calls []switchboard.ToolCall
 	t.tail = ""
+	var span Span              // the call's, for the tracer (trace.go)
+	var used switchboard.Usage // the call's tokens
+	var stop string
 	for attempt := 0; ; attempt++ {
 		sent, dropped, cut := s.fit(req)
+		span, used = s.traceModel(ctx, t, sent), switchboard.Usage{}
 		if dropped > 0 || cut > 0 {
 			s.log.Info("a request was shortened to fit the model's context", "left_out", dropped, "cut", cut,
 				"budget_tokens", s.budget(), "messages", len(sent.Messages))
@@ -277,9 +293,10 @@ func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (
 			case providers.EventToolCall:
 				calls = append(calls, ev.ToolCall)
 			case providers.EventUsage:
-				t.Usage = t.Usage.Add(ev.Usage)
+				t.Usage, used = t.Usage.Add(ev.Usage), used.Add(ev.Usage)
 				s.fitting.observe(estimate, ev.Usage.PromptTokens)
 			case providers.EventDone:
+				stop = ev.StopReason
 				if ev.Model != "" {
 					t.Model = ev.Model
 				}
@@ -288,6 +305,7 @@ func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (
 		if err == nil {
 			break
 		}
+		s.traceModelEnd(span, t, used, "", nil, err)
 		if attempt > 0 || !errors.Is(err, providers.ErrContextTooLong) || text.Len() > 0 || len(calls) > 0 {
 			return switchboard.Message{}, nil, err
 		}
@@ -301,6 +319,7 @@ func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (
 		t.Model = req.Model
 	}
 	reply := switchboard.Message{Role: switchboard.RoleAssistant, Content: text.String(), ToolCalls: calls}
+	s.traceModelEnd(span, t, used, stop, &reply, nil)
 	if reply.Content == "" {
 		return reply, nil, nil
 	}
@@ -337,8 +356,9 @@ func (s *session) triage(ctx context.Context, p *pendingTurn) []int {
 				// Allowed for the session by an approver ("Always allow").
 				run = append(run, i)
 			} else {
+				now := s.m.cfg.Now().UTC()
 				p.Confirmations = append(p.Confirmations, &confirmation{
-					ID: newID("c_"), CallIndex: i, ExpiresAt: s.m.cfg.Now().Add(s.m.limits().ApprovalTimeout).UTC(),
+					ID: newID("c_"), CallIndex: i, AskedAt: now, ExpiresAt: now.Add(s.m.limits().ApprovalTimeout),
 				})
 			}
 		}
@@ -368,9 +388,11 @@ func (s *session) runTools(ctx, turnCtx context.Context, p *pendingTurn, idx []i
 	for _, i := range idx {
 		call := p.Assistant.ToolCalls[i]
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(tools.WithAuthor(tools.WithSession(turnCtx, s.id), s.answering), timeout)
+			span := s.traceTool(turnCtx, &p.Turn, call)
+			ctx, cancel := context.WithTimeout(tools.WithAuthor(tools.WithSession(under(turnCtx, span), s.id), s.answering), timeout)
 			defer cancel()
 			res, err := s.m.cfg.Tools.Run(ctx, call.Name, call.Args)
+			traceToolEnd(span, call, res.Content, err)
 			results <- done{i, res, err}
 		})
 	}
@@ -440,6 +462,7 @@ func (s *session) endTurn(ctx context.Context, t *turn, err error) {
 	outcome := "answered"
 	switch {
 	case err != nil && s.interrupting(err):
+		s.traceTurnEnd(t, "interrupted", err)
 		if !t.started.IsZero() {
 			s.m.cfg.Metrics.TurnEnded("interrupted", s.m.cfg.Now().Sub(t.started))
 		}
@@ -461,6 +484,7 @@ func (s *session) endTurn(ctx context.Context, t *turn, err error) {
 		s.log.Warn("turn failed", "err", err)
 		s.emitError(ctx, switchboard.ErrCodeProvider, providerErrorMessage(err))
 	}
+	s.traceTurnEnd(t, outcome, err)
 	if !t.usageStored {
 		// Tokens spent are spent even when the turn was stopped, so the
 		// write outlives ctx.

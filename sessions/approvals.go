@@ -44,6 +44,7 @@ func running(t turn) []byte {
 type confirmation struct {
 	ID        string    `json:"id"`
 	CallIndex int       `json:"call_index"`
+	AskedAt   time.Time `json:"asked_at,omitzero"` // for the approval's span (trace.go)
 	ExpiresAt time.Time `json:"expires_at"`
 	Resolved  bool      `json:"resolved,omitempty"`
 	Approved  bool      `json:"approved,omitempty"`
@@ -121,6 +122,7 @@ func (s *session) suspend(ctx context.Context, p *pendingTurn) {
 	}
 	s.setPending(p)
 	s.armTimers()
+	s.traceAsked(ctx, p)
 }
 
 // request is how a confirmation is shown to listeners.
@@ -256,6 +258,9 @@ func (s *session) resolve(ctx context.Context, c *confirmation, approved bool, w
 	if !s.savePending(ctx, p, evs, allowed) {
 		return
 	}
+	for _, c := range answered {
+		s.traceDecided(ctx, p, c, who, why) // stored: decided
+	}
 	if allowed != nil {
 		s.rec.AllowedTools = allowed
 	}
@@ -273,6 +278,7 @@ func (s *session) resumePending(ctx context.Context) {
 	}
 	s.stopTimers()
 	s.setPending(nil)
+	s.traceTurn(ctx, &p.Turn, "approval", "") // its tools run under it too
 	t := p.Turn
 	t.started = s.m.cfg.Now()
 	s.agentLoop(ctx, &t, p)
@@ -296,10 +302,12 @@ func (s *session) stop(ctx context.Context, by switchboard.Author, stoppedRunnin
 	}
 	p := s.pending
 	p.Stopped = true
+	var cancelled []*confirmation
 	evs := s.collect(func() {
 		for _, c := range p.Confirmations {
 			if !c.Resolved {
 				c.Resolved, c.By = true, switchboard.ReasonCancelled
+				cancelled = append(cancelled, c)
 				s.emit(ctx, switchboard.EventConfirmationResolved, switchboard.ConfirmationResolvedData{
 					ConfirmationID: c.ID, Approved: false, By: by.DisplayName(), Reason: switchboard.ReasonCancelled,
 				})
@@ -309,6 +317,9 @@ func (s *session) stop(ctx context.Context, by switchboard.Author, stoppedRunnin
 	})
 	if !s.savePending(ctx, p, evs, nil) {
 		return
+	}
+	for _, c := range cancelled {
+		s.traceDecided(ctx, p, c, by, switchboard.ReasonCancelled)
 	}
 	s.resumePending(ctx)
 }

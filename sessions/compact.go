@@ -83,7 +83,7 @@ func (s *session) maybeCompact(ctx, turnCtx context.Context, t *turn, system str
 	if cut <= 0 {
 		return // nothing before the last exchange, or not one exchange fits
 	}
-	summary, usage, err := s.summarise(turnCtx, s.window[:cut])
+	summary, usage, err := s.summarise(turnCtx, t, s.window[:cut])
 	t.Usage = t.Usage.Add(usage)
 	if err != nil {
 		if turnCtx.Err() == nil {
@@ -102,16 +102,20 @@ func (s *session) maybeCompact(ctx, turnCtx context.Context, t *turn, system str
 	}
 	s.summary = summary
 	s.window = append(make([]switchboard.Message, 0, len(tail)+8), tail...)
+	s.traceCompaction(ctx, t, cut, len(tail))
 	s.log.Info("conversation compacted", "summarised_messages", cut, "kept_messages", len(tail), "summary_bytes", len(summary))
 }
 
-// summarise asks the model for notes on msgs, after the session's summary.
-func (s *session) summarise(ctx context.Context, msgs []switchboard.Message) (string, switchboard.Usage, error) {
+// summarise asks the model for notes on msgs, after the session's
+// summary: a model call of turn t.
+func (s *session) summarise(ctx context.Context, t *turn, msgs []switchboard.Message) (string, switchboard.Usage, error) {
 	req := s.summaryRequest(msgs)
+	span := s.traceModel(ctx, t, req)
 	var out strings.Builder
 	var usage switchboard.Usage
 	for ev, err := range s.provider().Stream(ctx, req) {
 		if err != nil {
+			s.traceModelEnd(span, t, usage, "", nil, err)
 			return "", usage, err
 		}
 		switch ev.Kind {
@@ -122,6 +126,7 @@ func (s *session) summarise(ctx context.Context, msgs []switchboard.Message) (st
 		}
 	}
 	text := strings.TrimSpace(out.String())
+	s.traceModelEnd(span, t, usage, "", &switchboard.Message{Role: switchboard.RoleAssistant, Content: text}, nil)
 	if text == "" {
 		return "", usage, fmt.Errorf("sessions: the summary came back empty")
 	}

@@ -106,6 +106,9 @@ type Config struct {
 	// Cluster, when set, shares the sessions with other replicas on the
 	// same database (cluster.go); nil: this gateway runs every session.
 	Cluster Cluster
+	// Tracer, when set, is told every step of every turn (trace.go):
+	// telemetry's spans and trace log. nil: nothing is traced.
+	Tracer Tracer
 
 	QueueSize        int           // inputs waiting per session (64)
 	SubscriberBuffer int           // events buffered per attached listener (256)

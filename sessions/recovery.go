@@ -81,9 +81,11 @@ func (s *session) resumeInterrupted(ctx context.Context, p *pendingTurn, reason 
 	if !ok {
 		return
 	}
+	s.traceTurn(ctx, &t, "restart", "")
 	// Stored, and waited for, before the model is called: while storage
 	// still fails, no tokens are spent on an answer that cannot be kept.
 	if !s.write(ctx, switchboard.TurnWrite{Events: []switchboard.Event{ev}, Published: s.onCommit, Turn: running(t)}) {
+		s.traceTurnEnd(&t, "not_stored", nil)
 		return
 	}
 	s.m.cfg.Metrics.TurnResumed(reason)

@@ -222,6 +222,7 @@ func (d *doctor) run(ctx context.Context, sets []string) []checkResult {
 	results = append(results, listeners...)
 	results = append(results, bwrap)
 	results = append(results, mcpResults...)
+	results = append(results, d.checkTelemetry(ctx)) // telemetry.go
 	return results
 }
 

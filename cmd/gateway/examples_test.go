@@ -172,6 +172,9 @@ var shellRules = []shellRule{
 		notRun: "needs a Docker engine, which CI lacks"},
 	{first: regexp.MustCompile(`^export DISCORD_BOT_TOKEN=`),
 		notRun: "needs a Discord application; the doctor's Discord check runs against the fake Discord in TestDoctorDiscord, the listener in listeners/discord's tests"},
+	{first: regexp.MustCompile(`^docker run --rm -d --name jaeger `),
+		notRun: "needs a Docker engine and Jaeger's image; the same export (OTEL_EXPORTER_OTLP_ENDPOINT, OTLP/HTTP) goes to a decoding receiver in TestTheGatewayTracesATurnAndWritesTheTraceLog, OTLP/gRPC in telemetry's TestGRPCExportWorks"},
+	{first: regexp.MustCompile(`^jq -s 'map\(select\(\.type == "model_response"\)\)`), run: runJQExamples},
 	{first: regexp.MustCompile(`^export SLACK_BOT_TOKEN=`),
 		notRun: "needs a Slack workspace; the doctor's Slack check runs against the fake Slack in TestDoctorSlack, the listener in listeners/slack's tests"},
 }
@@ -301,6 +304,35 @@ func runPipeExamples(t *testing.T, cmds []string) {
 			wants = append(wants, want...)
 		}
 		inOrder(t, out.String(), wants...)
+	}
+}
+
+// runJQExamples runs the trace log's jq examples on a trace log the
+// gateway wrote in a piped conversation with the demo model, whose tool
+// asks for approval: each must run, and the first find a model call.
+func runJQExamples(t *testing.T, cmds []string) {
+	if _, err := exec.LookPath("jq"); err != nil {
+		t.Skip("jq is not installed (.ci/run does not install it); the trace log's lines are decoded field by field in TestATurnWithAToolAndAnApprovalIsTraced")
+	}
+	dir := exampleCheckout(t)
+	ctx, cancel := context.WithTimeout(context.Background(), terminalDeadline)
+	defer cancel()
+	gw := exec.CommandContext(ctx, filepath.Join(dir, "bin", "gateway"), "--config", "config.yaml")
+	gw.Dir, gw.Env = dir, append(exampleEnv(), "SWITCHBOARD_TELEMETRY__TRACE_LOG__PATH=data/trace.jsonl")
+	gw.Stdin = strings.NewReader("what time is it in Berlin?\ny\n")
+	if out, err := gw.CombinedOutput(); err != nil {
+		t.Fatalf("the gateway: %v\n%s", err, out)
+	}
+	for i, cmd := range cmds {
+		c := exec.CommandContext(ctx, "sh", "-c", cmd)
+		c.Dir = dir
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", cmd, err, out)
+		}
+		if i == 0 && !strings.Contains(string(out), `"model_response"`) {
+			t.Errorf("%s found no model call:\n%s", cmd, out)
+		}
 	}
 }
 

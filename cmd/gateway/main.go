@@ -36,6 +36,7 @@ import (
 	"github.com/switchboard-gw/switchboard/listeners/stdin"
 	"github.com/switchboard-gw/switchboard/listeners/websocket"
 	"github.com/switchboard-gw/switchboard/metrics"
+	"github.com/switchboard-gw/switchboard/places"
 	"github.com/switchboard-gw/switchboard/providers"
 	"github.com/switchboard-gw/switchboard/providers/anthropic"
 	"github.com/switchboard-gw/switchboard/providers/demo"
@@ -175,6 +176,12 @@ Flags:
 
 	mets := metrics.New()
 	parts := newHealth(mets) // health.go: /readyz, switchboard_component_up
+	// Traces and the trace log (telemetry.go); off unless configured.
+	tel, err := startTelemetry(ctx, cfg, environ, mets, log)
+	if err != nil {
+		return err
+	}
+	defer tel.shutdown(log) // after the sessions stopped: their last spans go too
 	dbase, err := openDatabase(ctx, cfg, log, mets, parts)
 	if err != nil {
 		return err
@@ -274,6 +281,7 @@ Flags:
 		Cluster:   dbase.sessionsCluster(),
 		PublicURL: inviteHTTP.InviteBase(),
 		Spending:  spendingOf(cfg), // usage.go; a reload swaps it with manager.SetSpending
+		Tracer:    tel.tracer(),
 		Uploads:   tb.uploads(), UploadLimits: uploadLimits(cfg.Uploads),
 		Files: tb.files, Forget: func(ids []string) {
 			tb.forget(ids)
@@ -291,7 +299,7 @@ Flags:
 	// Listeners that render bound sessions register with the manager
 	// before Recover, so the turns it resumes reach their threads.
 	defaultGuide, _ := catalog.Get(cfg.Guides.Default)
-	slackListener, err := newSlack(cfg, environ, manager, defaultGuide, parts, log)
+	slackListener, err := newSlack(cfg, environ, manager, defaultGuide, parts, tel.places(), log)
 	if err != nil {
 		return err
 	}
@@ -299,7 +307,7 @@ Flags:
 	if dbase.cluster != nil {
 		leader = dbase.cluster.Lead // replicas: whichever holds the role
 	}
-	discordListener, err := newDiscord(cfg, environ, manager, leader, parts, log)
+	discordListener, err := newDiscord(cfg, environ, manager, leader, parts, tel.places(), log)
 	if err != nil {
 		return err
 	}
@@ -504,7 +512,7 @@ func checkWebSocket(cfg config.Config, environ []string) error {
 // newDiscord builds the Discord listener when it is enabled (nil
 // otherwise), refusing a token variable that is not set. leader, for a
 // replica, runs the Gateway connection while this one holds the role.
-func newDiscord(cfg config.Config, environ []string, mgr *sessions.Manager, leader func(context.Context, string, func(context.Context)), parts *health.Registry, log *slog.Logger) (*discord.Listener, error) {
+func newDiscord(cfg config.Config, environ []string, mgr *sessions.Manager, leader func(context.Context, string, func(context.Context)), parts *health.Registry, tm places.Telemetry, log *slog.Logger) (*discord.Listener, error) {
 	dc := cfg.Listeners.Discord
 	if !dc.Enabled {
 		return nil, nil
@@ -520,6 +528,7 @@ func newDiscord(cfg config.Config, environ []string, mgr *sessions.Manager, lead
 		Health:          parts.Add(discord.Channel, "listener", true),
 		TokenFrom:       secretSource(dc.Token, dc.TokenEnv, "listeners.discord.token"),
 		Leader:          leader, // the bot's Gateway connection: one replica's
+		Telemetry:       tm,
 	}, mgr, log)
 }
 
@@ -535,7 +544,7 @@ func secretSource(value, env, key string) string {
 
 // newSlack builds the Slack listener when it is enabled (nil otherwise),
 // refusing a token variable that is not set.
-func newSlack(cfg config.Config, environ []string, mgr *sessions.Manager, guide guides.Guide, parts *health.Registry, log *slog.Logger) (*slack.Listener, error) {
+func newSlack(cfg config.Config, environ []string, mgr *sessions.Manager, guide guides.Guide, parts *health.Registry, tm places.Telemetry, log *slog.Logger) (*slack.Listener, error) {
 	sc := cfg.Listeners.Slack
 	if !sc.Enabled {
 		return nil, nil
@@ -556,6 +565,7 @@ func newSlack(cfg config.Config, environ []string, mgr *sessions.Manager, guide 
 		AppTokenFrom: secretSource(sc.AppToken, sc.AppTokenEnv, "listeners.slack.app_token"),
 		BotTokenFrom: secretSource(sc.BotToken, sc.BotTokenEnv, "listeners.slack.bot_token"),
 		Health:       parts.Add(slack.Channel, "listener", true),
+		Telemetry:    tm,
 	}, mgr, log)
 }
 
@@ -673,11 +683,10 @@ func buildProviders(cfg config.Config, environ []string, log *slog.Logger) (map[
 			return nil, "", fmt.Errorf("providers[%d] (%s): %w", i, pc.Name, err)
 		}
 		provs[pc.Name] = &providers.Resilient{
-			Name: pc.Name, Provider: p, Logger: log.With("provider", pc.Name),
+			Name: pc.Name, Kind: pc.Kind, Model: pc.Model, Provider: p, Logger: log.With("provider", pc.Name),
 			Policy:        providers.Policy{MaxRetries: pc.MaxRetries, IdleTimeout: time.Duration(pc.Timeout)},
 			ContextWindow: cmp.Or(pc.ContextWindow, providers.ContextWindow(pc.Model)),
 			NoVision:      !pc.Vision,
-			Model:         pc.Model,
 		}
 	}
 	hint := "Set " + strings.Join(missing, ", or ") + " to use a real model."
@@ -689,7 +698,7 @@ func buildProviders(cfg config.Config, environ []string, log *slog.Logger) (map[
 	} else if len(missing) > 0 {
 		log.Warn("some providers have no credentials and answer with the offline demo model. " + hint)
 	}
-	demoModel := &providers.Resilient{Name: "demo", Provider: &demo.Provider{Hint: hint}, Logger: log}
+	demoModel := &providers.Resilient{Name: "demo", Kind: "demo", Provider: &demo.Provider{Hint: hint}, Logger: log}
 	for _, pc := range cfg.Providers {
 		if _, ok := provs[pc.Name]; !ok {
 			provs[pc.Name] = demoModel

@@ -90,7 +90,7 @@ func hermeticEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "SWITCHBOARD_") || strings.HasSuffix(k, "_API_KEY") || k == "GATEWAY_TEST_RUN_MAIN" {
+		if strings.HasPrefix(k, "SWITCHBOARD_") || strings.HasPrefix(k, "OTEL_") || strings.HasSuffix(k, "_API_KEY") || k == "GATEWAY_TEST_RUN_MAIN" {
 			continue
 		}
 		env = append(env, kv)

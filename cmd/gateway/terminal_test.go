@@ -248,12 +248,12 @@ func TestPipeOneOffStartsANewConversation(t *testing.T) {
 
 // runArgs runs the gateway with flags and input piped in, and returns its
 // output and how it exited.
-func (g *gateway) runArgs(args []string, input string) (stdout, stderr string, err error) {
+func (g *gateway) runArgs(args []string, input string, env ...string) (stdout, stderr string, err error) {
 	g.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), terminalDeadline)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], append([]string{"--config", g.config}, args...)...)
-	cmd.Env = append(hermeticEnv(), "GATEWAY_TEST_RUN_MAIN=1", "USER=tester", "TEST_OPENAI_KEY=sk-test")
+	cmd.Env = append(append(hermeticEnv(), "GATEWAY_TEST_RUN_MAIN=1", "USER=tester", "TEST_OPENAI_KEY=sk-test"), env...)
 	cmd.Stdin = strings.NewReader(input)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

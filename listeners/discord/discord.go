@@ -43,6 +43,8 @@ const Channel = "discord"
 
 // Config is the listener's part of the configuration.
 type Config struct {
+	// Telemetry, when set, traces the REST calls and the inputs.
+	Telemetry     places.Telemetry
 	Token         string // the bot token (without "Bot ")
 	ApplicationID string // from READY when empty
 	// PublicKey (hex Ed25519) turns on HTTP interactions at
@@ -160,6 +162,7 @@ func New(cfg Config, s places.Sessions, log *slog.Logger) (*Listener, error) {
 	l.log = log.With("listener", Channel)
 	l.places = places.New(places.Config{
 		Channel: Channel, Sessions: s, Log: l.log, NewRoom: l.newRoom, Interval: l.cfg.EditInterval, Gate: l.gate, FileStall: l.cfg.DownloadTimeout,
+		Telemetry: l.cfg.Telemetry,
 		Words: places.Words{Escape: mdEscape, Strong: func(s string) string { return "**" + mdEscape(s) + "**" },
 			JoinHint: "Mention me with /join CODE in a channel (a new thread opens from your message), or use it in a DM with me."},
 	})
@@ -195,8 +198,12 @@ func newClient(cfg Config) (*Listener, error) {
 	// keeps two, so a busy gateway would open one for most calls).
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = 64
+	var rest http.RoundTripper = &globalLimit{next: transport}
+	if cfg.Telemetry != nil {
+		rest = cfg.Telemetry.Transport(Channel, rest) // the rerouted URL, the wait for the limit included
+	}
 	dg.Client = &http.Client{Timeout: 20 * time.Second,
-		Transport: &reroute{from: discordgo.EndpointAPI, to: cfg.APIURL, next: &globalLimit{next: transport}}}
+		Transport: &reroute{from: discordgo.EndpointAPI, to: cfg.APIURL, next: rest}}
 	l := &Listener{
 		cfg: cfg, log: slog.New(slog.DiscardHandler), dg: dg, files: newFilesClient(transport), publicKey: pub,
 		names: newNameCache(), tokens: map[string]interactionToken{}, ready: make(chan struct{}),

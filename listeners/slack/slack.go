@@ -40,6 +40,8 @@ const Channel = "slack"
 
 // Config is the listener's part of the configuration.
 type Config struct {
+	// Telemetry, when set, traces the Web API calls and the inputs.
+	Telemetry places.Telemetry
 	// Mode is "socket" (Socket Mode, no public URL) or "http".
 	Mode          string
 	BotToken      string // xoxb-…
@@ -162,7 +164,11 @@ func New(cfg Config, s places.Sessions, log *slog.Logger) (*Listener, error) {
 	// for most calls.
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = 64
-	client := &http.Client{Transport: transport, Timeout: 30 * time.Second}
+	var api http.RoundTripper = transport
+	if cfg.Telemetry != nil {
+		api = cfg.Telemetry.Transport(Channel, transport)
+	}
+	client := &http.Client{Transport: api, Timeout: 30 * time.Second}
 	opts := []slackapi.Option{slackapi.OptionAPIURL(cfg.APIURL), slackapi.OptionHTTPClient(client)}
 	if cfg.AppToken != "" {
 		opts = append(opts, slackapi.OptionAppLevelToken(cfg.AppToken))
@@ -180,6 +186,7 @@ func New(cfg Config, s places.Sessions, log *slog.Logger) (*Listener, error) {
 	l.nativeOK.Store(!cfg.NoNativeStreaming)
 	l.places = places.New(places.Config{
 		Channel: Channel, Sessions: s, Log: l.log, NewRoom: l.newRoom, Interval: cfg.UpdateInterval, Gate: l.gate, FileStall: cfg.DownloadTimeout,
+		Telemetry: cfg.Telemetry,
 		Words: places.Words{Escape: mrkdwnEscape, JoinHint: "Mention me with join CODE at the top level of a channel " +
 			"(a new thread opens under your message), or write join CODE to me in a DM."},
 	})
