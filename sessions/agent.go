@@ -648,11 +648,18 @@ func (s *session) providerName() string {
 	return s.m.providers().nameFor(s.guide)
 }
 
+// configured is the guide's provider as configured now (a reload may
+// have swapped it), without its fallback: its name, kind and model.
+func (s *session) configured() (string, *providers.Resilient) {
+	ps := s.m.providers()
+	name := ps.nameFor(s.guide)
+	return name, ps.byName[name]
+}
+
 // provider is the guide's provider, with its fallback when it names one.
 func (s *session) provider() providers.Provider {
 	ps := s.m.providers()
-	name := ps.nameFor(s.guide)
-	p := ps.byName[name]
+	name, p := s.configured()
 	if fb, ok := ps.byName[s.guide.Fallback]; ok && s.guide.Fallback != name {
 		withFallback := *p
 		withFallback.Fallback = fb

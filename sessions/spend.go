@@ -316,7 +316,7 @@ func (s *session) requestedModel() string {
 	if s.guide.Model != "" {
 		return s.guide.Model
 	}
-	if p := s.m.cfg.Providers[s.providerName()]; p != nil {
+	if _, p := s.configured(); p != nil {
 		return p.Model
 	}
 	return ""

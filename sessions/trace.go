@@ -184,11 +184,12 @@ func (s *session) traceModel(ctx context.Context, t *turn, req providers.Request
 		return nil
 	}
 	kind, model := "", req.Model
-	if p := s.m.cfg.Providers[s.providerName()]; p != nil {
+	name, p := s.configured()
+	if p != nil {
 		kind, model = p.Kind, cmp.Or(model, p.Model)
 	}
 	return tr.Begin(t.under(ctx), Step{
-		Kind: StepModel, Session: s.id, Turn: t.ID, Guide: s.guide.Name, Provider: s.providerName(), ProviderKind: kind,
+		Kind: StepModel, Session: s.id, Turn: t.ID, Guide: s.guide.Name, Provider: name, ProviderKind: kind,
 		Model: model, Temperature: req.Temperature, MaxTokens: req.MaxTokens, System: req.System, Messages: req.Messages,
 	})
 }

@@ -7,10 +7,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/providers"
+	"github.com/switchboard-gw/switchboard/providers/openai"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
 	"github.com/switchboard-gw/switchboard/sessions"
 	"github.com/switchboard-gw/switchboard/telemetry"
@@ -490,4 +493,31 @@ func TestACompactionIsTraced(t *testing.T) {
 	if chats != 2 {
 		t.Errorf("%d chat spans under the compacting turn, want 2 (the summary and the answer)", chats)
 	}
+}
+
+// A model call after a reload swapped the providers is traced as the new
+// provider's: its kind and model, not those the gateway started with.
+func TestAModelCallAfterAReloadIsTracedAsTheNewProvider(t *testing.T) {
+	tr, h := newTraced(t, false)
+	adapter, err := openai.New(providers.Config{Name: "main", Kind: "openai", BaseURL: h.llm.BaseURL(), APIKey: "sk-2", Model: "local-model"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.m.SetProviders(map[string]*providers.Resilient{"main": {Name: "main", Kind: "ollama", Model: "local-model", Provider: adapter,
+		Policy: providers.Policy{IdleTimeout: 5 * time.Second}}}, "main")
+	c := h.newSession(alice)
+	c.say("hello")
+	c.reply()
+	c.idle()
+	spans, _ := tr.flush(t, h)
+	var chats []otlptest.Span
+	for _, sp := range spans {
+		if strings.HasPrefix(sp.Name, "chat ") {
+			chats = append(chats, sp)
+		}
+	}
+	if len(chats) != 1 {
+		t.Fatalf("%d chat spans, want 1; have %s", len(chats), otlptest.Names(spans))
+	}
+	wantAttrs(t, chats[0], map[string]any{"gen_ai.provider.name": "ollama", "switchboard.provider": "main"})
 }
