@@ -590,6 +590,49 @@ func TestARoleGivenElsewhereHolds(t *testing.T) {
 	}
 }
 
+// deaf is a store whose notifications never arrive: as if each were
+// missed (one sent while the replica was loading the session, say).
+type deaf struct{ Store }
+
+func (deaf) Listen(ctx context.Context, _ func(postgres.Note)) error {
+	<-ctx.Done()
+	return nil
+}
+
+// Someone attaching on a mirror is shown what is stored, even when the
+// mirror heard of none of it: a client resuming after the last event it
+// was shown elsewhere is not told that event does not exist.
+func TestAttachingToAMirrorShowsWhatIsStored(t *testing.T) {
+	dsn := pg.NewDatabase(t)
+	llm := openaitest.New()
+	t.Cleanup(llm.Close)
+	a := startReplica(t, dsn, "a", llm)
+	b := startReplica(t, dsn, "b", llm, func(c *Config) { c.Store = deaf{c.Store} })
+
+	onA := watch(t, a, sessions.AttachOptions{Key: "web:k13", Author: alice, AfterSeq: 0})
+	id := onA.sub.Ready.Session
+	llm.Push(openaitest.Reply{Text: []string{"First."}})
+	submit(t, a, id, text("one", "c1"))
+	onA.until("the first answer", answer("First."))
+	watch(t, b, sessions.AttachOptions{SessionID: id, Author: alice, AfterSeq: -1}) // b mirrors it from here
+
+	llm.Push(openaitest.Reply{Text: []string{"Second."}})
+	submit(t, a, id, text("two", "c2"))
+	onA.until("the second answer", answer("Second."))
+	ctx := context.Background()
+	if err := a.db.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	last, err := a.db.LastSeq(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := watch(t, b, sessions.AttachOptions{SessionID: id, Author: alice, AfterSeq: last})
+	if got := again.sub.Ready.LastSeq; got != last {
+		t.Fatalf("attached on the mirror after seq %d, the last stored: told the last is %d", last, got)
+	}
+}
+
 // A viewer may send nothing but read-only commands, whichever replica
 // they reach: the mirror refuses a click, an answer and a stop as the
 // owner does, rather than forward them for the owner to run.

@@ -129,13 +129,20 @@ func (s *session) refresh(ctx context.Context) error {
 }
 
 // runHere makes a mirror the session's owner if no other replica runs it
-// now; one whose owner is alive stays a mirror, its people read afresh.
+// now; one whose owner is alive stays a mirror, brought up to date: its
+// people read afresh, and the events stored since it last looked shown
+// (pull), so that whoever arrives is told what is stored now, not what
+// the mirror last heard of (a notification can be missed: one sent while
+// the session was loading here, one lost with a connection).
 func (m *Manager) runHere(ctx context.Context, s *session) error {
 	if !s.remote.Load() {
 		return nil
 	}
 	err := m.promote(ctx, s)
 	if errors.Is(err, ErrElsewhere) {
+		if err := s.pull(ctx); err != nil {
+			return err
+		}
 		return s.refresh(ctx)
 	}
 	return err

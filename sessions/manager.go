@@ -718,6 +718,8 @@ func (m *Manager) loadWith(ctx context.Context, id string, quiet, mirror bool) (
 		s.mu.Lock()
 		s.armIdleLocked() // unloaded once nobody looks at it
 		s.mu.Unlock()
+		// What was stored while it loaded was told to no one here.
+		s.wantPull()
 		return s, nil
 	}
 	s.kick() // takes up what the restart left queued, or parks
