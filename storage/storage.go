@@ -106,6 +106,9 @@ type DB struct {
 	lock *os.File
 	// seqs: each session's last stored seq, as the writer knows it.
 	seqs lastSeqs
+	// tallies: what the charges of the batch under way add to their
+	// running totals (spend.go).
+	tallies batchTallies
 	// mems: people's memories as read (see Memories).
 	mems memoryCache
 
@@ -203,6 +206,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 		memory:      memory,
 		lock:        lock,
 		seqs:        lastSeqs{committed: map[string]int64{}, tx: map[string]int64{}},
+		tallies:     batchTallies{},
 	}
 	built = true
 	go db.runWriter()
@@ -378,7 +382,7 @@ func (db *DB) Close() error {
 // be prepared on it.
 func prepareWrites(ctx context.Context, write *sql.DB) (map[string]*sql.Stmt, error) {
 	hot := []string{insertEvent, lastEvent, insertMessage, insertSeenInput, deleteSeenInput, endTurn, insertInbox,
-		savePending, deletePending, deleteInbox, insertCharge, addTallies}
+		savePending, deletePending, deleteInbox, insertCharge, addTally}
 	stmts := make(map[string]*sql.Stmt, len(hot))
 	for _, q := range hot {
 		st, err := write.PrepareContext(ctx, q)

@@ -327,6 +327,7 @@ func (db *DB) setDurable(ctx context.Context, full bool) error {
 func (db *DB) writeParts(ctx context.Context, parts []func(*sql.Tx) error) ([]error, error) {
 	errs := make([]error, len(parts))
 	db.seqs.begin()
+	clear(db.tallies)
 	tx, err := db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return errs, fmt.Errorf("storage: begin batch: %w", err)
@@ -341,6 +342,10 @@ func (db *DB) writeParts(ctx context.Context, parts []func(*sql.Tx) error) ([]er
 	if failed {
 		tx.Rollback()
 		return errs, nil
+	}
+	if err := db.addTallies(ctx, tx); err != nil {
+		tx.Rollback()
+		return errs, err
 	}
 	if err := tx.Commit(); err != nil {
 		tx.Rollback()

@@ -204,7 +204,7 @@ func (db *DB) WriteTurn(ctx context.Context, sessionID string, w switchboard.Tur
 			s.exec(saveSummary, sessionID, w.Summary.Keep, w.Summary.Text)
 		}
 		if w.Charge != nil {
-			chargeSteps(s, sessionID, w.Charge)
+			chargeSteps(s, sessionID, w.Charge, tallyShard(db.replica))
 		}
 		if w.Usage != (switchboard.Usage{}) || w.EndTurn {
 			u := w.Usage

@@ -696,3 +696,46 @@ func TestWritesAndRenewalsLockInOrder(t *testing.T) {
 		t.Errorf("the writes during the renewals: %v", err)
 	}
 }
+
+// Replicas add to the running totals in rows of their own (a shard each,
+// by their id), so that they never wait for each other's commits to add
+// to the overall totals every turn adds to; a total read on any replica
+// sums them all.
+func TestReplicasAddToTheirOwnTallyRows(t *testing.T) {
+	dbs := replicas(t, 3)
+	shards := map[int16]bool{}
+	for _, db := range dbs {
+		shards[tallyShard(db.replica)] = true
+	}
+	if len(shards) < 2 {
+		t.Fatalf("replicas r0, r1 and r2 all in one shard: pick other ids")
+	}
+	ctx := context.Background()
+	at := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	for i, db := range dbs {
+		id := fmt.Sprintf("s%d", i)
+		newSession(t, db, id, "")
+		db.Fence(id, take(t, db, SessionLease(id)).Epoch)
+		c := &switchboard.Charge{Guide: "support", Model: "m", Person: "web:ann", Channel: "web", At: at,
+			Usage: switchboard.Usage{PromptTokens: 100, CompletionTokens: 100 * i, TotalTokens: 100 + 100*i}, CostUSD: 0.25, Priced: true}
+		if _, err := db.WriteTurn(ctx, id, switchboard.TurnWrite{EndTurn: true, Usage: c.Usage, Charge: c}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rows int
+	if err := dbs[0].pool.QueryRow(ctx, `SELECT count(*) FROM tallies WHERE scope = 'overall' AND period = 'all'`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != len(shards) {
+		t.Errorf("the all-time total is kept in %d rows, want one a shard written to (%d)", rows, len(shards))
+	}
+	for _, db := range dbs {
+		got, err := db.Tally(ctx, switchboard.TallyKey{Scope: switchboard.ScopePerson, Key: "web:ann", Period: switchboard.PeriodOf(switchboard.PeriodDay, at)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Tokens != 100+200+300 || got.CostUSD != 0.75 {
+			t.Errorf("read on %s: %+v, want 600 tokens and $0.75", db.replica, got)
+		}
+	}
+}

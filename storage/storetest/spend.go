@@ -3,7 +3,9 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,6 +87,46 @@ func testChargesAddToTheirTallies(t *testing.T, db Store) {
 	if s.Usage.TotalTokens != 300+900+120 {
 		t.Errorf("s1's usage = %+v, want 1320 tokens", s.Usage)
 	}
+}
+
+// Charges written at once, which a store may commit in one batch, add up
+// to the same totals as one by one; one whose write fails adds nothing.
+func testChargesWrittenAtOnceAddUp(t *testing.T, db Store) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	const sessions, each = 8, 6
+	for i := range sessions {
+		NewSession(t, db, fmt.Sprintf("s%d", i), "")
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions*each+1)
+	for i := range sessions {
+		wg.Go(func() {
+			for range each {
+				c := chargeAt(fmt.Sprintf("web:p%d", i%2), "support", "gpt-4o-mini", 100, 0.01, at)
+				errs <- writeTurn(ctx, db, fmt.Sprintf("s%d", i), switchboard.TurnWrite{EndTurn: true, Usage: c.Usage, Charge: c})
+			}
+		})
+	}
+	wg.Go(func() {
+		c := chargeAt("web:p0", "support", "gpt-4o-mini", 5000, 5, at)
+		if err := writeTurn(ctx, db, "nope", switchboard.TurnWrite{EndTurn: true, Usage: c.Usage, Charge: c}); err == nil {
+			errs <- errors.New("a charge of a missing session was stored")
+		}
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	day, month := switchboard.PeriodOf(switchboard.PeriodDay, at), switchboard.PeriodOf(switchboard.PeriodMonth, at)
+	sameTally(t, "overall day", tally(t, db, switchboard.ScopeOverall, "", day), sessions*each*100, sessions*each*0.01)
+	sameTally(t, "overall month", tally(t, db, switchboard.ScopeOverall, "", month), sessions*each*100, sessions*each*0.01)
+	sameTally(t, "the guide's day", tally(t, db, switchboard.ScopeGuide, "support", day), sessions*each*100, sessions*each*0.01)
+	sameTally(t, "p0's day", tally(t, db, switchboard.ScopePerson, "web:p0", day), sessions/2*each*100, sessions/2*each*0.01)
+	sameTally(t, "p1's month", tally(t, db, switchboard.ScopePerson, "web:p1", month), sessions/2*each*100, sessions/2*each*0.01)
 }
 
 func testChargeIsStoredWithItsTurnOrNotAtAll(t *testing.T, db Store) {

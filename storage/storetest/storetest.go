@@ -136,6 +136,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"WriteTurnWaitsForTheEventsBeforeIt", testWriteTurnWaitsForTheEventsBeforeIt},
 		{"AcceptInputInboxAndUnfinished", testAcceptInputInboxAndUnfinished},
 		{"ChargesAddToTheirTallies", testChargesAddToTheirTallies},
+		{"ChargesWrittenAtOnceAddUp", testChargesWrittenAtOnceAddUp},
 		{"ChargeIsStoredWithItsTurnOrNotAtAll", testChargeIsStoredWithItsTurnOrNotAtAll},
 		{"SpendingReports", testSpendingReports},
 		{"ChargesOutliveTheirSession", testChargesOutliveTheirSession},

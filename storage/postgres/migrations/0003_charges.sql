@@ -20,15 +20,19 @@ CREATE TABLE charges (
 CREATE INDEX charges_at ON charges (at);
 CREATE INDEX charges_session ON charges (session_id);
 
--- The running totals budgets read with one lookup, shared by every
--- replica: per scope (person, guide, overall), key and period
--- ("day:2026-11-27", "month:2026-11"), added to in the write that stores
--- the charge.
+-- The running totals budgets read, shared by every replica: per scope
+-- (person, guide, overall), key and period ("day:2026-11-27",
+-- "month:2026-11"), added to in the write that stores the charge. Each
+-- total is kept in up to 16 rows (shard), a replica adding to the row of
+-- its own shard: every turn adds to the overall totals, and replicas
+-- adding to one row would commit their turns one after the other. A read
+-- sums a total's rows: one index range.
 CREATE TABLE tallies (
-    scope    text   NOT NULL,
-    key      text   NOT NULL,
-    period   text   NOT NULL,
-    tokens   bigint NOT NULL,
+    scope    text     NOT NULL,
+    key      text     NOT NULL,
+    period   text     NOT NULL,
+    shard    smallint NOT NULL,
+    tokens   bigint   NOT NULL,
     cost_usd double precision NOT NULL,
-    PRIMARY KEY (scope, key, period)
+    PRIMARY KEY (scope, key, period, shard)
 );
