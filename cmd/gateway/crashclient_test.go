@@ -402,6 +402,11 @@ func (c *crashClient) handle(f wsFrame) {
 	}
 }
 
+// anyAccepted reports whether the gateway took any of the client's inputs.
+func (c *crashClient) anyAccepted() bool {
+	return slices.ContainsFunc(c.inputs, func(in *crashInput) bool { return in.accepted })
+}
+
 // connectionEvent handles ready and the errors answering our frames.
 func (c *crashClient) connectionEvent(f wsFrame) {
 	switch f.Type {
@@ -425,6 +430,16 @@ func (c *crashClient) connectionEvent(f wsFrame) {
 		c.connErrs[code]++
 		if c.readyLast < 0 {
 			c.dropConn = true // hello failed: try again
+			if code == switchboard.ErrCodeNotFound && c.lastSeq == 0 && !c.anyAccepted() {
+				// Opened, and killed before anything was sent to it: a
+				// session nothing was stored for is not kept (a page
+				// view stores nothing), so the next hello opens a new
+				// one, and what was sent unanswered goes to it.
+				c.session = ""
+				if cur := c.current(); cur != nil {
+					cur.sent = false
+				}
+			}
 			return
 		}
 		switch code {
