@@ -42,6 +42,9 @@ type job struct {
 	// elsewhere: the input was written on another replica and forwarded
 	// (cluster.go): no listener here waits on its receipt.
 	elsewhere bool
+	// remove, when set, deletes the session (Manager.Delete), which is
+	// told on it.
+	remove chan<- error
 }
 
 // ack tells a waiting Submit the input was stored (err nil) or not. Only
@@ -760,6 +763,9 @@ func (s *session) handle(j job) {
 		return
 	case j.interrupted != nil:
 		s.resumeInterrupted(ctx, j.interrupted, "restart")
+		return
+	case j.remove != nil:
+		s.deleteNow(ctx, j.remove)
 		return
 	}
 	defer func() {

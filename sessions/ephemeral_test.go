@@ -1,0 +1,61 @@
+package sessions_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
+	"github.com/switchboard-gw/switchboard/sessions"
+	"github.com/switchboard-gw/switchboard/sessions/sessionstest"
+)
+
+// An ephemeral session gives the model the guide's prompt, then the
+// history it was opened with, then the message; Delete leaves nothing of
+// it in the store, and many of them are not refused as too many new
+// sessions a minute.
+func TestEphemeralSessionRunsItsHistoryAndIsDeleted(t *testing.T) {
+	g := sessionstest.NewTuned(t, "../guides", slog.New(slog.NewTextHandler(io.Discard, nil)), func(c *sessions.Config) { c.NewPerMinute = 1 })
+	ctx := context.Background()
+	author := switchboard.Author{Channel: "openai", ID: "ci", Name: "ci"}
+	for i := range 3 { // past NewPerMinute
+		g.LLM.Push(openaitest.Reply{Text: []string{"Paris."}})
+		p := g.Open(author, sessions.AttachOptions{Ephemeral: true, Guide: "support", History: []switchboard.Message{
+			{Role: switchboard.RoleUser, Content: "I am planning a trip."},
+			{Role: switchboard.RoleAssistant, Content: "Where to?"},
+		}})
+		p.Say("The capital of France?")
+		p.Await("the answer", func(ev switchboard.Event) bool { return ev.Type == switchboard.EventState })
+		reqs := g.LLM.Requests()
+		msgs := reqs[len(reqs)-1].Messages
+		var roles []string
+		for _, m := range msgs {
+			roles = append(roles, m.Role)
+		}
+		if len(msgs) != 4 || msgs[0].Role != "system" || openaitest.Text(msgs[1].Content) != "I am planning a trip." ||
+			openaitest.Text(msgs[2].Content) != "Where to?" || openaitest.Text(msgs[3].Content) != "The capital of France?" {
+			t.Fatalf("request %d: the model was given roles %v", i, roles)
+		}
+		if err := g.Manager.Delete(ctx, p.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.DB.Session(ctx, p.ID); !errors.Is(err, switchboard.ErrNotFound) {
+			t.Fatalf("session %s after Delete: %v, want not found", p.ID, err)
+		}
+		if evs, err := g.DB.EventsAfter(ctx, p.ID, 0, 10); err != nil || len(evs) != 0 {
+			t.Fatalf("events of %s after Delete: %d, %v", p.ID, len(evs), err)
+		}
+	}
+}
+
+// An ephemeral session is new: naming one is a mistake.
+func TestEphemeralSessionRefusesAKey(t *testing.T) {
+	g := sessionstest.New(t, "../guides", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	_, err := g.Manager.Attach(context.Background(), sessions.AttachOptions{Ephemeral: true, Key: "stdin", Author: switchboard.Author{Channel: "openai", ID: "ci"}})
+	if !errors.Is(err, sessions.ErrBadInput) {
+		t.Fatalf("err = %v, want ErrBadInput", err)
+	}
+}
