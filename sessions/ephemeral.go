@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
 )
 
 // An ephemeral session serves one request of a stateless API (the
