@@ -59,3 +59,20 @@ func TestEphemeralSessionRefusesAKey(t *testing.T) {
 		t.Fatalf("err = %v, want ErrBadInput", err)
 	}
 }
+
+// A Plain input is a message even when it reads as a command.
+func TestPlainInputIsNeverACommand(t *testing.T) {
+	g := sessionstest.New(t, "../guides", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	author := switchboard.Author{Channel: "openai", ID: "ci", Name: "ci"}
+	p := g.Open(author, sessions.AttachOptions{Ephemeral: true})
+	rec, err := g.Manager.Submit(context.Background(), p.ID, switchboard.Input{Kind: switchboard.InputText, Author: author, Text: "/reset the router?", Plain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rec.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !g.LLM.Asked("/reset the router?") {
+		t.Fatal("the model was not asked: the text ran as a command")
+	}
+}

@@ -532,7 +532,7 @@ func (s *session) mayActLocked(in switchboard.Input, running bool) error {
 	switch {
 	case s.closed:
 		return ErrClosed
-	case !role.CanWrite() && !readOnlyCommand(in.Text):
+	case !role.CanWrite() && !readOnlyCommand(in):
 		return refuse(ErrForbidden, "%s is a %s in this session and may not write", in.Author.DisplayName(), role)
 	case stops(in) && running && !role.CanApprove() && !s.membersMayStop:
 		return refuse(ErrForbidden, "in this conversation only the owner or an approver may stop a turn")
@@ -561,7 +561,7 @@ func (s *session) accept(ctx context.Context, in switchboard.Input) (*Receipt, e
 		s.mu.Unlock()
 		return nil, err
 	}
-	_, command := parseCommand(in.Text)
+	_, command := commandOf(in)
 	direct := !s.running && s.queued() == 0 && !command // parked: nothing under way
 	_, member := s.roles[in.Author.Key()]
 	s.sawLocked(in.Author.Key())
@@ -791,7 +791,7 @@ func (s *session) handle(j job) {
 	case switchboard.InputAction:
 		s.action(ctx, in)
 	case switchboard.InputText:
-		if cmd, ok := parseCommand(in.Text); ok {
+		if cmd, ok := commandOf(in); ok {
 			// A command runs at most once: it leaves the inbox first.
 			if j.inboxID != 0 && !s.write(ctx, switchboard.TurnWrite{InboxID: j.inboxID}) {
 				return
@@ -1363,8 +1363,8 @@ func (sub *Subscription) send(ctx context.Context, ev switchboard.Event) bool {
 // that cannot carry a message of its own.
 func quoteID(id string) string { return strconv.Quote(preview(id, 40)) }
 
-func readOnlyCommand(text string) bool {
-	cmd, ok := parseCommand(text)
+func readOnlyCommand(in switchboard.Input) bool {
+	cmd, ok := commandOf(in)
 	return ok && readOnly[cmd.name]
 }
 
@@ -1373,6 +1373,6 @@ func stops(in switchboard.Input) bool {
 	if in.Kind == switchboard.InputCancel {
 		return true
 	}
-	cmd, ok := parseCommand(in.Text)
+	cmd, ok := commandOf(in)
 	return in.Kind == switchboard.InputText && ok && cmd.name == "stop"
 }
