@@ -37,44 +37,63 @@ func (m *Manager) openEphemeral(ctx context.Context, opts AttachOptions) (*sessi
 }
 
 // Delete removes a session and everything it holds once the session is
-// done with what is queued before this call: the turn under way ends
-// first. A suspended turn (an approval waiting) is dropped with it. It
-// returns when the rows are gone, or ctx ends. A session not loaded here
-// is deleted from the store directly.
+// done with the job under way and what is queued: the turn under way ends
+// first. A suspended turn (an approval waiting) is dropped with it; so
+// are inputs still queued when the manager stops. It returns when the
+// rows are gone, or ctx ends. A session not loaded here is deleted from
+// the store directly.
 func (m *Manager) Delete(ctx context.Context, sessionID string) error {
 	v, ok := m.live.Load(sessionID)
 	if !ok {
-		if err := m.cfg.Store.DeleteSessions(ctx, []string{sessionID}); err != nil {
-			return fmt.Errorf("sessions: delete %s: %w", sessionID, err)
-		}
-		m.forget(sessionID)
-		return nil
+		return m.deleteStored(ctx, sessionID)
 	}
 	s := v.(*session)
 	done := make(chan error, 1)
 	s.mu.Lock()
-	if s.closed { // unloaded meanwhile
+	switch {
+	case s.closed: // unloaded meanwhile
 		s.mu.Unlock()
-		if err := m.cfg.Store.DeleteSessions(ctx, []string{sessionID}); err != nil {
-			return fmt.Errorf("sessions: delete %s: %w", sessionID, err)
-		}
-		m.forget(sessionID)
-		return nil
-	}
-	select {
-	case s.jobs() <- &job{remove: done}:
+		return m.deleteStored(ctx, sessionID)
+	case s.removal != nil:
+		s.mu.Unlock()
+		return fmt.Errorf("sessions: delete %s: %w", sessionID, ErrDeleting)
+	case !s.running && s.queued() == 0:
+		// Parked: nothing runs in it. Running it here keeps kick from
+		// starting its goroutine, and deleteNow closes it for good.
+		s.running = true
+		s.mu.Unlock()
+		s.deleteNow(ctx, done)
 	default:
+		s.removal = done // its goroutine deletes it (run)
 		s.mu.Unlock()
-		return fmt.Errorf("sessions: delete %s: %w", sessionID, ErrBusy)
+		s.kick() // work queued on a parked session: it runs, then deletes
 	}
-	s.mu.Unlock()
-	s.kick()
 	select {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
 		return fmt.Errorf("sessions: delete %s: %w", sessionID, ctx.Err())
 	}
+}
+
+// ErrDeleting: a session is being deleted already.
+var ErrDeleting = errors.New("the session is being deleted")
+
+func (m *Manager) deleteStored(ctx context.Context, id string) error {
+	if err := m.cfg.Store.DeleteSessions(ctx, []string{id}); err != nil {
+		return fmt.Errorf("sessions: delete %s: %w", id, err)
+	}
+	m.forget(id)
+	return nil
+}
+
+// takeRemoval is the Delete waiting for the session's goroutine, if any.
+func (s *session) takeRemoval() chan<- error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.removal
+	s.removal = nil
+	return r
 }
 
 // deleteNow is Delete on the session's goroutine: nothing runs in the
@@ -112,5 +131,5 @@ func (m *Manager) forget(id string) {
 	}
 }
 
-// ErrBadInput is returned for options that contradict each other.
+// ErrBadInput: options that contradict each other.
 var ErrBadInput = errors.New("bad input")

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
@@ -74,5 +75,47 @@ func TestPlainInputIsNeverACommand(t *testing.T) {
 	}
 	if !g.LLM.Asked("/reset the router?") {
 		t.Fatal("the model was not asked: the text ran as a command")
+	}
+}
+
+// A gateway that drains starts no session goroutine: Delete still
+// deletes, and a session deleted while its turn runs goes once the turn
+// has ended.
+func TestDeleteWhileDrainingAndRunning(t *testing.T) {
+	g := sessionstest.New(t, "../guides", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx := context.Background()
+	author := switchboard.Author{Channel: "openai", ID: "ci", Name: "ci"}
+
+	gate := make(chan struct{})
+	g.LLM.Push(openaitest.Reply{Text: []string{"one ", "two"}, Gate: gate})
+	running := g.Open(author, sessions.AttachOptions{Ephemeral: true})
+	if _, err := g.Manager.Submit(ctx, running.ID, switchboard.Input{Kind: switchboard.InputText, Author: author, Text: "Count"}); err != nil {
+		t.Fatal(err)
+	}
+	running.Await("the first text", func(ev switchboard.Event) bool { return ev.Type == switchboard.EventDelta })
+	deleted := make(chan error, 1)
+	go func() { deleted <- g.Manager.Delete(ctx, running.ID) }()
+	close(gate) // Delete waits for the turn, then deletes
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
+	}
+	if evs, err := g.DB.EventsAfter(ctx, running.ID, 0, 10); err != nil || len(evs) != 0 {
+		t.Fatalf("events after Delete: %d, %v", len(evs), err)
+	}
+	if reqs := g.LLM.Requests(); len(reqs) != 1 {
+		t.Fatalf("model calls: %d", len(reqs))
+	}
+
+	g.LLM.Push(openaitest.Reply{Text: []string{"ok"}})
+	parked := g.Open(author, sessions.AttachOptions{Ephemeral: true})
+	parked.Say("Hi")
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	g.Manager.Drain(dctx)
+	if err := g.Manager.Delete(dctx, parked.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.DB.Session(ctx, parked.ID); !errors.Is(err, switchboard.ErrNotFound) {
+		t.Fatalf("session after Delete while draining: %v", err)
 	}
 }

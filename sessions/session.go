@@ -42,9 +42,6 @@ type job struct {
 	// elsewhere: the input was written on another replica and forwarded
 	// (cluster.go): no listener here waits on its receipt.
 	elsewhere bool
-	// remove, when set, deletes the session (Manager.Delete), which is
-	// told on it.
-	remove chan<- error
 }
 
 // ack tells a waiting Submit the input was stored (err nil) or not. Only
@@ -127,8 +124,11 @@ type session struct {
 	// and in the queue alike.
 	acceptMu sync.Mutex
 
-	mu         sync.Mutex
-	closed     bool
+	mu     sync.Mutex
+	closed bool
+	// removal is a Delete waiting for the session's goroutine to finish
+	// what is queued (ephemeral.go).
+	removal    chan<- error
 	published  int64                         // last seq stored and handed to subscribers
 	subs       map[*Subscription]struct{}    // live: registered for committed events
 	listeners  map[*Subscription]struct{}    // every open subscription, live or catching up
@@ -334,6 +334,9 @@ func (s *session) run() {
 		// Stopping or draining: the job under way has finished, and what
 		// is queued stays in the inbox for the next start.
 		if s.m.ctx.Err() != nil || s.m.isDraining() {
+			if r := s.takeRemoval(); r != nil {
+				s.deleteNow(s.m.ctx, r) // what is queued goes with it
+			}
 			s.shutdown(true)
 			return
 		}
@@ -350,6 +353,10 @@ func (s *session) run() {
 				s.done(j.inboxID)
 			}
 		default:
+			if r := s.takeRemoval(); r != nil { // Delete: done with the queue
+				s.deleteNow(s.m.ctx, r)
+				continue
+			}
 			if s.park() {
 				return
 			}
@@ -362,8 +369,8 @@ func (s *session) run() {
 func (s *session) park() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.queued() > 0 || s.m.ctx.Err() != nil || s.m.isDraining() {
-		return false // run again: take the job, or shut down
+	if s.queued() > 0 || s.removal != nil || s.m.ctx.Err() != nil || s.m.isDraining() {
+		return false // run again: take the job, delete, or shut down
 	}
 	s.running = false
 	s.armIdleLocked()
@@ -763,9 +770,6 @@ func (s *session) handle(j job) {
 		return
 	case j.interrupted != nil:
 		s.resumeInterrupted(ctx, j.interrupted, "restart")
-		return
-	case j.remove != nil:
-		s.deleteNow(ctx, j.remove)
 		return
 	}
 	defer func() {
