@@ -108,14 +108,7 @@ func (s *session) deleteNow(ctx context.Context, done chan<- error) {
 		}
 	}
 	s.mu.Lock()
-	s.closed = true
-	for sub := range s.subs {
-		sub.drop()
-	}
-	s.subs = nil
-	if s.idle != nil {
-		s.idle.Stop()
-	}
+	s.closeLocked()
 	s.mu.Unlock()
 	s.m.unload(s)
 	go s.m.releaseUnloaded(s)

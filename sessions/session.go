@@ -446,6 +446,17 @@ func (s *session) shutdown(flush bool) {
 		cancel()
 	}
 	s.mu.Lock()
+	s.closeLocked()
+	unsaved := s.unsaved
+	s.unsaved = map[string]time.Time{}
+	s.mu.Unlock()
+	s.stopTimers()
+	s.saveSeen(unsaved)
+}
+
+// closeLocked closes the session for good: its listeners let go, its idle
+// timer stopped.
+func (s *session) closeLocked() {
 	s.closed = true
 	for sub := range s.subs {
 		sub.drop()
@@ -454,11 +465,6 @@ func (s *session) shutdown(flush bool) {
 	if s.idle != nil {
 		s.idle.Stop()
 	}
-	unsaved := s.unsaved
-	s.unsaved = map[string]time.Time{}
-	s.mu.Unlock()
-	s.stopTimers()
-	s.saveSeen(unsaved)
 }
 
 // shutdownIfParked lets a parked session's listeners go; a running one

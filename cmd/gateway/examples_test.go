@@ -369,35 +369,7 @@ func runGoInstallExample(t *testing.T, cmds []string) {
 // frames into /ws as websocat would: hello is answered with ready, the
 // input with the model's reply.
 func runWebsocatExample(t *testing.T, cmds []string) {
-	dir := exampleCheckout(t)
-	log := &procLog{}
-	log.dumpOnFailure(t)
-	c := exec.Command(filepath.Join(dir, "bin", "gateway"), "--config", "config.yaml")
-	c.Dir, c.Env = dir, exampleEnv()
-	stderr, err := c.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			fmt.Fprintln(log, sc.Text())
-			if m := listeningRE.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
-			}
-		}
-	}()
-	var a string
-	select {
-	case a = <-addr:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the gateway did not listen")
-	}
+	_, a := startExampleGateway(t, nil)
 	// websocat sends the Origin of the URL it dials, as the check expects.
 	url := strings.Replace(strings.Fields(cmds[0])[1], "127.0.0.1:8080", a, 1)
 	conn, _, err := gws.DefaultDialer.Dial(url, nil)
@@ -426,20 +398,17 @@ func runWebsocatExample(t *testing.T, cmds []string) {
 	}
 }
 
-// runOpenAICurlExamples runs docs/openai-api.md's curl commands with sh
-// against the built gateway, its API enabled with the doc's first key
-// (CI_OPENAI_KEY) and the offline demo model, and checks each answer: the
-// models listed, a completion in the OpenAI shape, a stream ending in
-// [DONE] after its usage.
-func runOpenAICurlExamples(t *testing.T, cmds []string) {
-	dir := exampleCheckout(t)
+// startExampleGateway runs the built gateway in a copy of the repository
+// with config.yaml, the args and the example environment plus env, and
+// returns the copy and the address it listens on; it is killed when the
+// test ends.
+func startExampleGateway(t *testing.T, env []string, args ...string) (dir, addr string) {
+	t.Helper()
+	dir = exampleCheckout(t)
 	log := &procLog{}
 	log.dumpOnFailure(t)
-	const key = "sk-example-key-of-the-docs-000000000"
-	c := exec.Command(filepath.Join(dir, "bin", "gateway"), "--config", "config.yaml",
-		"--set", "listeners.openai.enabled=true", "--set", "listeners.openai.keys=[{name: ci, key_env: CI_OPENAI_KEY}]",
-		"--set", "listeners.stdin.enabled=false")
-	c.Dir, c.Env = dir, append(exampleEnv(), "CI_OPENAI_KEY="+key)
+	c := exec.Command(filepath.Join(dir, "bin", "gateway"), append([]string{"--config", "config.yaml"}, args...)...)
+	c.Dir, c.Env = dir, append(exampleEnv(), env...)
 	stderr, err := c.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -448,22 +417,34 @@ func runOpenAICurlExamples(t *testing.T, cmds []string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
-	addr := make(chan string, 1)
+	listening := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			fmt.Fprintln(log, sc.Text())
 			if m := listeningRE.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
+				listening <- m[1]
 			}
 		}
 	}()
-	var a string
 	select {
-	case a = <-addr:
+	case addr = <-listening:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the gateway did not listen")
 	}
+	return dir, addr
+}
+
+// runOpenAICurlExamples runs docs/openai-api.md's curl commands with sh
+// against the built gateway, its API enabled with the doc's first key
+// (CI_OPENAI_KEY) and the offline demo model, and checks each answer: the
+// models listed, a completion in the OpenAI shape, a stream ending in
+// [DONE] after its usage.
+func runOpenAICurlExamples(t *testing.T, cmds []string) {
+	const key = "sk-example-key-of-the-docs-000000000"
+	dir, a := startExampleGateway(t, []string{"CI_OPENAI_KEY=" + key},
+		"--set", "listeners.openai.enabled=true", "--set", "listeners.openai.keys=[{name: ci, key_env: CI_OPENAI_KEY}]",
+		"--set", "listeners.stdin.enabled=false")
 	if len(cmds) != 3 {
 		t.Fatalf("the doc has %d curl commands; this test checks three (models, a completion, a stream)", len(cmds))
 	}
