@@ -20,7 +20,9 @@ import (
 //     a request a session).
 //
 // Like any session opened without a key, it is stored with its first
-// input; a crash before Delete leaves it to retention.
+// input. A crash before Delete leaves it stored: the next start runs its
+// open turn again, as any (without History, which was not stored), and
+// nothing deletes it but sessions.retention, when set.
 
 // openEphemeral creates the session an ephemeral Attach asks for.
 func (m *Manager) openEphemeral(ctx context.Context, opts AttachOptions) (*session, error) {

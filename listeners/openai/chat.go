@@ -239,7 +239,7 @@ func (o *reply) event(v any) {
 func (o *reply) finish(h *Handler, f *failure) {
 	switch {
 	case f != nil && !o.started:
-		if f.status == http.StatusServiceUnavailable || f.status == http.StatusTooManyRequests {
+		if f.status == http.StatusServiceUnavailable {
 			o.w.Header().Set("Retry-After", "5")
 		}
 		writeError(o.w, f.status, f.typ, "", f.code, f.text)
