@@ -65,7 +65,7 @@ func TestImportDirection(t *testing.T) {
 	// the OpenTelemetry SDK, API and exporters stay in telemetry/, which
 	// only the gateway wires in. The core and the chat apps link none of
 	// it (the SDK's owner is pinned in TestSDKsStayInTheirPackage).
-	for _, pkg := range []string{"/sessions", "/places", "/listeners/slack", "/listeners/discord", "/listeners/websocket", "/listeners/stdin"} {
+	for _, pkg := range []string{"/sessions", "/places", "/listeners/slack", "/listeners/discord", "/listeners/websocket", "/listeners/stdin", "/listeners/openai"} {
 		out, err := exec.Command("go", "list", "-deps", module+pkg).Output()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v", pkg, err)
@@ -86,7 +86,7 @@ func TestImportDirection(t *testing.T) {
 			t.Errorf("%s links a metrics library (prometheus)", pkg)
 		}
 	}
-	for _, l := range []string{"discord", "slack", "stdin", "websocket"} {
+	for _, l := range []string{"discord", "slack", "stdin", "websocket", "openai"} {
 		forbidden("/listeners/"+l, func(d string) bool {
 			return strings.HasPrefix(d, "/listeners/") && !strings.HasPrefix(d, "/listeners/"+l) || strings.HasPrefix(d, "/cmd")
 		})

@@ -31,6 +31,9 @@ type Input struct {
 	Grant string
 
 	Text string // InputText
+	// Plain says Text is a message even when it starts with a slash: a
+	// stateless API's content is the user's words, never a command.
+	Plain bool `json:",omitempty"`
 	// Files came with the message (Manager.Upload saved them first).
 	Files []File
 

@@ -338,7 +338,41 @@ type Listeners struct {
 	Stdin     Stdin     `koanf:"stdin"`
 	Slack     Slack     `koanf:"slack"`
 	Discord   Discord   `koanf:"discord"`
+	OpenAI    OpenAI    `koanf:"openai"`
 }
+
+// OpenAI is the OpenAI-compatible API under /v1 of the HTTP server
+// (docs/openai-api.md): guides as models, for any OpenAI client.
+type OpenAI struct {
+	Enabled bool `koanf:"enabled"`
+	// Keys are the API keys accepted; a request without one of them is
+	// refused.
+	Keys []OpenAIKey `koanf:"keys"`
+	// RequestsPerMinute bounds each key's requests (a burst of as many).
+	RequestsPerMinute int `koanf:"requests_per_minute"`
+	// MaxBodyBytes bounds a request's body.
+	MaxBodyBytes int64 `koanf:"max_body_bytes"`
+}
+
+// OpenAIKey is one API key of the OpenAI-compatible API: who uses it and
+// which guides it may use.
+type OpenAIKey struct {
+	// Name is who the key stands for: the user of its sessions, and
+	// what the logs say (never the key).
+	Name string `koanf:"name"`
+	// KeyEnv is the environment variable holding the key.
+	KeyEnv string `koanf:"key_env"`
+	Role   string `koanf:"role"` // member (default) or viewer (may list the models only)
+	// Guides are the guides (models) the key may use; empty: all.
+	Guides []string `koanf:"guides"`
+}
+
+// Secret returns the key's value from KeyEnv in environ.
+func (k OpenAIKey) Secret(environ []string) string { return lookup(environ, k.KeyEnv) }
+
+// MinOpenAIKey is the shortest API key accepted (checked at start-up,
+// when the environment is read).
+const MinOpenAIKey = 20
 
 // WebSocket is the /ws endpoint of the HTTP server and the web widget.
 type WebSocket struct {
@@ -618,6 +652,9 @@ func defaults() map[string]any {
 		"listeners.slack.allowed_users":           []string{},
 		"listeners.slack.approvers":               []string{},
 		"listeners.discord.enabled":               false,
+		"listeners.openai.enabled":                false,
+		"listeners.openai.requests_per_minute":    60,
+		"listeners.openai.max_body_bytes":         1 << 20,
 		"listeners.discord.allowed_guilds":        []string{},
 		"listeners.discord.allowed_channels":      []string{},
 		"listeners.discord.approvers":             []string{},
@@ -1006,6 +1043,8 @@ func (c Config) Validate() error {
 		bad("listeners.websocket.auth.mode", "want none, token or jwt, not %q", a.Mode)
 	}
 
+	c.checkOpenAI(bad)
+
 	switch c.Listeners.Stdin.Enabled {
 	case StdinAuto, StdinTrue, StdinFalse:
 	default:
@@ -1212,4 +1251,36 @@ func validImageHost(h string) bool {
 		h = host
 	}
 	return !strings.Contains(h, ":") || net.ParseIP(h) != nil
+}
+
+// checkOpenAI checks listeners.openai; whether each key's variable is set
+// is checked at start-up, where the environment is read.
+func (c Config) checkOpenAI(bad func(key, format string, args ...any)) {
+	o := c.Listeners.OpenAI
+	if o.RequestsPerMinute < 1 {
+		bad("listeners.openai.requests_per_minute", "must be at least 1")
+	}
+	if o.MaxBodyBytes < 1024 {
+		bad("listeners.openai.max_body_bytes", "must be at least 1024 bytes")
+	}
+	if o.Enabled && len(o.Keys) == 0 {
+		bad("listeners.openai.keys", "the OpenAI-compatible API needs at least one key (name and key_env): it serves no one without")
+	}
+	names := map[string]bool{}
+	for i, k := range o.Keys {
+		key := fmt.Sprintf("listeners.openai.keys[%d]", i)
+		switch {
+		case k.Name == "":
+			bad(key+".name", "must name who the key stands for")
+		case names[k.Name]:
+			bad(key+".name", "%q names another key too: each key's name must be its own", k.Name)
+		}
+		names[k.Name] = true
+		if k.KeyEnv == "" {
+			bad(key+".key_env", "must name the environment variable that holds the key")
+		}
+		if k.Role != "" && k.Role != "member" && k.Role != "viewer" {
+			bad(key+".role", "want member or viewer, not %q", k.Role)
+		}
+	}
 }

@@ -710,3 +710,33 @@ func commentedExample(t *testing.T, section string) string {
 	}
 	return example
 }
+
+func TestOpenAIListener(t *testing.T) {
+	c := mustLoad(t, "", nil, nil)
+	if o := c.Listeners.OpenAI; o.Enabled || o.RequestsPerMinute != 60 || o.MaxBodyBytes != 1<<20 {
+		t.Errorf("defaults: %+v (want off, 60 a minute, 1 MiB)", o)
+	}
+	c = mustLoad(t, writeFile(t, `
+listeners:
+  openai:
+    enabled: true
+    keys:
+      - { name: ci, key_env: CI_KEY, guides: [support] }
+      - { name: webui, key_env: WEBUI_KEY, role: viewer }
+`), nil, nil)
+	if k := c.Listeners.OpenAI.Keys; len(k) != 2 || k[0].Name != "ci" || k[0].Guides[0] != "support" || k[1].Role != "viewer" {
+		t.Errorf("keys: %+v", k)
+	}
+	if s := c.Listeners.OpenAI.Keys[0].Secret([]string{"CI_KEY=abc"}); s != "abc" {
+		t.Errorf("secret: %q", s)
+	}
+	wantErr(t, writeFile(t, "listeners:\n  openai:\n    enabled: true\n"), nil, nil, "listeners.openai.keys", "at least one key")
+	wantErr(t, writeFile(t, `
+listeners:
+  openai:
+    keys:
+      - { name: ci, key_env: A, role: owner }
+      - { name: ci }
+`), nil, nil, "listeners.openai.keys[0].role", "want member or viewer", "listeners.openai.keys[1].name", "names another key", "listeners.openai.keys[1].key_env")
+	wantErr(t, writeFile(t, "listeners:\n  openai:\n    keys: [{ name: ci, key_env: A, token: x }]\n"), nil, nil, "token")
+}

@@ -34,6 +34,15 @@ func parseCommand(text string) (command, bool) {
 var readOnly = map[string]bool{"help": true, "who": true, "approvals": true, "pending": true, "tools": true, "usage": true, "leave": true, "files": true,
 	"memory": true, "memories": true, "forget": true} // a person's own memories are theirs in any role
 
+// commandOf is the command an input's text is, unless the input is
+// Plain (a stateless API's message: text, never a command).
+func commandOf(in switchboard.Input) (command, bool) {
+	if in.Plain {
+		return command{}, false
+	}
+	return parseCommand(in.Text)
+}
+
 func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
 
 // Help lists the slash commands every channel understands.

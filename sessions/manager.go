@@ -464,6 +464,11 @@ type AttachOptions struct {
 	// listeners whose users are authenticated use it so that knowing a
 	// session id is not enough to read it.
 	MembersOnly bool
+	// Ephemeral opens a new session for one request of a stateless API,
+	// seeded with History and deleted by the caller with Delete
+	// (ephemeral.go). SessionID and Key must be empty.
+	Ephemeral bool
+	History   []switchboard.Message
 }
 
 // Attach opens or finds a session, makes the author a member and returns a
@@ -587,6 +592,10 @@ func (m *Manager) Submit(ctx context.Context, sessionID string, in switchboard.I
 
 // open finds or creates the session an Attach names.
 func (m *Manager) open(ctx context.Context, opts AttachOptions) (s *session, created bool, err error) {
+	if opts.Ephemeral {
+		s, err = m.openEphemeral(ctx, opts)
+		return s, err == nil, err
+	}
 	if opts.SessionID != "" {
 		s, err = m.load(ctx, opts.SessionID)
 		return s, false, err
@@ -617,7 +626,13 @@ func (m *Manager) open(ctx context.Context, opts AttachOptions) (s *session, cre
 
 // create stores a new session owned by author.
 func (m *Manager) create(ctx context.Context, key, guide string, author switchboard.Author) (*session, error) {
-	if !m.mayCreate(author) {
+	return m.createAs(ctx, key, guide, author, false)
+}
+
+// createAs is create; unlimited skips the author's NewPerMinute (an
+// ephemeral session: its listener limits the rate).
+func (m *Manager) createAs(ctx context.Context, key, guide string, author switchboard.Author, unlimited bool) (*session, error) {
+	if !unlimited && !m.mayCreate(author) {
 		m.cfg.Metrics.Refused("new_per_minute")
 		return nil, fmt.Errorf("sessions: create: %w", ErrTooFast)
 	}

@@ -124,8 +124,11 @@ type session struct {
 	// and in the queue alike.
 	acceptMu sync.Mutex
 
-	mu         sync.Mutex
-	closed     bool
+	mu     sync.Mutex
+	closed bool
+	// removal is a Delete waiting for the session's goroutine to finish
+	// what is queued (ephemeral.go).
+	removal    chan<- error
 	published  int64                         // last seq stored and handed to subscribers
 	subs       map[*Subscription]struct{}    // live: registered for committed events
 	listeners  map[*Subscription]struct{}    // every open subscription, live or catching up
@@ -331,6 +334,9 @@ func (s *session) run() {
 		// Stopping or draining: the job under way has finished, and what
 		// is queued stays in the inbox for the next start.
 		if s.m.ctx.Err() != nil || s.m.isDraining() {
+			if r := s.takeRemoval(); r != nil {
+				s.deleteNow(s.m.ctx, r) // what is queued goes with it
+			}
 			s.shutdown(true)
 			return
 		}
@@ -347,6 +353,10 @@ func (s *session) run() {
 				s.done(j.inboxID)
 			}
 		default:
+			if r := s.takeRemoval(); r != nil { // Delete: done with the queue
+				s.deleteNow(s.m.ctx, r)
+				continue
+			}
 			if s.park() {
 				return
 			}
@@ -359,8 +369,8 @@ func (s *session) run() {
 func (s *session) park() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.queued() > 0 || s.m.ctx.Err() != nil || s.m.isDraining() {
-		return false // run again: take the job, or shut down
+	if s.queued() > 0 || s.removal != nil || s.m.ctx.Err() != nil || s.m.isDraining() {
+		return false // run again: take the job, delete, or shut down
 	}
 	s.running = false
 	s.armIdleLocked()
@@ -436,6 +446,17 @@ func (s *session) shutdown(flush bool) {
 		cancel()
 	}
 	s.mu.Lock()
+	s.closeLocked()
+	unsaved := s.unsaved
+	s.unsaved = map[string]time.Time{}
+	s.mu.Unlock()
+	s.stopTimers()
+	s.saveSeen(unsaved)
+}
+
+// closeLocked closes the session for good: its listeners let go, its idle
+// timer stopped.
+func (s *session) closeLocked() {
 	s.closed = true
 	for sub := range s.subs {
 		sub.drop()
@@ -444,11 +465,6 @@ func (s *session) shutdown(flush bool) {
 	if s.idle != nil {
 		s.idle.Stop()
 	}
-	unsaved := s.unsaved
-	s.unsaved = map[string]time.Time{}
-	s.mu.Unlock()
-	s.stopTimers()
-	s.saveSeen(unsaved)
 }
 
 // shutdownIfParked lets a parked session's listeners go; a running one
@@ -529,7 +545,7 @@ func (s *session) mayActLocked(in switchboard.Input, running bool) error {
 	switch {
 	case s.closed:
 		return ErrClosed
-	case !role.CanWrite() && !readOnlyCommand(in.Text):
+	case !role.CanWrite() && !readOnlyCommand(in):
 		return refuse(ErrForbidden, "%s is a %s in this session and may not write", in.Author.DisplayName(), role)
 	case stops(in) && running && !role.CanApprove() && !s.membersMayStop:
 		return refuse(ErrForbidden, "in this conversation only the owner or an approver may stop a turn")
@@ -558,7 +574,7 @@ func (s *session) accept(ctx context.Context, in switchboard.Input) (*Receipt, e
 		s.mu.Unlock()
 		return nil, err
 	}
-	_, command := parseCommand(in.Text)
+	_, command := commandOf(in)
 	direct := !s.running && s.queued() == 0 && !command // parked: nothing under way
 	_, member := s.roles[in.Author.Key()]
 	s.sawLocked(in.Author.Key())
@@ -785,7 +801,7 @@ func (s *session) handle(j job) {
 	case switchboard.InputAction:
 		s.action(ctx, in)
 	case switchboard.InputText:
-		if cmd, ok := parseCommand(in.Text); ok {
+		if cmd, ok := commandOf(in); ok {
 			// A command runs at most once: it leaves the inbox first.
 			if j.inboxID != 0 && !s.write(ctx, switchboard.TurnWrite{InboxID: j.inboxID}) {
 				return
@@ -1357,8 +1373,8 @@ func (sub *Subscription) send(ctx context.Context, ev switchboard.Event) bool {
 // that cannot carry a message of its own.
 func quoteID(id string) string { return strconv.Quote(preview(id, 40)) }
 
-func readOnlyCommand(text string) bool {
-	cmd, ok := parseCommand(text)
+func readOnlyCommand(in switchboard.Input) bool {
+	cmd, ok := commandOf(in)
 	return ok && readOnly[cmd.name]
 }
 
@@ -1367,6 +1383,6 @@ func stops(in switchboard.Input) bool {
 	if in.Kind == switchboard.InputCancel {
 		return true
 	}
-	cmd, ok := parseCommand(in.Text)
+	cmd, ok := commandOf(in)
 	return in.Kind == switchboard.InputText && ok && cmd.name == "stop"
 }

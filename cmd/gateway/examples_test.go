@@ -164,6 +164,7 @@ var shellRules = []shellRule{
 	{first: regexp.MustCompile(`^sudo systemd-run `),
 		notRun: "needs systemd as PID 1; the doctor it runs is TestDoctor*, on deploy/container.yaml in TestDoctorContainerConfig"},
 	{first: regexp.MustCompile(`^websocat ws://127\.0\.0\.1:8080/ws$`), run: runWebsocatExample},
+	{first: regexp.MustCompile(`^curl -sS http://127\.0\.0\.1:8080/v1/models `), run: runOpenAICurlExamples},
 	{first: regexp.MustCompile(`^gateway status\b`),
 		notRun: "asks a running gateway; TestSlackListenerInTheGateway runs gateway status against the built gateway, not ready and ready"},
 	{first: regexp.MustCompile(`^sqlite3 /var/lib/switchboard/switchboard\.db "\.backup `),
@@ -368,35 +369,7 @@ func runGoInstallExample(t *testing.T, cmds []string) {
 // frames into /ws as websocat would: hello is answered with ready, the
 // input with the model's reply.
 func runWebsocatExample(t *testing.T, cmds []string) {
-	dir := exampleCheckout(t)
-	log := &procLog{}
-	log.dumpOnFailure(t)
-	c := exec.Command(filepath.Join(dir, "bin", "gateway"), "--config", "config.yaml")
-	c.Dir, c.Env = dir, exampleEnv()
-	stderr, err := c.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			fmt.Fprintln(log, sc.Text())
-			if m := listeningRE.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
-			}
-		}
-	}()
-	var a string
-	select {
-	case a = <-addr:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the gateway did not listen")
-	}
+	_, a := startExampleGateway(t, nil)
 	// websocat sends the Origin of the URL it dials, as the check expects.
 	url := strings.Replace(strings.Fields(cmds[0])[1], "127.0.0.1:8080", a, 1)
 	conn, _, err := gws.DefaultDialer.Dial(url, nil)
@@ -422,6 +395,97 @@ func runWebsocatExample(t *testing.T, cmds []string) {
 		default:
 			t.Fatalf("the test does not know what a %q frame should get back", typed.Type)
 		}
+	}
+}
+
+// startExampleGateway runs the built gateway in a copy of the repository
+// with config.yaml, the args and the example environment plus env, and
+// returns the copy and the address it listens on; it is killed when the
+// test ends.
+func startExampleGateway(t *testing.T, env []string, args ...string) (dir, addr string) {
+	t.Helper()
+	dir = exampleCheckout(t)
+	log := &procLog{}
+	log.dumpOnFailure(t)
+	c := exec.Command(filepath.Join(dir, "bin", "gateway"), append([]string{"--config", "config.yaml"}, args...)...)
+	c.Dir, c.Env = dir, append(exampleEnv(), env...)
+	stderr, err := c.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	listening := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			fmt.Fprintln(log, sc.Text())
+			if m := listeningRE.FindStringSubmatch(sc.Text()); m != nil {
+				listening <- m[1]
+			}
+		}
+	}()
+	select {
+	case addr = <-listening:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the gateway did not listen")
+	}
+	return dir, addr
+}
+
+// runOpenAICurlExamples runs docs/openai-api.md's curl commands with sh
+// against the built gateway, its API enabled with the doc's first key
+// (CI_OPENAI_KEY) and the offline demo model, and checks each answer: the
+// models listed, a completion in the OpenAI shape, a stream ending in
+// [DONE] after its usage.
+func runOpenAICurlExamples(t *testing.T, cmds []string) {
+	const key = "sk-example-key-of-the-docs-000000000"
+	dir, a := startExampleGateway(t, []string{"CI_OPENAI_KEY=" + key},
+		"--set", "listeners.openai.enabled=true", "--set", "listeners.openai.keys=[{name: ci, key_env: CI_OPENAI_KEY}]",
+		"--set", "listeners.stdin.enabled=false")
+	if len(cmds) != 3 {
+		t.Fatalf("the doc has %d curl commands; this test checks three (models, a completion, a stream)", len(cmds))
+	}
+	outs := make([]string, len(cmds))
+	for i, cmd := range cmds {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		sh := exec.CommandContext(ctx, "sh", "-c", strings.ReplaceAll(cmd, "127.0.0.1:8080", a))
+		sh.Dir, sh.Env = dir, append(exampleEnv(), "CI_OPENAI_KEY="+key)
+		out, err := sh.CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", cmd, err, out)
+		}
+		outs[i] = string(out)
+	}
+	var models struct {
+		Data []struct{ ID, Object string }
+	}
+	if err := json.Unmarshal([]byte(outs[0]), &models); err != nil || !slices.ContainsFunc(models.Data, func(m struct{ ID, Object string }) bool {
+		return m.ID == "assistant" && m.Object == "model"
+	}) {
+		t.Errorf("models: %v\n%s", err, outs[0])
+	}
+	var res struct {
+		Object  string
+		Choices []struct {
+			Message      struct{ Role, Content string }
+			FinishReason string `json:"finish_reason"`
+		}
+		Usage struct {
+			TotalTokens int `json:"total_tokens"`
+		}
+	}
+	if err := json.Unmarshal([]byte(outs[1]), &res); err != nil || res.Object != "chat.completion" || len(res.Choices) != 1 ||
+		!strings.Contains(res.Choices[0].Message.Content, "42") || res.Choices[0].FinishReason != "stop" {
+		t.Errorf("completion: %v\n%s", err, outs[1])
+	}
+	events := strings.Split(strings.TrimSpace(outs[2]), "\n\n")
+	if n := len(events); n < 4 || events[n-1] != "data: [DONE]" || !strings.Contains(events[n-2], `"usage"`) ||
+		!strings.Contains(events[0], `"role":"assistant"`) || !strings.Contains(outs[2], "42") {
+		t.Errorf("stream:\n%s", outs[2])
 	}
 }
 

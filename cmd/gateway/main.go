@@ -229,6 +229,9 @@ Flags:
 	if err := checkWebSocket(cfg, environ); err != nil {
 		return err
 	}
+	if err := checkOpenAI(cfg, environ, catalog); err != nil {
+		return err
+	}
 	if recall != nil {
 		// Its indexer starts once the configuration is known to be
 		// good, and stops before the store closes.
@@ -390,11 +393,15 @@ Flags:
 		outer.Handle("/", handler)
 		handler = outer
 	}
+	handler = mountOpenAI(listenCtx, cfg, environ, handler, manager, catalog, log)
 	srv := newHTTPServer(cfg, ln, handler)
 	running++
 	go func() { errc <- serveHTTP(listenCtx, srv, log) }()
 	if cfg.Listeners.WebSocket.Enabled {
 		parts.Add("websocket", "listener", true).Up() // its port is bound: it serves
+	}
+	if cfg.Listeners.OpenAI.Enabled {
+		parts.Add("openai", "listener", true).Up()
 	}
 
 	if slackListener != nil {

@@ -1,0 +1,273 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/sessions"
+)
+
+// deleteTimeout bounds deleting a request's session once it is answered.
+const deleteTimeout = 10 * time.Second
+
+// chat answers POST /v1/chat/completions.
+func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
+	k := keyOf(r)
+	if !k.Role.CanWrite() {
+		writeError(w, http.StatusForbidden, "permission_error", "", "permission_denied",
+			"This key may list the models only (role "+string(k.Role)+").")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "", "request_too_large",
+			fmt.Sprintf("The request body is larger than this gateway takes (%d bytes): send a shorter conversation.", tooBig.Limit))
+		return
+	case err != nil:
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "invalid_body", "The request body could not be read to its end.")
+		return
+	}
+	req, err := decodeRequest(body)
+	if err != nil {
+		var re *requestError
+		errors.As(err, &re)
+		writeError(w, http.StatusBadRequest, "invalid_request_error", re.param, "invalid_request", re.msg)
+		return
+	}
+	if !slices.Contains(h.guides.Names(), req.Model) {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "model", "model_not_found",
+			fmt.Sprintf("The model %q does not exist: GET /v1/models lists the guides you may use.", clip(req.Model)))
+		return
+	}
+	if !k.allows(req.Model) {
+		writeError(w, http.StatusForbidden, "invalid_request_error", "model", "model_not_allowed",
+			fmt.Sprintf("This key may not use the model %q: GET /v1/models lists the guides it may use.", req.Model))
+		return
+	}
+	// The body is read: the server's read deadline must not end the
+	// request while the answer streams.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+
+	// The gateway's context, not the request's: a client that goes away
+	// stops the delivery, not the turn, which is stored and then deleted.
+	ctx := h.ctx
+	author := switchboard.Author{Channel: Channel, ID: k.Name, Name: k.Name}
+	sub, err := h.mgr.Attach(ctx, sessions.AttachOptions{
+		Ephemeral: true, Guide: req.Model, Author: author, History: req.History, AfterSeq: -1,
+	})
+	if err != nil {
+		h.sessionError(w, err)
+		return
+	}
+	id := sub.Ready.Session
+	if _, err := h.mgr.Submit(ctx, id, switchboard.Input{Kind: switchboard.InputText, Author: author, Text: req.Text, Plain: true}); err != nil {
+		h.discard(sub, id)
+		h.sessionError(w, err)
+		return
+	}
+	out := &reply{w: w, rc: rc, stream: req.Stream, includeUsage: req.IncludeUsage,
+		id: "chatcmpl-" + strings.TrimPrefix(id, "s_"), created: h.cfg.Now().Unix(), model: req.Model}
+	failure := h.follow(ctx, sub, author, out)
+	// Deleted before the answer ends: a client told it is done is told
+	// nothing of it is kept.
+	h.discard(sub, id)
+	out.finish(h, failure)
+}
+
+// discard ends the request's session: nothing of it is kept.
+func (h *Handler) discard(sub *sessions.Subscription, id string) {
+	sub.Close()
+	ctx, cancel := context.WithTimeout(h.ctx, deleteTimeout)
+	defer cancel()
+	if err := h.mgr.Delete(ctx, id); err != nil {
+		h.log.Warn("a completion's session was not deleted: retention will delete it", "session", id, "err", err)
+	}
+}
+
+// failure is how a turn failed, told to the client as an error.
+type failure struct {
+	status          int
+	typ, code, text string
+}
+
+// follow reads the turn's events until it ends: text to out, usage noted,
+// an approval request denied (approvals while a request waits are not
+// served yet). It returns how the turn failed, or nil.
+func (h *Handler) follow(ctx context.Context, sub *sessions.Subscription, author switchboard.Author, out *reply) *failure {
+	var failed *failure
+	for {
+		var ev switchboard.Event
+		var ok bool
+		select {
+		case ev, ok = <-sub.Events():
+		case <-ctx.Done():
+			ok = false
+		}
+		if !ok {
+			return restarting()
+		}
+		p, err := ev.Payload()
+		if err != nil {
+			continue // a type this listener does not show
+		}
+		switch d := p.(type) {
+		case *switchboard.DeltaData:
+			out.text(d.Content)
+		case *switchboard.UsageData:
+			out.usage = usage{PromptTokens: d.PromptTokens, CompletionTokens: d.CompletionTokens, TotalTokens: d.TotalTokens}
+		case *switchboard.ConfirmationRequestData:
+			h.log.Info("a guide's ask tool was denied: approvals while a request waits are not served yet", "tool", d.ToolName, "key", author.ID)
+			if _, err := h.mgr.Submit(ctx, ev.Session, switchboard.Input{Kind: switchboard.InputConfirm, Author: author, ConfirmationID: d.ConfirmationID}); err != nil {
+				h.log.Warn("denying an approval request failed", "tool", d.ToolName, "err", err)
+				return restarting()
+			}
+		case *switchboard.ErrorData:
+			if f := turnFailure(d); f != nil {
+				if d.Code == switchboard.ErrCodeRestarting {
+					return f // the turn was cut: no idle follows
+				}
+				failed = f
+			}
+		case *switchboard.StateData:
+			if d.State == switchboard.StateIdle {
+				return failed
+			}
+		}
+	}
+}
+
+// turnFailure is what the client is told of an error event; nil for
+// those that do not end the turn.
+func turnFailure(d *switchboard.ErrorData) *failure {
+	switch d.Code {
+	case switchboard.ErrCodeInterrupted, switchboard.ErrCodeDuplicate:
+		return nil // the turn goes on
+	case switchboard.ErrCodeRestarting:
+		return restarting()
+	case switchboard.ErrCodeBudget:
+		return &failure{http.StatusTooManyRequests, "insufficient_quota", "budget_exceeded", d.Message}
+	case switchboard.ErrCodeStorage:
+		return &failure{http.StatusServiceUnavailable, "server_error", "storage_unavailable", d.Message}
+	case switchboard.ErrCodeProvider:
+		return &failure{http.StatusBadGateway, "server_error", "provider_error", d.Message}
+	default:
+		return &failure{http.StatusInternalServerError, "server_error", d.Code, d.Message}
+	}
+}
+
+func restarting() *failure {
+	return &failure{http.StatusServiceUnavailable, "server_error", "restarting", "The gateway is restarting: send the request again in a moment."}
+}
+
+// reply writes the answer: one JSON completion, or server-sent chunks as
+// the text arrives.
+type reply struct {
+	w                    http.ResponseWriter
+	rc                   *http.ResponseController
+	stream, includeUsage bool
+	id, model            string
+	created              int64
+
+	buf     strings.Builder // the whole text, when not streaming
+	usage   usage
+	started bool // the stream's headers and first chunk are sent
+	gone    bool // the client went away: nothing more is written
+}
+
+// text adds text to the answer.
+func (o *reply) text(s string) {
+	if !o.stream {
+		o.buf.WriteString(s)
+		return
+	}
+	if s == "" {
+		return
+	}
+	o.start()
+	o.chunk([]chunkChoice{{Delta: delta{Content: s}}}, nil)
+}
+
+// start sends the stream's headers and its first chunk, once.
+func (o *reply) start() {
+	if o.started {
+		return
+	}
+	o.started = true
+	h := o.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // a proxy in front must not hold the chunks
+	o.w.WriteHeader(http.StatusOK)
+	o.chunk([]chunkChoice{{Delta: delta{Role: "assistant"}}}, nil)
+}
+
+func (o *reply) chunk(choices []chunkChoice, u *usage) {
+	o.event(chunk{ID: o.id, Object: "chat.completion.chunk", Created: o.created, Model: o.model, Choices: choices, Usage: u})
+}
+
+// event writes one server-sent event and flushes it.
+func (o *reply) event(v any) {
+	if o.gone {
+		return
+	}
+	data, err := json.Marshal(v)
+	if err == nil {
+		_, err = fmt.Fprintf(o.w, "data: %s\n\n", data)
+	}
+	if err == nil {
+		err = o.rc.Flush()
+	}
+	if err != nil {
+		o.gone = true
+	}
+}
+
+// finish ends the answer: the completion, or the stream's last chunks
+// and [DONE]; or the error, as a status when nothing was streamed yet and
+// as an error event in the stream otherwise.
+func (o *reply) finish(h *Handler, f *failure) {
+	switch {
+	case f != nil && !o.started:
+		if f.status == http.StatusServiceUnavailable {
+			o.w.Header().Set("Retry-After", "5")
+		}
+		writeError(o.w, f.status, f.typ, "", f.code, f.text)
+	case f != nil:
+		code := f.code
+		o.event(errorBody{Error: errorDetail{Message: f.text, Type: f.typ, Code: &code}})
+	case !o.stream:
+		writeJSON(o.w, http.StatusOK, completion{
+			ID: o.id, Object: "chat.completion", Created: o.created, Model: o.model, Usage: o.usage,
+			Choices: []choice{{Message: replyMessage{Role: "assistant", Content: o.buf.String()}, FinishReason: "stop"}},
+		})
+	default:
+		o.start()
+		stop := "stop"
+		o.chunk([]chunkChoice{{Delta: delta{}, FinishReason: &stop}}, nil)
+		if o.includeUsage {
+			u := o.usage
+			o.chunk([]chunkChoice{}, &u)
+		}
+		if !o.gone {
+			_, err := io.WriteString(o.w, "data: [DONE]\n\n")
+			if err == nil {
+				err = o.rc.Flush()
+			}
+			o.gone = err != nil
+		}
+	}
+	if o.gone {
+		h.log.Debug("the client went away before the answer's end; the turn ran to its end")
+	}
+}

@@ -1,0 +1,436 @@
+package openai_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/collaboration"
+	listener "github.com/switchboard-gw/switchboard/listeners/openai"
+	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
+	"github.com/switchboard-gw/switchboard/sessions"
+	"github.com/switchboard-gw/switchboard/sessions/sessionstest"
+)
+
+const (
+	allKey     = "sk-test-all-guides-0123456789"
+	supportKey = "sk-test-support-only-0123456789"
+	viewerKey  = "sk-test-viewer-0123456789abcd"
+	slowKey    = "sk-test-one-a-minute-0123456789"
+)
+
+type api struct {
+	t    *testing.T
+	gw   *sessionstest.Gateway
+	url  string
+	seen *seen
+}
+
+// seen is the session manager, noting the sessions the API opens and
+// telling each one it deletes.
+type seen struct {
+	*sessions.Manager
+	mu      sync.Mutex
+	opened  []string
+	deleted chan string
+}
+
+func (s *seen) Attach(ctx context.Context, opts sessions.AttachOptions) (*sessions.Subscription, error) {
+	sub, err := s.Manager.Attach(ctx, opts)
+	if err == nil {
+		s.mu.Lock()
+		s.opened = append(s.opened, sub.Ready.Session)
+		s.mu.Unlock()
+	}
+	return sub, err
+}
+
+func (s *seen) Delete(ctx context.Context, id string) error {
+	err := s.Manager.Delete(ctx, id)
+	if err == nil {
+		s.deleted <- id
+	}
+	return err
+}
+
+// newAPI serves the API on 127.0.0.1 over a session manager with the
+// project's guides and a scripted model.
+func newAPI(t *testing.T, cfg listener.Config) *api {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	gw := sessionstest.New(t, "../../guides", log)
+	if cfg.Keys == nil {
+		cfg.Keys = []listener.Key{
+			{Name: "all", Secret: allKey},
+			{Name: "support-bot", Secret: supportKey, Guides: []string{"support"}},
+			{Name: "dashboard", Secret: viewerKey, Role: collaboration.Viewer},
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	mux := http.NewServeMux()
+	rec := &seen{Manager: gw.Manager, deleted: make(chan string, 100)}
+	mux.Handle("/v1/", listener.New(ctx, cfg, rec, guideNames{"assistant", "support"}, log))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() { srv.Close(); cancel() })
+	return &api{t: t, gw: gw, url: srv.URL + "/v1", seen: rec}
+}
+
+type guideNames []string
+
+func (g guideNames) Names() []string { return g }
+
+// client is the official SDK pointed at the API, without retries.
+func (a *api) client(key string) *sdk.Client {
+	c := sdk.NewClient(option.WithBaseURL(a.url), option.WithAPIKey(key), option.WithMaxRetries(0))
+	return &c
+}
+
+func TestModelsAreTheGuidesAKeyMayUse(t *testing.T) {
+	a := newAPI(t, listener.Config{})
+	ctx := context.Background()
+	for key, want := range map[string][]string{allKey: {"assistant", "support"}, supportKey: {"support"}} {
+		page, err := a.client(key).Models.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, m := range page.Data {
+			if m.Object != "model" || m.OwnedBy != "switchboard" || m.Created == 0 {
+				t.Errorf("model %+v: want object model, owned_by switchboard, created set", m)
+			}
+			got = append(got, m.ID)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("models: %v, want %v", got, want)
+		}
+	}
+}
+
+// conversation is a request's messages: a system message of the client's,
+// a turn of history, and the question.
+func conversation(question string) []sdk.ChatCompletionMessageParamUnion {
+	return []sdk.ChatCompletionMessageParamUnion{
+		sdk.SystemMessage("Answer in English."),
+		sdk.UserMessage("I bought a Widget Mini."),
+		sdk.AssistantMessage("Good choice! How can I help?"),
+		sdk.UserMessage(question),
+	}
+}
+
+// checkModelGot fails unless the model was given the guide's prompt, then
+// the request's messages in order.
+func (a *api) checkModelGot(question string) {
+	a.t.Helper()
+	reqs := a.gw.LLM.Requests()
+	if len(reqs) == 0 {
+		a.t.Fatal("the model was not called")
+	}
+	var got []string
+	for _, m := range reqs[len(reqs)-1].Messages {
+		got = append(got, m.Role+": "+openaitest.Text(m.Content))
+	}
+	if len(got) != 5 || !strings.HasPrefix(got[0], "system: ") || !strings.Contains(got[0], "Acme Widgets") ||
+		got[1] != "system: Answer in English." || got[2] != "user: I bought a Widget Mini." ||
+		got[3] != "assistant: Good choice! How can I help?" || got[4] != "user: "+question {
+		a.t.Fatalf("the model was given:\n%s", strings.Join(got, "\n"))
+	}
+}
+
+// gone fails unless nothing of the sessions the requests opened is
+// stored: neither the session nor its events.
+func (a *api) gone() {
+	a.t.Helper()
+	ctx := context.Background()
+	a.seen.mu.Lock()
+	opened := slices.Clone(a.seen.opened)
+	a.seen.mu.Unlock()
+	if len(opened) == 0 {
+		a.t.Fatal("no session was opened")
+	}
+	for _, id := range opened {
+		if _, err := a.gw.DB.Session(ctx, id); !errors.Is(err, switchboard.ErrNotFound) {
+			a.t.Errorf("session %s after its request: %v, want not found (stateless)", id, err)
+		}
+		if evs, err := a.gw.DB.EventsAfter(ctx, id, 0, 10); err != nil || len(evs) != 0 {
+			a.t.Errorf("session %s after its request: %d events stored (%v), want none", id, len(evs), err)
+		}
+	}
+}
+
+func TestCompletion(t *testing.T) {
+	a := newAPI(t, listener.Config{})
+	a.gw.LLM.Push(openaitest.Reply{Text: []string{"It ships ", "free above 50 EUR."}})
+	res, err := a.client(supportKey).Chat.Completions.New(context.Background(), sdk.ChatCompletionNewParams{
+		Model: "support", Messages: conversation("Is shipping free?"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Choices) != 1 || res.Choices[0].Message.Content != "It ships free above 50 EUR." || res.Choices[0].FinishReason != "stop" ||
+		res.Choices[0].Message.Role != "assistant" {
+		t.Fatalf("choices: %+v", res.Choices)
+	}
+	if res.Object != "chat.completion" || res.Model != "support" || !strings.HasPrefix(res.ID, "chatcmpl-") || res.Created == 0 {
+		t.Errorf("completion: id %q object %q model %q created %d", res.ID, res.Object, res.Model, res.Created)
+	}
+	if u := res.Usage; u.PromptTokens != 10 || u.CompletionTokens != 5 || u.TotalTokens != 15 {
+		t.Errorf("usage: %+v, want the provider's 10/5/15", u)
+	}
+	a.checkModelGot("Is shipping free?")
+	a.gone()
+}
+
+func TestStreamedCompletion(t *testing.T) {
+	a := newAPI(t, listener.Config{})
+	a.gw.LLM.Push(openaitest.Reply{Text: []string{"Mon", "day to ", "Friday."}})
+	stream := a.client(allKey).Chat.Completions.NewStreaming(context.Background(), sdk.ChatCompletionNewParams{
+		Model: "support", Messages: conversation("When are you open?"),
+		StreamOptions: sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(true)},
+	})
+	var acc sdk.ChatCompletionAccumulator
+	var chunks []sdk.ChatCompletionChunk
+	for stream.Next() {
+		c := stream.Current()
+		acc.AddChunk(c)
+		chunks = append(chunks, c)
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(chunks) < 3 || chunks[0].Choices[0].Delta.Role != "assistant" {
+		t.Fatalf("want a first chunk with role assistant; got %d chunks: %+v", len(chunks), chunks)
+	}
+	last := chunks[len(chunks)-1]
+	if len(last.Choices) != 0 || last.Usage.TotalTokens != 15 || last.Usage.PromptTokens != 10 || last.Usage.CompletionTokens != 5 {
+		t.Errorf("last chunk: %+v, want no choices and the usage 10/5/15", last)
+	}
+	finish := chunks[len(chunks)-2]
+	if len(finish.Choices) != 1 || finish.Choices[0].FinishReason != "stop" {
+		t.Errorf("the chunk before the usage: %+v, want finish_reason stop", finish)
+	}
+	if got := acc.Choices[0].Message.Content; got != "Monday to Friday." {
+		t.Errorf("streamed text %q", got)
+	}
+	for _, c := range chunks {
+		if c.Object != "chat.completion.chunk" || c.Model != "support" || c.ID != chunks[0].ID {
+			t.Errorf("chunk: object %q model %q id %q", c.Object, c.Model, c.ID)
+		}
+	}
+	a.checkModelGot("When are you open?")
+	a.gone()
+}
+
+// A streamed completion without stream_options ends with the finish
+// chunk: no usage chunk.
+func TestStreamWithoutUsage(t *testing.T) {
+	a := newAPI(t, listener.Config{})
+	stream := a.client(allKey).Chat.Completions.NewStreaming(context.Background(), sdk.ChatCompletionNewParams{
+		Model: "assistant", Messages: []sdk.ChatCompletionMessageParamUnion{sdk.UserMessage("Hi")},
+	})
+	var last sdk.ChatCompletionChunk
+	for stream.Next() {
+		last = stream.Current()
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(last.Choices) != 1 || last.Choices[0].FinishReason != "stop" || last.JSON.Usage.Valid() {
+		t.Errorf("last chunk %s: want the finish chunk, without usage", last.RawJSON())
+	}
+}
+
+// apiError fails unless err is the SDK's *Error with that status and
+// code, and returns it.
+func apiError(t *testing.T, err error, status int, code string) *sdk.Error {
+	t.Helper()
+	var e *sdk.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("err = %v, want an *openai.Error with status %d", err, status)
+	}
+	if e.StatusCode != status || e.Code != code || e.Message == "" || e.Type == "" {
+		t.Fatalf("error %d %q (type %q): %q; want %d %q with a message and a type", e.StatusCode, e.Code, e.Type, e.Message, status, code)
+	}
+	return e
+}
+
+func TestErrors(t *testing.T) {
+	a := newAPI(t, listener.Config{})
+	ctx := context.Background()
+	hi := []sdk.ChatCompletionMessageParamUnion{sdk.UserMessage("Hi")}
+
+	_, err := a.client("sk-wrong").Models.List(ctx)
+	apiError(t, err, http.StatusUnauthorized, "invalid_api_key")
+	_, err = a.client("").Chat.Completions.New(ctx, sdk.ChatCompletionNewParams{Model: "support", Messages: hi})
+	apiError(t, err, http.StatusUnauthorized, "invalid_api_key")
+
+	_, err = a.client(supportKey).Chat.Completions.New(ctx, sdk.ChatCompletionNewParams{Model: "assistant", Messages: hi})
+	e := apiError(t, err, http.StatusForbidden, "model_not_allowed")
+	if e.Param != "model" {
+		t.Errorf("param %q, want model", e.Param)
+	}
+	_, err = a.client(viewerKey).Chat.Completions.New(ctx, sdk.ChatCompletionNewParams{Model: "support", Messages: hi})
+	apiError(t, err, http.StatusForbidden, "permission_denied")
+
+	_, err = a.client(allKey).Chat.Completions.New(ctx, sdk.ChatCompletionNewParams{Model: "gpt-4o", Messages: hi})
+	apiError(t, err, http.StatusNotFound, "model_not_found")
+
+	_, err = a.client(allKey).Chat.Completions.New(ctx, sdk.ChatCompletionNewParams{Model: "support"})
+	e = apiError(t, err, http.StatusBadRequest, "invalid_request")
+	if e.Param != "messages" {
+		t.Errorf("param %q, want messages", e.Param)
+	}
+	_, err = a.client(allKey).Chat.Completions.New(ctx, sdk.ChatCompletionNewParams{Model: "support"},
+		option.WithRequestBody("application/json", []byte(`{"model": "support", "messages": [`)))
+	apiError(t, err, http.StatusBadRequest, "invalid_request")
+	_, err = a.client(allKey).Chat.Completions.New(ctx, sdk.ChatCompletionNewParams{Model: "support"},
+		option.WithRequestBody("application/json", []byte(`{"model": "support", "messages": [{"role": "wizard", "content": "Hi"}]}`)))
+	e = apiError(t, err, http.StatusBadRequest, "invalid_request")
+	if e.Param != "messages[0].role" {
+		t.Errorf("param %q, want messages[0].role", e.Param)
+	}
+	_, err = a.client(allKey).Chat.Completions.New(ctx, sdk.ChatCompletionNewParams{Model: "support", Messages: hi,
+		Tools: []sdk.ChatCompletionToolUnionParam{sdk.ChatCompletionFunctionTool(sdk.FunctionDefinitionParam{Name: "lookup"})}})
+	e = apiError(t, err, http.StatusBadRequest, "invalid_request")
+	if e.Param != "tools" {
+		t.Errorf("param %q, want tools", e.Param)
+	}
+	_, err = a.client(allKey).Chat.Completions.New(ctx, sdk.ChatCompletionNewParams{Model: "support",
+		Messages: []sdk.ChatCompletionMessageParamUnion{sdk.UserMessage(strings.Repeat("long ", 300_000))}})
+	apiError(t, err, http.StatusRequestEntityTooLarge, "request_too_large")
+
+	_, err = a.client(allKey).Chat.Completions.New(ctx, sdk.ChatCompletionNewParams{Model: "support"},
+		option.WithRequestBody("application/json", []byte(`{"model": "support", "messages": [{"role": "user", "content": "Hi"}]}`)),
+		option.WithBaseURL(strings.TrimSuffix(a.url, "/v1")+"/v1/embeddings/"))
+	apiError(t, err, http.StatusNotFound, "unknown_url")
+	if n := len(a.gw.LLM.Requests()); n != 0 {
+		t.Errorf("the model was called %d times for refused requests", n)
+	}
+}
+
+func TestRateLimitPerKey(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	a := newAPI(t, listener.Config{RequestsPerMinute: 1, Now: func() time.Time { return now },
+		Keys: []listener.Key{{Name: "slow", Secret: slowKey}, {Name: "other", Secret: allKey}}})
+	ctx := context.Background()
+	if _, err := a.client(slowKey).Models.List(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err := a.client(slowKey).Models.List(ctx)
+	e := apiError(t, err, http.StatusTooManyRequests, "rate_limit_exceeded")
+	if got := e.Response.Header.Get("Retry-After"); got != "60" {
+		t.Errorf("Retry-After %q, want 60 (a request a minute)", got)
+	}
+	if _, err := a.client(allKey).Models.List(ctx); err != nil {
+		t.Fatalf("another key is limited too: %v", err)
+	}
+}
+
+// A guide's ask tool cannot wait for an approver in this slice: it is
+// denied at once, and the model answers without it.
+func TestAskToolIsDenied(t *testing.T) {
+	a := newAPI(t, listener.Config{})
+	a.gw.LLM.Push(
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "c1", Name: "calculator", Args: `{"expression":"2*49+19"}`}}},
+		openaitest.Reply{Text: []string{"That is 117 EUR."}},
+	)
+	res, err := a.client(allKey).Chat.Completions.New(context.Background(), sdk.ChatCompletionNewParams{
+		Model: "support", Messages: []sdk.ChatCompletionMessageParamUnion{sdk.UserMessage("2 Pros and a Mini?")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Choices[0].Message.Content; got != "That is 117 EUR." {
+		t.Errorf("answer %q", got)
+	}
+	results := a.gw.LLM.ToolResults()
+	if len(results) != 1 || !strings.Contains(strings.ToLower(results[0]), "denied") {
+		t.Errorf("the model was told %q, want the call denied", results)
+	}
+	a.gone()
+}
+
+// The user's words are never a command, even with a leading slash.
+func TestSlashTextIsAMessage(t *testing.T) {
+	a := newAPI(t, listener.Config{})
+	_, err := a.client(allKey).Chat.Completions.New(context.Background(), sdk.ChatCompletionNewParams{
+		Model: "assistant", Messages: []sdk.ChatCompletionMessageParamUnion{sdk.UserMessage("/reset my password?")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.gw.LLM.Asked("/reset my password?") {
+		t.Fatal("the model was not asked")
+	}
+}
+
+// A provider failure is an error in the OpenAI shape, not an empty
+// answer.
+func TestProviderFailure(t *testing.T) {
+	a := newAPI(t, listener.Config{})
+	a.gw.LLM.Push(openaitest.Reply{Status: http.StatusInternalServerError})
+	_, err := a.client(allKey).Chat.Completions.New(context.Background(), sdk.ChatCompletionNewParams{
+		Model: "assistant", Messages: []sdk.ChatCompletionMessageParamUnion{sdk.UserMessage("Hi")},
+	})
+	apiError(t, err, http.StatusBadGateway, "provider_error")
+	a.gone()
+}
+
+// A client that goes away mid-stream stops the delivery, not the turn:
+// the answer is stored whole, then the session deleted.
+func TestClientGoneMidStream(t *testing.T) {
+	a := newAPI(t, listener.Config{})
+	gate := make(chan struct{})
+	a.gw.LLM.Push(openaitest.Reply{Text: []string{"first ", "second"}, Gate: gate})
+	ctx, cancel := context.WithCancel(context.Background())
+	stream := a.client(allKey).Chat.Completions.NewStreaming(ctx, sdk.ChatCompletionNewParams{
+		Model: "assistant", Messages: []sdk.ChatCompletionMessageParamUnion{sdk.UserMessage("Hi")},
+	})
+	for stream.Next() {
+		if stream.Current().Choices[0].Delta.Content != "" {
+			break // the first text: the model waits at the gate
+		}
+	}
+	// Go away while the model is mid-reply, then let it finish.
+	cancel()
+	_ = stream.Close()
+	close(gate)
+	// The turn runs to its end, then its session is deleted: Delete is
+	// queued behind it.
+	select {
+	case <-a.seen.deleted:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the session was not deleted after its client left")
+	}
+	a.gone()
+	if reqs := a.gw.LLM.Requests(); len(reqs) != 1 {
+		t.Errorf("the model was called %d times", len(reqs))
+	}
+}
+
+// While the gateway drains, a completion is refused with 503 and a
+// Retry-After: the client sends it again to the gateway that follows.
+func TestDrainingGateway(t *testing.T) {
+	a := newAPI(t, listener.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a.gw.Manager.Drain(ctx)
+	_, err := a.client(allKey).Chat.Completions.New(context.Background(), sdk.ChatCompletionNewParams{
+		Model: "assistant", Messages: []sdk.ChatCompletionMessageParamUnion{sdk.UserMessage("Hi")},
+	})
+	e := apiError(t, err, http.StatusServiceUnavailable, "restarting")
+	if e.Response.Header.Get("Retry-After") == "" {
+		t.Error("503 without Retry-After")
+	}
+}
