@@ -13,12 +13,14 @@ import (
 	"testing"
 	"time"
 
+	gws "github.com/gorilla/websocket"
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/collaboration"
 	listener "github.com/switchboard-gw/switchboard/listeners/openai"
+	"github.com/switchboard-gw/switchboard/listeners/websocket"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
 	"github.com/switchboard-gw/switchboard/sessions"
 	"github.com/switchboard-gw/switchboard/sessions/sessionstest"
@@ -35,6 +37,7 @@ type api struct {
 	t    *testing.T
 	gw   *sessionstest.Gateway
 	url  string
+	ws   string // the /ws endpoint's URL
 	seen *seen
 }
 
@@ -82,9 +85,10 @@ func newAPI(t *testing.T, cfg listener.Config) *api {
 	mux := http.NewServeMux()
 	rec := &seen{Manager: gw.Manager, deleted: make(chan string, 100)}
 	mux.Handle("/v1/", listener.New(ctx, cfg, rec, guideNames{"assistant", "support"}, log))
+	mux.Handle("GET /ws", websocket.New(ctx, websocket.Config{}, gw.Manager, log)) // another channel of the same sessions
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() { srv.Close(); cancel() })
-	return &api{t: t, gw: gw, url: srv.URL + "/v1", seen: rec}
+	return &api{t: t, gw: gw, url: srv.URL + "/v1", ws: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws", seen: rec}
 }
 
 type guideNames []string
@@ -505,22 +509,42 @@ func TestConversationContinuedWithTheSessionHeader(t *testing.T) {
 	if _, err := a.gw.DB.Session(ctx, id); err != nil {
 		t.Fatalf("the session after its requests: %v, want it stored", err)
 	}
-	// Another channel's person joins the session and is shown the history.
-	dan := a.gw.Open(switchboard.Author{Channel: "web", ID: "dan", Name: "Dan"}, sessions.AttachOptions{SessionID: id})
-	var shown []string
-	dan.Await("both exchanges", func(ev switchboard.Event) bool {
-		if p, err := ev.Payload(); err == nil {
-			if m, ok := p.(*switchboard.MessageData); ok {
-				shown = append(shown, string(m.Role)+": "+m.Content)
-			}
-		}
-		return len(shown) == 4
-	})
-	if want := []string{"user: I am Ann.", "assistant: Hello, Ann.", "user: What is my name?", "assistant: Your name is Ann."}; !slices.Equal(shown, want) {
-		t.Errorf("another channel was shown %q, want %q", shown, want)
+	// The owner (the key's author, from another place) shares the
+	// session, and a /ws client joins with the code: it is shown both
+	// exchanges, as stored.
+	owner := a.gw.Open(switchboard.Author{Channel: listener.Channel, ID: "all", Name: "all"}, sessions.AttachOptions{SessionID: id, AfterSeq: -1})
+	code := owner.Share("member")
+	ws, _, err := gws.DefaultDialer.Dial(a.ws, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if dan.Sub.Ready.Guide != "support" {
-		t.Errorf("the session's guide %q, want support", dan.Sub.Ready.Guide)
+	defer ws.Close()
+	if err := ws.WriteJSON(map[string]any{"type": "hello", "invite": code, "user": map[string]string{"id": "dan", "name": "Dan"}}); err != nil {
+		t.Fatal(err)
+	}
+	var shown []string
+	guide := ""
+	for len(shown) < 4 {
+		_ = ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+		var ev switchboard.Event
+		if err := ws.ReadJSON(&ev); err != nil {
+			t.Fatalf("the /ws client, shown %q so far: %v", shown, err)
+		}
+		switch p, _ := ev.Payload(); d := p.(type) {
+		case *switchboard.ReadyData:
+			if d.Session != id {
+				t.Fatalf("the /ws client joined %s, want %s", d.Session, id)
+			}
+			guide = d.Guide
+		case *switchboard.MessageData:
+			shown = append(shown, string(d.Role)+": "+d.Content)
+		}
+	}
+	if want := []string{"user: I am Ann.", "assistant: Hello, Ann.", "user: What is my name?", "assistant: Your name is Ann."}; !slices.Equal(shown, want) {
+		t.Errorf("the /ws client was shown %q, want %q", shown, want)
+	}
+	if guide != "support" {
+		t.Errorf("the session's guide %q, want support", guide)
 	}
 }
 
