@@ -165,6 +165,7 @@ var shellRules = []shellRule{
 		notRun: "needs systemd as PID 1; the doctor it runs is TestDoctor*, on deploy/container.yaml in TestDoctorContainerConfig"},
 	{first: regexp.MustCompile(`^websocat ws://127\.0\.0\.1:8080/ws$`), run: runWebsocatExample},
 	{first: regexp.MustCompile(`^curl -sS http://127\.0\.0\.1:8080/v1/models `), run: runOpenAICurlExamples},
+	{first: regexp.MustCompile(`^curl -sS -o /dev/null -D headers\.txt http://127\.0\.0\.1:8080/v1/chat/completions `), run: runOpenAISessionExample},
 	{first: regexp.MustCompile(`^gateway status\b`),
 		notRun: "asks a running gateway; TestSlackListenerInTheGateway runs gateway status against the built gateway, not ready and ready"},
 	{first: regexp.MustCompile(`^sqlite3 /var/lib/switchboard/switchboard\.db "\.backup `),
@@ -486,6 +487,37 @@ func runOpenAICurlExamples(t *testing.T, cmds []string) {
 	if n := len(events); n < 4 || events[n-1] != "data: [DONE]" || !strings.Contains(events[n-2], `"usage"`) ||
 		!strings.Contains(events[0], `"role":"assistant"`) || !strings.Contains(outs[2], "42") {
 		t.Errorf("stream:\n%s", outs[2])
+	}
+}
+
+// runOpenAISessionExample runs docs/openai-api.md's stored conversation
+// as one sh script (its commands share a variable) against the built
+// gateway, and checks that the second request is answered in the session
+// the first opened, named by the response's header.
+func runOpenAISessionExample(t *testing.T, cmds []string) {
+	const key = "sk-example-key-of-the-docs-000000000"
+	dir, a := startExampleGateway(t, []string{"CI_OPENAI_KEY=" + key},
+		"--set", "listeners.openai.enabled=true", "--set", "listeners.openai.keys=[{name: ci, key_env: CI_OPENAI_KEY}]",
+		"--set", "listeners.stdin.enabled=false")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sh := exec.CommandContext(ctx, "sh", "-ec", strings.ReplaceAll(strings.Join(cmds, "\n"), "127.0.0.1:8080", a))
+	sh.Dir, sh.Env = dir, append(exampleEnv(), "CI_OPENAI_KEY="+key)
+	out, err := sh.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	first, err := os.ReadFile(filepath.Join(dir, "headers.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?im)^X-Switchboard-Session: (s_\S+)\r?$`).FindSubmatch(first)
+	if m == nil {
+		t.Fatalf("the first response names no session:\n%s", first)
+	}
+	if !regexp.MustCompile(`(?im)^X-Switchboard-Session: `+regexp.QuoteMeta(string(m[1]))+`\r?$`).Match(out) ||
+		!strings.Contains(string(out), `"object":"chat.completion"`) || !strings.Contains(string(out), "48") {
+		t.Errorf("the second request, in session %s:\n%s", m[1], out)
 	}
 }
 

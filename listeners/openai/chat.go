@@ -60,29 +60,98 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 	_ = rc.SetReadDeadline(time.Time{})
 
 	// The gateway's context, not the request's: a client that goes away
-	// stops the delivery, not the turn, which is stored and then deleted.
+	// stops the delivery, not the turn, which is stored (and, stateless,
+	// then deleted).
 	ctx := h.ctx
 	author := switchboard.Author{Channel: Channel, ID: k.Name, Name: k.Name}
-	sub, err := h.mgr.Attach(ctx, sessions.AttachOptions{
-		Ephemeral: true, Guide: req.Model, Author: author, History: req.History, AfterSeq: -1,
-	})
+	named := r.Header.Get(SessionHeader)
+	var sub *sessions.Subscription
+	if named == "" {
+		sub, err = h.mgr.Attach(ctx, sessions.AttachOptions{
+			Ephemeral: true, Guide: req.Model, Author: author, History: req.History, AfterSeq: -1,
+		})
+	} else {
+		sub, err = h.openStored(ctx, w, k, author, named, req.Model)
+		if sub == nil && err == nil {
+			return // refused: answered
+		}
+	}
 	if err != nil {
 		h.sessionError(w, err)
 		return
 	}
 	id := sub.Ready.Session
+	stored := named != ""
+	if stored {
+		w.Header().Set(SessionHeader, id)
+	}
 	if _, err := h.mgr.Submit(ctx, id, switchboard.Input{Kind: switchboard.InputText, Author: author, Text: req.Text, Plain: true}); err != nil {
-		h.discard(sub, id)
+		h.end(sub, id, stored)
 		h.sessionError(w, err)
 		return
 	}
 	out := &reply{w: w, rc: rc, stream: req.Stream, includeUsage: req.IncludeUsage,
 		id: "chatcmpl-" + strings.TrimPrefix(id, "s_"), created: h.cfg.Now().Unix(), model: req.Model}
-	failure := h.follow(ctx, sub, author, out)
-	// Deleted before the answer ends: a client told it is done is told
-	// nothing of it is kept.
-	h.discard(sub, id)
+	var mine *turnOf
+	if stored {
+		mine = &turnOf{author: author, text: req.Text, gone: r.Context().Done()}
+	}
+	failure := h.follow(ctx, sub, author, mine, out)
+	// A stateless session is deleted before the answer ends: a client
+	// told it is done is told nothing of it is kept.
+	h.end(sub, id, stored)
 	out.finish(h, failure)
+}
+
+// SessionHeader names the stored session a request continues
+// (docs/openai-api.md); the response carries it back.
+const SessionHeader = "X-Switchboard-Session"
+
+// NewSession is SessionHeader's value that opens a new stored session.
+const NewSession = "new"
+
+// openStored attaches the key's author to the stored session the request
+// names, or to a new one for NewSession. The sessions' own rules decide
+// who may: the author must be a member already (MembersOnly), and
+// Submit then checks that their role may write. A session that does not
+// exist and one the key's author is not a member of get the same 404, so
+// that another key learns nothing from an id it tries. When it refuses,
+// it answers the request itself and returns neither a subscription nor an
+// error.
+func (h *Handler) openStored(ctx context.Context, w http.ResponseWriter, k *key, author switchboard.Author, named, model string) (*sessions.Subscription, error) {
+	if named == NewSession {
+		return h.mgr.Attach(ctx, sessions.AttachOptions{Guide: model, Author: author, AfterSeq: -1})
+	}
+	sub, err := h.mgr.Attach(ctx, sessions.AttachOptions{SessionID: named, Author: author, AfterSeq: -1, MembersOnly: true})
+	switch {
+	case errors.Is(err, switchboard.ErrNotFound), errors.Is(err, sessions.ErrForbidden):
+		writeError(w, http.StatusNotFound, "invalid_request_error", "", "session_not_found",
+			fmt.Sprintf("No session %q that this key may use: send %s: %s to start one, or an id this key's responses named.", clip(named), SessionHeader, NewSession))
+		return nil, nil
+	case err != nil:
+		return sub, err
+	}
+	guide := sub.Ready.Guide
+	if guide != model || !k.allows(guide) {
+		sub.Close()
+		msg := fmt.Sprintf("The session %s answers with the model %q: send that model.", named, guide)
+		if !k.allows(guide) {
+			msg = fmt.Sprintf("The session %s answers with the model %q, which this key may not use.", named, guide)
+		}
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "model", "model_mismatch", msg)
+		return nil, nil
+	}
+	return sub, nil
+}
+
+// end lets go of the request's session: a stored one stays, a stateless
+// one is deleted.
+func (h *Handler) end(sub *sessions.Subscription, id string, stored bool) {
+	if stored {
+		sub.Close()
+		return
+	}
+	h.discard(sub, id)
 }
 
 // discard ends the request's session: nothing of it is kept.
@@ -101,10 +170,52 @@ type failure struct {
 	typ, code, text string
 }
 
+// turnOf recognizes the turn a request on a stored session started, in a
+// session others may be writing in: its user message is the author's,
+// with the request's text. Until it starts, the events are others'.
+type turnOf struct {
+	author  switchboard.Author
+	text    string
+	started bool
+	// gone is the request's end: a client that goes away before its turn
+	// started (queued behind others') is waited for no longer; the turn
+	// runs when its time comes, as any queued message.
+	gone <-chan struct{}
+}
+
+// waiting is gone while the turn has not started, nil after.
+func (t *turnOf) waiting() <-chan struct{} {
+	if t == nil || t.started {
+		return nil
+	}
+	return t.gone
+}
+
+// before reports whether ev comes before the request's turn (and is not
+// its to show), noting the turn's start; and returns the failure of a
+// notice for the author that refused the input before its turn started.
+func (t *turnOf) before(p any) (bool, *failure) {
+	if t == nil || t.started {
+		return false, nil
+	}
+	switch d := p.(type) {
+	case *switchboard.MessageData:
+		if d.Role == switchboard.RoleUser && d.Channel == t.author.Channel && d.AuthorID == t.author.ID && d.Content == t.text {
+			t.started = true
+		}
+	case *switchboard.ErrorData:
+		if d.For == t.author.Key() && (d.Code == switchboard.ErrCodeBusy || d.Code == switchboard.ErrCodeBudget) {
+			return true, turnFailure(d)
+		}
+	}
+	return true, nil
+}
+
 // follow reads the turn's events until it ends: text to out, usage noted,
 // an approval request denied (approvals while a request waits are not
-// served yet). It returns how the turn failed, or nil.
-func (h *Handler) follow(ctx context.Context, sub *sessions.Subscription, author switchboard.Author, out *reply) *failure {
+// served yet). With mine (a stored session), what comes before the
+// request's own turn is skipped. It returns how the turn failed, or nil.
+func (h *Handler) follow(ctx context.Context, sub *sessions.Subscription, author switchboard.Author, mine *turnOf, out *reply) *failure {
 	var failed *failure
 	for {
 		var ev switchboard.Event
@@ -113,6 +224,8 @@ func (h *Handler) follow(ctx context.Context, sub *sessions.Subscription, author
 		case ev, ok = <-sub.Events():
 		case <-ctx.Done():
 			ok = false
+		case <-mine.waiting():
+			return &failure{http.StatusRequestTimeout, "invalid_request_error", "client_gone", "The request ended before its turn started."}
 		}
 		if !ok {
 			return restarting()
@@ -120,6 +233,11 @@ func (h *Handler) follow(ctx context.Context, sub *sessions.Subscription, author
 		p, err := ev.Payload()
 		if err != nil {
 			continue // a type this listener does not show
+		}
+		if skip, f := mine.before(p); f != nil {
+			return f
+		} else if skip {
+			continue
 		}
 		switch d := p.(type) {
 		case *switchboard.DeltaData:
@@ -155,6 +273,8 @@ func turnFailure(d *switchboard.ErrorData) *failure {
 		return nil // the turn goes on
 	case switchboard.ErrCodeRestarting:
 		return restarting()
+	case switchboard.ErrCodeBusy:
+		return &failure{http.StatusConflict, "invalid_request_error", "session_busy", d.Message}
 	case switchboard.ErrCodeBudget:
 		return &failure{http.StatusTooManyRequests, "insufficient_quota", "budget_exceeded", d.Message}
 	case switchboard.ErrCodeStorage:

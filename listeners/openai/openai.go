@@ -2,14 +2,16 @@
 // gateway's HTTP server: any OpenAI client, SDK or chat app uses a guide
 // as a model (docs/openai-api.md).
 //
-// This is the first slice: API keys, GET /v1/models and POST
-// /v1/chat/completions, streamed or not, stateless. Each completion runs
-// in an ephemeral session (sessions.AttachOptions.Ephemeral): the guide's
-// system prompt, tools and approval policy apply, the request's messages
-// are the conversation, and the session is deleted once answered.
-// Client-supplied tools, the Responses API, stored conversations
-// (X-Switchboard-Session) and approvals while a request waits are not
-// served yet: a guide's ask tool is denied at once.
+// API keys, GET /v1/models and POST /v1/chat/completions, streamed or
+// not. By default stateless: each completion runs in an ephemeral session
+// (sessions.AttachOptions.Ephemeral): the guide's system prompt, tools and
+// approval policy apply, the request's messages are the conversation, and
+// the session is deleted once answered. With the header
+// X-Switchboard-Session a request continues a stored session instead, an
+// ordinary one (chat.go's openStored), and only its last message is
+// submitted. Client-supplied tools, the Responses API and approvals while
+// a request waits are not served yet: a guide's ask tool is denied at
+// once.
 package openai
 
 import (
@@ -223,6 +225,9 @@ func (h *Handler) sessionError(w http.ResponseWriter, err error) {
 	case errors.Is(err, sessions.ErrFull), errors.Is(err, sessions.ErrBusy):
 		w.Header().Set("Retry-After", "10")
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "overloaded", "The gateway has too many conversations open: try again in a little while.")
+	case errors.Is(err, sessions.ErrForbidden):
+		writeError(w, http.StatusForbidden, "permission_error", "", "permission_denied",
+			"This key may not write in that session: "+sessions.Reason(err, "its role there does not allow it")+".")
 	case errors.Is(err, switchboard.ErrNotFound):
 		writeError(w, http.StatusNotFound, "invalid_request_error", "model", "model_not_found", "That model does not exist: GET /v1/models lists the guides you may use.")
 	default:

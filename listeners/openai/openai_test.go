@@ -13,12 +13,14 @@ import (
 	"testing"
 	"time"
 
+	gws "github.com/gorilla/websocket"
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/collaboration"
 	listener "github.com/switchboard-gw/switchboard/listeners/openai"
+	"github.com/switchboard-gw/switchboard/listeners/websocket"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
 	"github.com/switchboard-gw/switchboard/sessions"
 	"github.com/switchboard-gw/switchboard/sessions/sessionstest"
@@ -35,6 +37,7 @@ type api struct {
 	t    *testing.T
 	gw   *sessionstest.Gateway
 	url  string
+	ws   string // the /ws endpoint's URL
 	seen *seen
 }
 
@@ -82,9 +85,10 @@ func newAPI(t *testing.T, cfg listener.Config) *api {
 	mux := http.NewServeMux()
 	rec := &seen{Manager: gw.Manager, deleted: make(chan string, 100)}
 	mux.Handle("/v1/", listener.New(ctx, cfg, rec, guideNames{"assistant", "support"}, log))
+	mux.Handle("GET /ws", websocket.New(ctx, websocket.Config{}, gw.Manager, log)) // another channel of the same sessions
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() { srv.Close(); cancel() })
-	return &api{t: t, gw: gw, url: srv.URL + "/v1", seen: rec}
+	return &api{t: t, gw: gw, url: srv.URL + "/v1", ws: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws", seen: rec}
 }
 
 type guideNames []string
@@ -432,5 +436,255 @@ func TestDrainingGateway(t *testing.T) {
 	e := apiError(t, err, http.StatusServiceUnavailable, "restarting")
 	if e.Response.Header.Get("Retry-After") == "" {
 		t.Error("503 without Retry-After")
+	}
+}
+
+// ask sends a completion on the session the header names and returns the
+// answer and the session the response names.
+func (a *api) ask(key, session, model string, msgs ...sdk.ChatCompletionMessageParamUnion) (string, string, error) {
+	a.t.Helper()
+	var res *http.Response
+	c, err := a.client(key).Chat.Completions.New(context.Background(), sdk.ChatCompletionNewParams{Model: model, Messages: msgs},
+		option.WithHeader(listener.SessionHeader, session), option.WithResponseInto(&res))
+	if err != nil {
+		return "", "", err
+	}
+	return c.Choices[0].Message.Content, res.Header.Get(listener.SessionHeader), nil
+}
+
+// modelGot is what the model was given in its last request, after the
+// guide's prompt.
+func (a *api) modelGot() []string {
+	reqs := a.gw.LLM.Requests()
+	var got []string
+	for _, m := range reqs[len(reqs)-1].Messages[1:] {
+		got = append(got, m.Role+": "+openaitest.Text(m.Content))
+	}
+	return got
+}
+
+// A conversation continued over two requests: the second is answered
+// from the stored session (the request's own history is not used), is
+// streamed, and another channel's person then sees both exchanges.
+func TestConversationContinuedWithTheSessionHeader(t *testing.T) {
+	a := newAPI(t, listener.Config{})
+	ctx := context.Background()
+	a.gw.LLM.Push(openaitest.Reply{Text: []string{"Hello, Ann."}}, openaitest.Reply{Text: []string{"Your ", "name is Ann."}})
+
+	answer, id, err := a.ask(allKey, "new", "support",
+		sdk.SystemMessage("Ignored: the session's own."), sdk.UserMessage("Ignored too."), sdk.UserMessage("I am Ann."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if answer != "Hello, Ann." || !strings.HasPrefix(id, "s_") {
+		t.Fatalf("first answer %q, session %q: want the answer and the new session's id", answer, id)
+	}
+	if got := a.modelGot(); !slices.Equal(got, []string{"user: I am Ann."}) {
+		t.Fatalf("a new session's model was given %q: want the last message only", got)
+	}
+
+	var res *http.Response
+	stream := a.client(allKey).Chat.Completions.NewStreaming(ctx, sdk.ChatCompletionNewParams{
+		Model: "support", Messages: []sdk.ChatCompletionMessageParamUnion{
+			sdk.UserMessage("Not what I said."), sdk.AssistantMessage("Not what you said."), sdk.UserMessage("What is my name?")},
+	}, option.WithHeader(listener.SessionHeader, id), option.WithResponseInto(&res))
+	var acc sdk.ChatCompletionAccumulator
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := acc.Choices[0].Message.Content; got != "Your name is Ann." {
+		t.Errorf("second answer %q", got)
+	}
+	if got := res.Header.Get(listener.SessionHeader); got != id {
+		t.Errorf("the streamed response names session %q, want %q", got, id)
+	}
+	want := []string{"user: I am Ann.", "assistant: Hello, Ann.", "user: What is my name?"}
+	if got := a.modelGot(); !slices.Equal(got, want) {
+		t.Fatalf("the second request's model was given\n%q\nwant the session's first exchange, then the question:\n%q", got, want)
+	}
+
+	if _, err := a.gw.DB.Session(ctx, id); err != nil {
+		t.Fatalf("the session after its requests: %v, want it stored", err)
+	}
+	// The owner (the key's author, from another place) shares the
+	// session, and a /ws client joins with the code: it is shown both
+	// exchanges, as stored.
+	owner := a.gw.Open(switchboard.Author{Channel: listener.Channel, ID: "all", Name: "all"}, sessions.AttachOptions{SessionID: id, AfterSeq: -1})
+	code := owner.Share("member")
+	ws, _, err := gws.DefaultDialer.Dial(a.ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if err := ws.WriteJSON(map[string]any{"type": "hello", "invite": code, "user": map[string]string{"id": "dan", "name": "Dan"}}); err != nil {
+		t.Fatal(err)
+	}
+	var shown []string
+	guide := ""
+	for len(shown) < 4 {
+		_ = ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+		var ev switchboard.Event
+		if err := ws.ReadJSON(&ev); err != nil {
+			t.Fatalf("the /ws client, shown %q so far: %v", shown, err)
+		}
+		switch p, _ := ev.Payload(); d := p.(type) {
+		case *switchboard.ReadyData:
+			if d.Session != id {
+				t.Fatalf("the /ws client joined %s, want %s", d.Session, id)
+			}
+			guide = d.Guide
+		case *switchboard.MessageData:
+			shown = append(shown, string(d.Role)+": "+d.Content)
+		}
+	}
+	if want := []string{"user: I am Ann.", "assistant: Hello, Ann.", "user: What is my name?", "assistant: Your name is Ann."}; !slices.Equal(shown, want) {
+		t.Errorf("the /ws client was shown %q, want %q", shown, want)
+	}
+	if guide != "support" {
+		t.Errorf("the session's guide %q, want support", guide)
+	}
+}
+
+// Another key tries a session's id: refused as a session that does not
+// exist, so the id tells it nothing; it is not made a member, and the
+// model is not called. A member whose role may not write is refused too.
+func TestSessionOfAnotherKey(t *testing.T) {
+	a := newAPI(t, listener.Config{})
+	ctx := context.Background()
+	_, id, err := a.ask(allKey, "new", "support", sdk.UserMessage("Mine."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := len(a.gw.LLM.Requests())
+	for _, tried := range []string{id, "s_does-not-exist", "../" + id} {
+		_, _, err := a.ask(supportKey, tried, "support", sdk.UserMessage("Let me in."))
+		e := apiError(t, err, http.StatusNotFound, "session_not_found")
+		if !strings.Contains(e.Message, "new") {
+			t.Errorf("refusal %q: want it to say how to start a session", e.Message)
+		}
+	}
+	bot := switchboard.Author{Channel: listener.Channel, ID: "support-bot", Name: "support-bot"}
+	members, err := a.gw.DB.Members(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range members {
+		if m.Key == bot.Key() {
+			t.Errorf("the other key was made a member: %+v", m)
+		}
+	}
+	if got := len(a.gw.LLM.Requests()); got != calls {
+		t.Errorf("the model was called %d times for the other key, want 0", got-calls)
+	}
+
+	// Made a viewer of the session by its owner: it may attach, not write.
+	sub, err := a.gw.Manager.Attach(ctx, sessions.AttachOptions{SessionID: id, Author: bot, Role: collaboration.Viewer, AfterSeq: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub.Close()
+	_, _, err = a.ask(supportKey, id, "support", sdk.UserMessage("Let me write."))
+	if e := apiError(t, err, http.StatusForbidden, "permission_denied"); !strings.Contains(e.Message, "viewer") {
+		t.Errorf("refusal %q: want it to say the key is a viewer there", e.Message)
+	}
+	if got := len(a.gw.LLM.Requests()); got != calls {
+		t.Errorf("the model was called for a viewer")
+	}
+}
+
+// A session answers with its own guide: a request naming another model
+// is refused, and a key may not use a session whose guide it may not.
+func TestSessionModelMismatch(t *testing.T) {
+	a := newAPI(t, listener.Config{})
+	_, id, err := a.ask(allKey, "new", "assistant", sdk.UserMessage("Hi."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = a.ask(allKey, id, "support", sdk.UserMessage("Hi again."))
+	if e := apiError(t, err, http.StatusBadRequest, "model_mismatch"); !strings.Contains(e.Message, `"assistant"`) {
+		t.Errorf("refusal %q: want it to name the session's model", e.Message)
+	}
+	var e *sdk.Error
+	if errors.As(err, &e) && e.Param != "model" {
+		t.Errorf("param %q, want model", e.Param)
+	}
+}
+
+// Others write in a stored session too: a request that comes while
+// another person's turn streams is answered with its own turn, never with
+// the other's words.
+func TestSessionSharedWithAnotherWriter(t *testing.T) {
+	a := newAPI(t, listener.Config{})
+	ctx := context.Background()
+	gate := make(chan struct{})
+	a.gw.LLM.Push(
+		openaitest.Reply{Text: []string{"Hello."}},
+		openaitest.Reply{Text: []string{"Dan's ", "answer."}, Gate: gate},
+		openaitest.Reply{Text: []string{"The key's answer."}},
+	)
+	_, id, err := a.ask(allKey, "new", "support", sdk.UserMessage("Hi."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dan := a.gw.Open(switchboard.Author{Channel: "web", ID: "dan", Name: "Dan"}, sessions.AttachOptions{SessionID: id, AfterSeq: -1})
+	if _, err := a.gw.Manager.Submit(ctx, id, switchboard.Input{Kind: switchboard.InputText, Author: dan.Author, Text: "Dan asks."}); err != nil {
+		t.Fatal(err)
+	}
+	dan.Await("Dan's turn streaming", func(ev switchboard.Event) bool { return ev.Type == switchboard.EventDelta })
+
+	type result struct {
+		answer string
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		answer, _, err := a.ask(allKey, id, "support", sdk.UserMessage("The key asks."))
+		done <- result{answer, err}
+	}()
+	// The request is attached (its subscription sees Dan's turn end)
+	// before Dan's reply goes on.
+	for {
+		a.seen.mu.Lock()
+		n := len(a.seen.opened)
+		a.seen.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("the request ended before Dan's turn did: %+v", r)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	close(gate)
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.answer != "The key's answer." {
+		t.Errorf("the key was answered %q, want its own turn's answer", r.answer)
+	}
+}
+
+// A session whose turn waits for an approval takes no message: the
+// request is told so (409), not left waiting.
+func TestSessionBusyWithAnApproval(t *testing.T) {
+	a := newAPI(t, listener.Config{})
+	a.gw.LLM.Push(
+		openaitest.Reply{Text: []string{"Hello."}},
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "c1", Name: "calculator", Args: `{"expression":"2*3"}`}}},
+	)
+	_, id, err := a.ask(allKey, "new", "support", sdk.UserMessage("Hi."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dan := a.gw.Open(switchboard.Author{Channel: "web", ID: "dan", Name: "Dan"}, sessions.AttachOptions{SessionID: id, AfterSeq: -1})
+	dan.Say("What is 2*3?") // returns once the turn waits for its approval
+	_, _, err = a.ask(allKey, id, "support", sdk.UserMessage("Anyone there?"))
+	if e := apiError(t, err, http.StatusConflict, "session_busy"); !strings.Contains(e.Message, "approval") {
+		t.Errorf("refusal %q: want it to say an approval waits", e.Message)
 	}
 }
