@@ -1,297 +1,41 @@
 package openai
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/switchboard-gw/switchboard"
-	"github.com/switchboard-gw/switchboard/sessions"
 )
-
-// deleteTimeout bounds deleting a request's session once it is answered.
-const deleteTimeout = 10 * time.Second
 
 // chat answers POST /v1/chat/completions.
 func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
-	k := keyOf(r)
-	if !k.Role.CanWrite() {
-		writeError(w, http.StatusForbidden, "permission_error", "", "permission_denied",
-			"This key may list the models only (role "+string(k.Role)+").")
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
-		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "", "request_too_large",
-			fmt.Sprintf("The request body is larger than this gateway takes (%d bytes): send a shorter conversation.", tooBig.Limit))
-		return
-	case err != nil:
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "invalid_body", "The request body could not be read to its end.")
+	k, body, ok := h.readTurnRequest(w, r)
+	if !ok {
 		return
 	}
 	req, err := decodeRequest(body)
 	if err != nil {
-		var re *requestError
-		errors.As(err, &re)
-		writeError(w, http.StatusBadRequest, "invalid_request_error", re.param, "invalid_request", re.msg)
+		writeRequestError(w, err)
 		return
 	}
-	if !slices.Contains(h.guides.Names(), req.Model) {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "model", "model_not_found",
-			fmt.Sprintf("The model %q does not exist: GET /v1/models lists the guides you may use.", clip(req.Model)))
+	if !h.modelAllowed(w, k, req.Model) {
 		return
 	}
-	if !k.allows(req.Model) {
-		writeError(w, http.StatusForbidden, "invalid_request_error", "model", "model_not_allowed",
-			fmt.Sprintf("This key may not use the model %q: GET /v1/models lists the guides it may use.", req.Model))
-		return
-	}
-	// The body is read: the server's read deadline must not end the
-	// request while the answer streams.
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Time{})
-
-	// The gateway's context, not the request's: a client that goes away
-	// stops the delivery, not the turn, which is stored (and, stateless,
-	// then deleted).
-	ctx := h.ctx
-	author := switchboard.Author{Channel: Channel, ID: k.Name, Name: k.Name}
-	named := r.Header.Get(SessionHeader)
-	var sub *sessions.Subscription
-	if named == "" {
-		sub, err = h.mgr.Attach(ctx, sessions.AttachOptions{
-			Ephemeral: true, Guide: req.Model, Author: author, History: req.History, AfterSeq: -1,
+	h.runTurn(w, r, k, turnRequest{Model: req.Model, History: req.History, Text: req.Text, Session: r.Header.Get(SessionHeader)},
+		func(id string, stored bool) answer {
+			if stored {
+				w.Header().Set(SessionHeader, id)
+			}
+			return &reply{w: w, rc: http.NewResponseController(w), stream: req.Stream, includeUsage: req.IncludeUsage,
+				id: "chatcmpl-" + strings.TrimPrefix(id, "s_"), created: h.cfg.Now().Unix(), model: req.Model}
 		})
-	} else {
-		sub, err = h.openStored(ctx, w, k, author, named, req.Model)
-		if sub == nil && err == nil {
-			return // refused: answered
-		}
-	}
-	if err != nil {
-		h.sessionError(w, err)
-		return
-	}
-	id := sub.Ready.Session
-	stored := named != ""
-	if stored {
-		w.Header().Set(SessionHeader, id)
-	}
-	if _, err := h.mgr.Submit(ctx, id, switchboard.Input{Kind: switchboard.InputText, Author: author, Text: req.Text, Plain: true}); err != nil {
-		h.end(sub, id, stored)
-		h.sessionError(w, err)
-		return
-	}
-	out := &reply{w: w, rc: rc, stream: req.Stream, includeUsage: req.IncludeUsage,
-		id: "chatcmpl-" + strings.TrimPrefix(id, "s_"), created: h.cfg.Now().Unix(), model: req.Model}
-	var mine *turnOf
-	if stored {
-		mine = &turnOf{author: author, text: req.Text, gone: r.Context().Done()}
-	}
-	failure := h.follow(ctx, sub, author, mine, out)
-	// A stateless session is deleted before the answer ends: a client
-	// told it is done is told nothing of it is kept.
-	h.end(sub, id, stored)
-	out.finish(h, failure)
 }
 
-// SessionHeader names the stored session a request continues
-// (docs/openai-api.md); the response carries it back.
-const SessionHeader = "X-Switchboard-Session"
-
-// NewSession is SessionHeader's value that opens a new stored session.
-const NewSession = "new"
-
-// openStored attaches the key's author to the stored session the request
-// names, or to a new one for NewSession. The sessions' own rules decide
-// who may: the author must be a member already (MembersOnly), and
-// Submit then checks that their role may write. A session that does not
-// exist and one the key's author is not a member of get the same 404, so
-// that another key learns nothing from an id it tries. When it refuses,
-// it answers the request itself and returns neither a subscription nor an
-// error.
-func (h *Handler) openStored(ctx context.Context, w http.ResponseWriter, k *key, author switchboard.Author, named, model string) (*sessions.Subscription, error) {
-	if named == NewSession {
-		return h.mgr.Attach(ctx, sessions.AttachOptions{Guide: model, Author: author, AfterSeq: -1})
-	}
-	sub, err := h.mgr.Attach(ctx, sessions.AttachOptions{SessionID: named, Author: author, AfterSeq: -1, MembersOnly: true})
-	switch {
-	case errors.Is(err, switchboard.ErrNotFound), errors.Is(err, sessions.ErrForbidden):
-		writeError(w, http.StatusNotFound, "invalid_request_error", "", "session_not_found",
-			fmt.Sprintf("No session %q that this key may use: send %s: %s to start one, or an id this key's responses named.", clip(named), SessionHeader, NewSession))
-		return nil, nil
-	case err != nil:
-		return sub, err
-	}
-	guide := sub.Ready.Guide
-	if guide != model || !k.allows(guide) {
-		sub.Close()
-		msg := fmt.Sprintf("The session %s answers with the model %q: send that model.", named, guide)
-		if !k.allows(guide) {
-			msg = fmt.Sprintf("The session %s answers with the model %q, which this key may not use.", named, guide)
-		}
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "model", "model_mismatch", msg)
-		return nil, nil
-	}
-	return sub, nil
-}
-
-// end lets go of the request's session: a stored one stays, a stateless
-// one is deleted.
-func (h *Handler) end(sub *sessions.Subscription, id string, stored bool) {
-	if stored {
-		sub.Close()
-		return
-	}
-	h.discard(sub, id)
-}
-
-// discard ends the request's session: nothing of it is kept.
-func (h *Handler) discard(sub *sessions.Subscription, id string) {
-	sub.Close()
-	ctx, cancel := context.WithTimeout(h.ctx, deleteTimeout)
-	defer cancel()
-	if err := h.mgr.Delete(ctx, id); err != nil {
-		h.log.Warn("a completion's session was not deleted: retention will delete it", "session", id, "err", err)
-	}
-}
-
-// failure is how a turn failed, told to the client as an error.
-type failure struct {
-	status          int
-	typ, code, text string
-}
-
-// turnOf recognizes the turn a request on a stored session started, in a
-// session others may be writing in: its user message is the author's,
-// with the request's text. Until it starts, the events are others'.
-type turnOf struct {
-	author  switchboard.Author
-	text    string
-	started bool
-	// gone is the request's end: a client that goes away before its turn
-	// started (queued behind others') is waited for no longer; the turn
-	// runs when its time comes, as any queued message.
-	gone <-chan struct{}
-}
-
-// waiting is gone while the turn has not started, nil after.
-func (t *turnOf) waiting() <-chan struct{} {
-	if t == nil || t.started {
-		return nil
-	}
-	return t.gone
-}
-
-// before reports whether ev comes before the request's turn (and is not
-// its to show), noting the turn's start; and returns the failure of a
-// notice for the author that refused the input before its turn started.
-func (t *turnOf) before(p any) (bool, *failure) {
-	if t == nil || t.started {
-		return false, nil
-	}
-	switch d := p.(type) {
-	case *switchboard.MessageData:
-		if d.Role == switchboard.RoleUser && d.Channel == t.author.Channel && d.AuthorID == t.author.ID && d.Content == t.text {
-			t.started = true
-		}
-	case *switchboard.ErrorData:
-		if d.For == t.author.Key() && (d.Code == switchboard.ErrCodeBusy || d.Code == switchboard.ErrCodeBudget) {
-			return true, turnFailure(d)
-		}
-	}
-	return true, nil
-}
-
-// follow reads the turn's events until it ends: text to out, usage noted,
-// an approval request denied (approvals while a request waits are not
-// served yet). With mine (a stored session), what comes before the
-// request's own turn is skipped. It returns how the turn failed, or nil.
-func (h *Handler) follow(ctx context.Context, sub *sessions.Subscription, author switchboard.Author, mine *turnOf, out *reply) *failure {
-	var failed *failure
-	for {
-		var ev switchboard.Event
-		var ok bool
-		select {
-		case ev, ok = <-sub.Events():
-		case <-ctx.Done():
-			ok = false
-		case <-mine.waiting():
-			return &failure{http.StatusRequestTimeout, "invalid_request_error", "client_gone", "The request ended before its turn started."}
-		}
-		if !ok {
-			return restarting()
-		}
-		p, err := ev.Payload()
-		if err != nil {
-			continue // a type this listener does not show
-		}
-		if skip, f := mine.before(p); f != nil {
-			return f
-		} else if skip {
-			continue
-		}
-		switch d := p.(type) {
-		case *switchboard.DeltaData:
-			out.text(d.Content)
-		case *switchboard.UsageData:
-			out.usage = usage{PromptTokens: d.PromptTokens, CompletionTokens: d.CompletionTokens, TotalTokens: d.TotalTokens}
-		case *switchboard.ConfirmationRequestData:
-			h.log.Info("a guide's ask tool was denied: approvals while a request waits are not served yet", "tool", d.ToolName, "key", author.ID)
-			if _, err := h.mgr.Submit(ctx, ev.Session, switchboard.Input{Kind: switchboard.InputConfirm, Author: author, ConfirmationID: d.ConfirmationID}); err != nil {
-				h.log.Warn("denying an approval request failed", "tool", d.ToolName, "err", err)
-				return restarting()
-			}
-		case *switchboard.ErrorData:
-			if f := turnFailure(d); f != nil {
-				if d.Code == switchboard.ErrCodeRestarting {
-					return f // the turn was cut: no idle follows
-				}
-				failed = f
-			}
-		case *switchboard.StateData:
-			if d.State == switchboard.StateIdle {
-				return failed
-			}
-		}
-	}
-}
-
-// turnFailure is what the client is told of an error event; nil for
-// those that do not end the turn.
-func turnFailure(d *switchboard.ErrorData) *failure {
-	switch d.Code {
-	case switchboard.ErrCodeInterrupted, switchboard.ErrCodeDuplicate:
-		return nil // the turn goes on
-	case switchboard.ErrCodeRestarting:
-		return restarting()
-	case switchboard.ErrCodeBusy:
-		return &failure{http.StatusConflict, "invalid_request_error", "session_busy", d.Message}
-	case switchboard.ErrCodeBudget:
-		return &failure{http.StatusTooManyRequests, "insufficient_quota", "budget_exceeded", d.Message}
-	case switchboard.ErrCodeStorage:
-		return &failure{http.StatusServiceUnavailable, "server_error", "storage_unavailable", d.Message}
-	case switchboard.ErrCodeProvider:
-		return &failure{http.StatusBadGateway, "server_error", "provider_error", d.Message}
-	default:
-		return &failure{http.StatusInternalServerError, "server_error", d.Code, d.Message}
-	}
-}
-
-func restarting() *failure {
-	return &failure{http.StatusServiceUnavailable, "server_error", "restarting", "The gateway is restarting: send the request again in a moment."}
-}
-
-// reply writes the answer: one JSON completion, or server-sent chunks as
-// the text arrives.
+// reply writes a chat completion: one JSON completion, or server-sent
+// chunks as the text arrives.
 type reply struct {
 	w                    http.ResponseWriter
 	rc                   *http.ResponseController
@@ -300,7 +44,7 @@ type reply struct {
 	created              int64
 
 	buf     strings.Builder // the whole text, when not streaming
-	usage   usage
+	used    usage
 	started bool // the stream's headers and first chunk are sent
 	gone    bool // the client went away: nothing more is written
 }
@@ -318,18 +62,27 @@ func (o *reply) text(s string) {
 	o.chunk([]chunkChoice{{Delta: delta{Content: s}}}, nil)
 }
 
+func (o *reply) usage(u switchboard.Usage) {
+	o.used = usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+}
+
 // start sends the stream's headers and its first chunk, once.
 func (o *reply) start() {
 	if o.started {
 		return
 	}
 	o.started = true
-	h := o.w.Header()
+	startStream(o.w)
+	o.chunk([]chunkChoice{{Delta: delta{Role: "assistant"}}}, nil)
+}
+
+// startStream sends the headers of a server-sent event stream.
+func startStream(w http.ResponseWriter) {
+	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // a proxy in front must not hold the chunks
-	o.w.WriteHeader(http.StatusOK)
-	o.chunk([]chunkChoice{{Delta: delta{Role: "assistant"}}}, nil)
+	w.WriteHeader(http.StatusOK)
 }
 
 func (o *reply) chunk(choices []chunkChoice, u *usage) {
@@ -341,34 +94,39 @@ func (o *reply) event(v any) {
 	if o.gone {
 		return
 	}
+	o.gone = !sendEvent(o.w, o.rc, "", v)
+}
+
+// sendEvent writes one server-sent event, named when name is set, and
+// flushes it; false when the client is gone.
+func sendEvent(w io.Writer, rc *http.ResponseController, name string, v any) bool {
 	data, err := json.Marshal(v)
-	if err == nil {
-		_, err = fmt.Fprintf(o.w, "data: %s\n\n", data)
+	if err == nil && name != "" {
+		_, err = fmt.Fprintf(w, "event: %s\n", name)
 	}
 	if err == nil {
-		err = o.rc.Flush()
+		_, err = fmt.Fprintf(w, "data: %s\n\n", data)
 	}
-	if err != nil {
-		o.gone = true
+	if err == nil {
+		err = rc.Flush()
 	}
+	return err == nil
 }
 
 // finish ends the answer: the completion, or the stream's last chunks
 // and [DONE]; or the error, as a status when nothing was streamed yet and
-// as an error event in the stream otherwise.
-func (o *reply) finish(h *Handler, f *failure) {
+// as an error event in the stream otherwise. It reports whether the
+// client went away before the end.
+func (o *reply) finish(f *failure) bool {
 	switch {
 	case f != nil && !o.started:
-		if f.status == http.StatusServiceUnavailable {
-			o.w.Header().Set("Retry-After", "5")
-		}
-		writeError(o.w, f.status, f.typ, "", f.code, f.text)
+		f.write(o.w)
 	case f != nil:
 		code := f.code
 		o.event(errorBody{Error: errorDetail{Message: f.text, Type: f.typ, Code: &code}})
 	case !o.stream:
 		writeJSON(o.w, http.StatusOK, completion{
-			ID: o.id, Object: "chat.completion", Created: o.created, Model: o.model, Usage: o.usage,
+			ID: o.id, Object: "chat.completion", Created: o.created, Model: o.model, Usage: o.used,
 			Choices: []choice{{Message: replyMessage{Role: "assistant", Content: o.buf.String()}, FinishReason: "stop"}},
 		})
 	default:
@@ -376,7 +134,7 @@ func (o *reply) finish(h *Handler, f *failure) {
 		stop := "stop"
 		o.chunk([]chunkChoice{{Delta: delta{}, FinishReason: &stop}}, nil)
 		if o.includeUsage {
-			u := o.usage
+			u := o.used
 			o.chunk([]chunkChoice{}, &u)
 		}
 		if !o.gone {
@@ -387,7 +145,5 @@ func (o *reply) finish(h *Handler, f *failure) {
 			o.gone = err != nil
 		}
 	}
-	if o.gone {
-		h.log.Debug("the client went away before the answer's end; the turn ran to its end")
-	}
+	return o.gone
 }
