@@ -352,6 +352,10 @@ type OpenAI struct {
 	RequestsPerMinute int `koanf:"requests_per_minute"`
 	// MaxBodyBytes bounds a request's body.
 	MaxBodyBytes int64 `koanf:"max_body_bytes"`
+	// ApprovalTimeout bounds how long a request's turn waits for someone
+	// to answer a guide's approval request; then the model is told the
+	// tool was not approved.
+	ApprovalTimeout Duration `koanf:"approval_timeout"`
 }
 
 // OpenAIKey is one API key of the OpenAI-compatible API: who uses it and
@@ -362,7 +366,9 @@ type OpenAIKey struct {
 	Name string `koanf:"name"`
 	// KeyEnv is the environment variable holding the key.
 	KeyEnv string `koanf:"key_env"`
-	Role   string `koanf:"role"` // member (default) or viewer (may list the models only)
+	// Role: member (default); approver (answers its own turns' approval
+	// requests, approved); viewer (may list the models only).
+	Role string `koanf:"role"`
 	// Guides are the guides (models) the key may use; empty: all.
 	Guides []string `koanf:"guides"`
 }
@@ -655,6 +661,7 @@ func defaults() map[string]any {
 		"listeners.openai.enabled":                false,
 		"listeners.openai.requests_per_minute":    60,
 		"listeners.openai.max_body_bytes":         1 << 20,
+		"listeners.openai.approval_timeout":       "5m",
 		"listeners.discord.allowed_guilds":        []string{},
 		"listeners.discord.allowed_channels":      []string{},
 		"listeners.discord.approvers":             []string{},
@@ -1263,6 +1270,9 @@ func (c Config) checkOpenAI(bad func(key, format string, args ...any)) {
 	if o.MaxBodyBytes < 1024 {
 		bad("listeners.openai.max_body_bytes", "must be at least 1024 bytes")
 	}
+	if time.Duration(o.ApprovalTimeout) < time.Second {
+		bad("listeners.openai.approval_timeout", "must be at least 1s")
+	}
 	if o.Enabled && len(o.Keys) == 0 {
 		bad("listeners.openai.keys", "the OpenAI-compatible API needs at least one key (name and key_env): it serves no one without")
 	}
@@ -1279,8 +1289,8 @@ func (c Config) checkOpenAI(bad func(key, format string, args ...any)) {
 		if k.KeyEnv == "" {
 			bad(key+".key_env", "must name the environment variable that holds the key")
 		}
-		if k.Role != "" && k.Role != "member" && k.Role != "viewer" {
-			bad(key+".role", "want member or viewer, not %q", k.Role)
+		if k.Role != "" && k.Role != "member" && k.Role != "approver" && k.Role != "viewer" {
+			bad(key+".role", "want member, approver or viewer, not %q", k.Role)
 		}
 	}
 }

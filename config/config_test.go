@@ -737,6 +737,6 @@ listeners:
     keys:
       - { name: ci, key_env: A, role: owner }
       - { name: ci }
-`), nil, nil, "listeners.openai.keys[0].role", "want member or viewer", "listeners.openai.keys[1].name", "names another key", "listeners.openai.keys[1].key_env")
+`), nil, nil, "listeners.openai.keys[0].role", "want member, approver or viewer", "listeners.openai.keys[1].name", "names another key", "listeners.openai.keys[1].key_env")
 	wantErr(t, writeFile(t, "listeners:\n  openai:\n    keys: [{ name: ci, key_env: A, token: x }]\n"), nil, nil, "token")
 }

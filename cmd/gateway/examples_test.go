@@ -166,6 +166,7 @@ var shellRules = []shellRule{
 	{first: regexp.MustCompile(`^websocat ws://127\.0\.0\.1:8080/ws$`), run: runWebsocatExample},
 	{first: regexp.MustCompile(`^curl -sS http://127\.0\.0\.1:8080/v1/models `), run: runOpenAICurlExamples},
 	{first: regexp.MustCompile(`^curl -sS -o /dev/null -D headers\.txt http://127\.0\.0\.1:8080/v1/chat/completions `), run: runOpenAISessionExample},
+	{first: regexp.MustCompile(`^curl -sSN http://127\.0\.0\.1:8080/v1/chat/completions `), run: runOpenAIProgressExample},
 	{first: regexp.MustCompile(`^gateway status\b`),
 		notRun: "asks a running gateway; TestSlackListenerInTheGateway runs gateway status against the built gateway, not ready and ready"},
 	{first: regexp.MustCompile(`^sqlite3 /var/lib/switchboard/switchboard\.db "\.backup `),
@@ -518,6 +519,41 @@ func runOpenAISessionExample(t *testing.T, cmds []string) {
 	if !regexp.MustCompile(`(?im)^X-Switchboard-Session: `+regexp.QuoteMeta(string(m[1]))+`\r?$`).Match(out) ||
 		!strings.Contains(string(out), `"object":"chat.completion"`) || !strings.Contains(string(out), "48") {
 		t.Errorf("the second request, in session %s:\n%s", m[1], out)
+	}
+}
+
+// runOpenAIProgressExample runs docs/openai-api.md's stream with the
+// guide's tools' progress against the built gateway, and checks that the
+// demo model's calculator call and its result come as chunks of their
+// own before the answer.
+func runOpenAIProgressExample(t *testing.T, cmds []string) {
+	const key = "sk-example-key-of-the-docs-000000000"
+	dir, a := startExampleGateway(t, []string{"CI_OPENAI_KEY=" + key},
+		"--set", "listeners.openai.enabled=true", "--set", "listeners.openai.keys=[{name: ci, key_env: CI_OPENAI_KEY}]",
+		"--set", "listeners.stdin.enabled=false")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sh := exec.CommandContext(ctx, "sh", "-ec", strings.ReplaceAll(strings.Join(cmds, "\n"), "127.0.0.1:8080", a))
+	sh.Dir, sh.Env = dir, append(exampleEnv(), "CI_OPENAI_KEY="+key)
+	out, err := sh.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var types []string
+	for _, ev := range strings.Split(strings.TrimSpace(string(out)), "\n\n") {
+		var c struct {
+			Choices     []json.RawMessage
+			Switchboard *struct{ Type string }
+		}
+		if data, ok := strings.CutPrefix(ev, "data: "); ok && json.Unmarshal([]byte(data), &c) == nil && c.Switchboard != nil {
+			if len(c.Choices) != 0 {
+				t.Errorf("a progress chunk with choices: %s", ev)
+			}
+			types = append(types, c.Switchboard.Type)
+		}
+	}
+	if !slices.Equal(types, []string{"tool_call", "tool_response"}) || !strings.Contains(string(out), "42") || !strings.HasSuffix(strings.TrimSpace(string(out)), "data: [DONE]") {
+		t.Errorf("progress %q; the stream:\n%s", types, out)
 	}
 }
 

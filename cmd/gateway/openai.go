@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/switchboard-gw/switchboard/collaboration"
 	"github.com/switchboard-gw/switchboard/config"
@@ -55,7 +56,8 @@ func mountOpenAI(ctx context.Context, cfg config.Config, environ []string, handl
 		keys = append(keys, openai.Key{Name: k.Name, Secret: k.Secret(environ), Role: role, Guides: slices.Clone(k.Guides)})
 	}
 	outer := http.NewServeMux()
-	outer.Handle("/v1/", openai.New(ctx, openai.Config{Keys: keys, RequestsPerMinute: o.RequestsPerMinute, MaxBodyBytes: o.MaxBodyBytes}, mgr, catalog, log))
+	outer.Handle("/v1/", openai.New(ctx, openai.Config{Keys: keys, RequestsPerMinute: o.RequestsPerMinute, MaxBodyBytes: o.MaxBodyBytes,
+		ApprovalTimeout: time.Duration(o.ApprovalTimeout)}, mgr, catalog, log))
 	outer.Handle("/", handler)
 	log.Info("the OpenAI-compatible API is served under /v1", "keys", len(keys))
 	return outer

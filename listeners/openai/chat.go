@@ -24,7 +24,12 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 	if !h.modelAllowed(w, k, req.Model) {
 		return
 	}
-	h.runTurn(w, r, k, turnRequest{Model: req.Model, History: req.History, Text: req.Text, Session: r.Header.Get(SessionHeader)},
+	progress, err := wantsProgress(r)
+	if err != nil {
+		writeRequestError(w, err)
+		return
+	}
+	h.runTurn(w, r, k, turnRequest{Model: req.Model, History: req.History, Text: req.Text, Session: r.Header.Get(SessionHeader), Progress: progress},
 		func(id string, stored bool) answer {
 			if stored {
 				w.Header().Set(SessionHeader, id)
@@ -32,6 +37,24 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 			return &reply{w: w, rc: http.NewResponseController(w), stream: req.Stream, includeUsage: req.IncludeUsage,
 				id: "chatcmpl-" + strings.TrimPrefix(id, "s_"), created: h.cfg.Now().Unix(), model: req.Model}
 		})
+}
+
+// ProgressHeader, sent as "X-Switchboard-Progress: tools", asks for the
+// guide's tools' progress in the answer (docs/openai-api.md): chunks of
+// their own in a stream, a list in a completion, under the field
+// "switchboard", which standard clients ignore.
+const ProgressHeader = "X-Switchboard-Progress"
+
+// wantsProgress reads ProgressHeader.
+func wantsProgress(r *http.Request) (bool, error) {
+	switch v := r.Header.Get(ProgressHeader); v {
+	case "":
+		return false, nil
+	case "tools":
+		return true, nil
+	default:
+		return false, bad("", "%s: %q is not a value it takes: send tools, or leave the header out.", ProgressHeader, clip(v))
+	}
 }
 
 // reply writes a chat completion: one JSON completion, or server-sent
@@ -43,7 +66,8 @@ type reply struct {
 	id, model            string
 	created              int64
 
-	buf     strings.Builder // the whole text, when not streaming
+	buf     strings.Builder     // the whole text, when not streaming
+	events  []switchboard.Event // the progress shown, when not streaming
 	used    usage
 	started bool // the stream's headers and first chunk are sent
 	gone    bool // the client went away: nothing more is written
@@ -64,6 +88,26 @@ func (o *reply) text(s string) {
 
 func (o *reply) usage(u switchboard.Usage) {
 	o.used = usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+}
+
+// progress shows a tool's event: a chunk of its own (no choices) while
+// streaming, the completion's list otherwise.
+func (o *reply) progress(ev switchboard.Event) {
+	if !o.stream {
+		o.events = append(o.events, ev)
+		return
+	}
+	o.start()
+	o.event(chunk{ID: o.id, Object: "chat.completion.chunk", Created: o.created, Model: o.model, Choices: []chunkChoice{}, Switchboard: &ev})
+}
+
+// keepAlive sends a comment down a stream.
+func (o *reply) keepAlive() {
+	if !o.stream || o.gone {
+		return
+	}
+	o.start()
+	o.gone = !sendComment(o.w, o.rc)
 }
 
 // start sends the stream's headers and its first chunk, once.
@@ -97,6 +141,16 @@ func (o *reply) event(v any) {
 	o.gone = !sendEvent(o.w, o.rc, "", v)
 }
 
+// sendComment writes a server-sent event comment, which clients skip,
+// and flushes it; false when the client is gone.
+func sendComment(w io.Writer, rc *http.ResponseController) bool {
+	_, err := io.WriteString(w, ": waiting\n\n")
+	if err == nil {
+		err = rc.Flush()
+	}
+	return err == nil
+}
+
 // sendEvent writes one server-sent event, named when name is set, and
 // flushes it; false when the client is gone.
 func sendEvent(w io.Writer, rc *http.ResponseController, name string, v any) bool {
@@ -125,10 +179,14 @@ func (o *reply) finish(f *failure) bool {
 		code := f.code
 		o.event(errorBody{Error: errorDetail{Message: f.text, Type: f.typ, Code: &code}})
 	case !o.stream:
-		writeJSON(o.w, http.StatusOK, completion{
+		c := completion{
 			ID: o.id, Object: "chat.completion", Created: o.created, Model: o.model, Usage: o.used,
 			Choices: []choice{{Message: replyMessage{Role: "assistant", Content: o.buf.String()}, FinishReason: "stop"}},
-		})
+		}
+		if o.events != nil {
+			c.Switchboard = &progressList{Events: o.events}
+		}
+		writeJSON(o.w, http.StatusOK, c)
 	default:
 		o.start()
 		stop := "stop"

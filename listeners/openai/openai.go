@@ -59,7 +59,10 @@ type Key struct {
 	// say. Never the key.
 	Name   string
 	Secret string
-	// Role: member (default) or viewer, which may only list the models.
+	// Role: member (default); approver, whose turns' approval requests
+	// the key answers itself, approved (automation accounts; in a stored
+	// session only where its author's role there may approve too); or
+	// viewer, which may only list the models.
 	Role collaboration.Role
 	// Guides the key may use; empty: all.
 	Guides []string
@@ -73,6 +76,13 @@ type Config struct {
 	RequestsPerMinute int
 	// MaxBodyBytes bounds a request's body (1 MiB when 0).
 	MaxBodyBytes int64
+	// ApprovalTimeout bounds how long a request's turn waits for someone
+	// to answer an approval request (5 minutes when 0); then the model is
+	// told the tool was not approved.
+	ApprovalTimeout time.Duration
+	// KeepAlive is how often a stream that has nothing to send sends a
+	// comment (15 s when 0).
+	KeepAlive time.Duration
 	// Created is the time /v1/models gives as each model's created (the
 	// gateway's start); Now stamps completions. Zero: time.Now.
 	Created time.Time
@@ -105,6 +115,12 @@ func New(ctx context.Context, cfg Config, mgr Sessions, guides Guides, log *slog
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.ApprovalTimeout <= 0 {
+		cfg.ApprovalTimeout = 5 * time.Minute
+	}
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = 15 * time.Second
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -1,8 +1,11 @@
 package openai_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -686,5 +689,227 @@ func TestSessionBusyWithAnApproval(t *testing.T) {
 	_, _, err = a.ask(allKey, id, "support", sdk.UserMessage("Anyone there?"))
 	if e := apiError(t, err, http.StatusConflict, "session_busy"); !strings.Contains(e.Message, "approval") {
 		t.Errorf("refusal %q: want it to say an approval waits", e.Message)
+	}
+}
+
+// A key with the approver role answers its own turns' approval requests:
+// the ask tool runs, approved by the key, and a client that asked for
+// progress is shown the call, the approval and the result.
+func TestApproverKeyApprovesItsAskTool(t *testing.T) {
+	const robotKey = "sk-test-robot-approver-0123456789"
+	a := newAPI(t, listener.Config{Keys: []listener.Key{{Name: "robot", Secret: robotKey, Role: collaboration.Approver}}})
+	a.gw.LLM.Push(
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "c1", Name: "calculator", Args: `{"expression":"2*49+19"}`}}},
+		openaitest.Reply{Text: []string{"That is 117 EUR."}},
+	)
+	var res *http.Response
+	c, err := a.client(robotKey).Chat.Completions.New(context.Background(), sdk.ChatCompletionNewParams{
+		Model: "support", Messages: []sdk.ChatCompletionMessageParamUnion{sdk.UserMessage("2 Pros and a Mini?")},
+	}, option.WithHeader(listener.ProgressHeader, "tools"), option.WithResponseInto(&res))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Choices[0].Message.Content; got != "That is 117 EUR." {
+		t.Errorf("answer %q", got)
+	}
+	if results := a.gw.LLM.ToolResults(); len(results) != 1 || !strings.Contains(results[0], "117") {
+		t.Errorf("the model was told %q, want the calculator's result", results)
+	}
+	var body struct {
+		Switchboard struct {
+			Events []switchboard.Event `json:"events"`
+		} `json:"switchboard"`
+	}
+	if err := json.Unmarshal([]byte(c.RawJSON()), &body); err != nil {
+		t.Fatal(err)
+	}
+	var shown []string
+	for _, ev := range body.Switchboard.Events {
+		switch p, _ := ev.Payload(); d := p.(type) {
+		case *switchboard.ToolCallData:
+			shown = append(shown, "call "+d.Name)
+		case *switchboard.ConfirmationRequestData:
+			shown = append(shown, "asked "+d.ToolName)
+		case *switchboard.ConfirmationResolvedData:
+			shown = append(shown, fmt.Sprintf("approved=%v by %s", d.Approved, d.By))
+		case *switchboard.ToolResponseData:
+			shown = append(shown, "result "+d.ContentPreview)
+		}
+	}
+	if want := []string{"call calculator", "asked calculator", "approved=true by robot", "result 117"}; !slices.Equal(shown, want) {
+		t.Errorf("progress %q, want %q", shown, want)
+	}
+	a.gone()
+}
+
+// Without the header, a completion carries no progress: the answer is
+// the standard shape only.
+func TestNoProgressUnlessAskedFor(t *testing.T) {
+	a := newAPI(t, listener.Config{})
+	a.gw.LLM.Push(
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "c1", Name: "calculator", Args: `{"expression":"1+1"}`}}},
+		openaitest.Reply{Text: []string{"2."}},
+	)
+	c, err := a.client(allKey).Chat.Completions.New(context.Background(), sdk.ChatCompletionNewParams{
+		Model: "assistant", Messages: []sdk.ChatCompletionMessageParamUnion{sdk.UserMessage("1+1?")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(c.RawJSON(), "switchboard") {
+		t.Errorf("a completion without the header carries progress: %s", c.RawJSON())
+	}
+	_, err = a.client(allKey).Chat.Completions.New(context.Background(), sdk.ChatCompletionNewParams{
+		Model: "assistant", Messages: []sdk.ChatCompletionMessageParamUnion{sdk.UserMessage("1+1?")},
+	}, option.WithHeader(listener.ProgressHeader, "everything"))
+	apiError(t, err, http.StatusBadRequest, "invalid_request")
+}
+
+// An ask tool in a stored session waits for someone who may approve, in
+// another channel: the stream stays open (with comments the SDK skips),
+// shows the wait to a client that asked for progress, and goes on once a
+// /ws client with the approver role approves.
+func TestAskToolApprovedFromAWebSocketClient(t *testing.T) {
+	a := newAPI(t, listener.Config{KeepAlive: time.Millisecond})
+	ctx := context.Background()
+	a.gw.LLM.Push(
+		openaitest.Reply{Text: []string{"Hello."}},
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "c1", Name: "calculator", Args: `{"expression":"2*3"}`}}},
+		openaitest.Reply{Text: []string{"It is 6."}},
+	)
+	_, id, err := a.ask(allKey, "new", "support", sdk.UserMessage("Hi."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := a.gw.Open(switchboard.Author{Channel: listener.Channel, ID: "all", Name: "all"}, sessions.AttachOptions{SessionID: id, AfterSeq: -1})
+	code := owner.Share("approver")
+	ws, _, err := gws.DefaultDialer.Dial(a.ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if err := ws.WriteJSON(map[string]any{"type": "hello", "invite": code, "user": map[string]string{"id": "dan", "name": "Dan"}}); err != nil {
+		t.Fatal(err)
+	}
+	// Dan approves the request as his /ws client is shown it.
+	approved := make(chan error, 1)
+	go func() {
+		for {
+			_ = ws.SetReadDeadline(time.Now().Add(20 * time.Second))
+			var ev switchboard.Event
+			if err := ws.ReadJSON(&ev); err != nil {
+				approved <- err
+				return
+			}
+			if d, ok := mustPayload(ev).(*switchboard.ConfirmationRequestData); ok {
+				approved <- ws.WriteJSON(map[string]any{"type": "confirm", "confirmation_id": d.ConfirmationID, "approved": true})
+				return
+			}
+		}
+	}()
+
+	stream := a.client(allKey).Chat.Completions.NewStreaming(ctx, sdk.ChatCompletionNewParams{
+		Model: "support", Messages: []sdk.ChatCompletionMessageParamUnion{sdk.UserMessage("What is 2*3?")},
+	}, option.WithHeader(listener.SessionHeader, id), option.WithHeader(listener.ProgressHeader, "tools"))
+	var acc sdk.ChatCompletionAccumulator
+	var shown []string
+	for stream.Next() {
+		ch := stream.Current()
+		acc.AddChunk(ch)
+		var raw struct {
+			Switchboard *switchboard.Event `json:"switchboard"`
+		}
+		if err := json.Unmarshal([]byte(ch.RawJSON()), &raw); err != nil {
+			t.Fatal(err)
+		}
+		if raw.Switchboard != nil {
+			if len(ch.Choices) != 0 {
+				t.Errorf("a progress chunk with choices: %s", ch.RawJSON())
+			}
+			shown = append(shown, string(raw.Switchboard.Type))
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-approved; err != nil {
+		t.Fatalf("the /ws approver: %v", err)
+	}
+	if got := acc.Choices[0].Message.Content; got != "It is 6." {
+		t.Errorf("answer %q", got)
+	}
+	if want := []string{"tool_call", "confirmation_request", "confirmation_resolved", "tool_response"}; !slices.Equal(shown, want) {
+		t.Errorf("progress %q, want %q", shown, want)
+	}
+	if results := a.gw.LLM.ToolResults(); len(results) != 1 || !strings.Contains(results[0], "6") {
+		t.Errorf("the model was told %q, want the calculator's result", results)
+	}
+}
+
+func mustPayload(ev switchboard.Event) any {
+	p, _ := ev.Payload()
+	return p
+}
+
+// A stream that waits for an approval sends comments, which clients
+// skip, so that proxies in front keep the connection; it goes on when the
+// session's owner approves from elsewhere.
+func TestAWaitingStreamSendsComments(t *testing.T) {
+	a := newAPI(t, listener.Config{KeepAlive: time.Millisecond})
+	ctx := context.Background()
+	a.gw.LLM.Push(
+		openaitest.Reply{Text: []string{"Hello."}},
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "c1", Name: "calculator", Args: `{"expression":"2*3"}`}}},
+		openaitest.Reply{Text: []string{"It is 6."}},
+	)
+	_, id, err := a.ask(allKey, "new", "support", sdk.UserMessage("Hi."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	who := switchboard.Author{Channel: listener.Channel, ID: "all", Name: "all"}
+	owner := a.gw.Open(who, sessions.AttachOptions{SessionID: id, AfterSeq: -1})
+	req, _ := http.NewRequest(http.MethodPost, a.url+"/chat/completions", strings.NewReader(
+		`{"model": "support", "stream": true, "messages": [{"role": "user", "content": "What is 2*3?"}]}`))
+	req.Header.Set("Authorization", "Bearer "+allKey)
+	req.Header.Set(listener.SessionHeader, id)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	asked := owner.Await("the approval request", func(ev switchboard.Event) bool { return ev.Type == switchboard.EventConfirmationRequest })
+	lines := bufio.NewScanner(res.Body)
+	for lines.Scan() && lines.Text() != ": waiting" {
+	}
+	if lines.Err() != nil {
+		t.Fatal(lines.Err())
+	}
+	// The stream waits: the owner (the key's author) approves from the
+	// session manager directly, as another channel would.
+	d := mustPayload(asked).(*switchboard.ConfirmationRequestData)
+	if _, err := a.gw.Manager.Submit(ctx, id, switchboard.Input{Kind: switchboard.InputConfirm, Author: who, ConfirmationID: d.ConfirmationID, Approved: true}); err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	done := false
+	for lines.Scan() {
+		line, ok := strings.CutPrefix(lines.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		if line == "[DONE]" {
+			done = true
+			break
+		}
+		var ch sdk.ChatCompletionChunk
+		if err := json.Unmarshal([]byte(line), &ch); err != nil {
+			t.Fatal(err)
+		}
+		if len(ch.Choices) > 0 {
+			text.WriteString(ch.Choices[0].Delta.Content)
+		}
+	}
+	if !done || text.String() != "It is 6." {
+		t.Errorf("stream ended (done %v) with %q", done, text.String())
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/collaboration"
 	"github.com/switchboard-gw/switchboard/sessions"
 )
 
@@ -29,6 +30,9 @@ type turnRequest struct {
 	// Session is the stored session the turn continues: "" for a
 	// stateless request, NewSession to open one.
 	Session string
+	// Progress: the client asked to be shown the guide's tools as they
+	// run (ProgressHeader).
+	Progress bool
 }
 
 // An answer writes a turn's answer in an endpoint's format. Its methods
@@ -38,6 +42,13 @@ type answer interface {
 	text(s string)
 	// usage notes the turn's tokens (the last report wins).
 	usage(u switchboard.Usage)
+	// progress shows an event of the guide's tools, for a client that
+	// asked for it (ProgressHeader).
+	progress(ev switchboard.Event)
+	// keepAlive is called every Config.KeepAlive while the turn runs: a
+	// stream sends something its clients skip, so that proxies and
+	// clients do not give up on a long wait (an approval).
+	keepAlive()
 	// finish ends the answer, whole or with the failure (nil when the
 	// turn was answered), and reports whether the client went away
 	// before its end.
@@ -134,7 +145,7 @@ func (h *Handler) runTurn(w http.ResponseWriter, r *http.Request, k *key, req tu
 	if stored {
 		mine = &turnOf{author: author, text: req.Text, gone: r.Context().Done()}
 	}
-	failure := h.follow(ctx, sub, author, mine, out)
+	failure := h.follow(ctx, sub, k, author, mine, out, req.Progress)
 	// A stateless session is deleted before the answer ends: a client
 	// told it is done is told nothing of it is kept.
 	h.end(sub, id, stored)
@@ -223,6 +234,10 @@ type turnOf struct {
 	gone <-chan struct{}
 }
 
+// waitingFor reports whether the request waits for its turn to start
+// (others' turns run first): nothing of its answer is sent meanwhile.
+func (t *turnOf) waitingFor() bool { return t != nil && !t.started }
+
 // waiting is gone while the turn has not started, nil after.
 func (t *turnOf) waiting() <-chan struct{} {
 	if t == nil || t.started {
@@ -251,12 +266,24 @@ func (t *turnOf) before(p any) (bool, *failure) {
 	return true, nil
 }
 
-// follow reads the turn's events until it ends: text to out, usage noted,
-// an approval request denied (approvals while a request waits are not
-// served yet). With mine (a stored session), what comes before the
+// follow reads the turn's events until it ends: text to out, usage
+// noted, the guide's tools' progress to out when the client asked for it
+// (ProgressHeader). With mine (a stored session), what comes before the
 // request's own turn is skipped. It returns how the turn failed, or nil.
-func (h *Handler) follow(ctx context.Context, sub *sessions.Subscription, author switchboard.Author, mine *turnOf, out answer) *failure {
+//
+// An approval request of the turn (a guide's ask tool) is answered by the
+// key when it may approve (role approver, and a role in the session that
+// may: recorded as approved by the key's author); otherwise a stateless
+// request's is denied at once (no one else can reach its session), and a
+// stored session's waits for someone who may approve, in any channel of
+// the session, until the turn's WaitTimeout. While it waits, a stream
+// gets a comment every KeepAlive (which SDKs skip) so that proxies keep
+// the connection.
+func (h *Handler) follow(ctx context.Context, sub *sessions.Subscription, k *key, author switchboard.Author, mine *turnOf, out answer, progress bool) *failure {
 	var failed *failure
+	tick := time.NewTicker(h.cfg.KeepAlive)
+	defer tick.Stop()
+	stored := mine != nil
 	for {
 		var ev switchboard.Event
 		var ok bool
@@ -266,6 +293,11 @@ func (h *Handler) follow(ctx context.Context, sub *sessions.Subscription, author
 			ok = false
 		case <-mine.waiting():
 			return &failure{http.StatusRequestTimeout, "invalid_request_error", "client_gone", "The request ended before its turn started."}
+		case <-tick.C:
+			if !mine.waitingFor() {
+				out.keepAlive()
+			}
+			continue
 		}
 		if !ok {
 			return restarting()
@@ -279,15 +311,17 @@ func (h *Handler) follow(ctx context.Context, sub *sessions.Subscription, author
 		} else if skip {
 			continue
 		}
+		if progress && shownAsProgress(ev.Type) {
+			out.progress(ev)
+		}
 		switch d := p.(type) {
 		case *switchboard.DeltaData:
 			out.text(d.Content)
 		case *switchboard.UsageData:
 			out.usage(d.Usage)
 		case *switchboard.ConfirmationRequestData:
-			h.log.Info("a guide's ask tool was denied: approvals while a request waits are not served yet", "tool", d.ToolName, "key", author.ID)
-			if _, err := h.mgr.Submit(ctx, ev.Session, switchboard.Input{Kind: switchboard.InputConfirm, Author: author, ConfirmationID: d.ConfirmationID}); err != nil {
-				h.log.Warn("denying an approval request failed", "tool", d.ToolName, "err", err)
+			if err := h.approval(ctx, sub, k, author, stored, ev.Session, d); err != nil {
+				h.log.Warn("answering an approval request failed", "tool", d.ToolName, "err", err)
 				return restarting()
 			}
 		case *switchboard.ErrorData:
@@ -303,6 +337,35 @@ func (h *Handler) follow(ctx context.Context, sub *sessions.Subscription, author
 			}
 		}
 	}
+}
+
+// approval answers an approval request of the request's turn, or leaves
+// it to the session's approvers (see follow).
+func (h *Handler) approval(ctx context.Context, sub *sessions.Subscription, k *key, author switchboard.Author, stored bool, session string, d *switchboard.ConfirmationRequestData) error {
+	in := switchboard.Input{Kind: switchboard.InputConfirm, Author: author, ConfirmationID: d.ConfirmationID}
+	switch {
+	case k.Role.CanApprove() && collaboration.Role(sub.Ready.Role).CanApprove():
+		in.Approved = true
+		h.log.Info("a guide's ask tool was approved by the key", "tool", d.ToolName, "key", k.Name)
+	case !stored:
+		h.log.Info("a guide's ask tool was denied: no one may approve it in a stateless request", "tool", d.ToolName, "key", k.Name)
+	default:
+		h.log.Debug("a guide's ask tool waits for an approver", "tool", d.ToolName, "key", k.Name, "session", session)
+		return nil
+	}
+	_, err := h.mgr.Submit(ctx, session, in)
+	return err
+}
+
+// shownAsProgress are the events a client that asked for progress is
+// shown: the guide's tools as they run, and approvals asked and answered.
+func shownAsProgress(t switchboard.EventType) bool {
+	switch t {
+	case switchboard.EventToolCall, switchboard.EventToolResponse,
+		switchboard.EventConfirmationRequest, switchboard.EventConfirmationResolved:
+		return true
+	}
+	return false
 }
 
 // turnFailure is what the client is told of an error event; nil for

@@ -219,6 +219,14 @@ type completion struct {
 	Model   string   `json:"model"`
 	Choices []choice `json:"choices"`
 	Usage   usage    `json:"usage"`
+	// Switchboard is the progress a client asked for (ProgressHeader).
+	Switchboard *progressList `json:"switchboard,omitempty"`
+}
+
+// progressList is a completion's progress: the events of the guide's
+// tools, as the WebSocket protocol sends them.
+type progressList struct {
+	Events []switchboard.Event `json:"events"`
 }
 
 type choice struct {
@@ -241,6 +249,9 @@ type chunk struct {
 	Model   string        `json:"model"`
 	Choices []chunkChoice `json:"choices"`
 	Usage   *usage        `json:"usage,omitempty"`
+	// Switchboard is one event of progress, in a chunk of its own with no
+	// choices (ProgressHeader).
+	Switchboard *switchboard.Event `json:"switchboard,omitempty"`
 }
 
 type chunkChoice struct {
