@@ -21,6 +21,11 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		writeRequestError(w, err)
 		return
 	}
+	if len(req.Tools) > 0 || len(req.Results) > 0 {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "tools", "invalid_request",
+			"Client-supplied tools are not supported yet: the guide's own tools run on the gateway. Send the request without tools.")
+		return
+	}
 	if !h.modelAllowed(w, k, req.Model) {
 		return
 	}
@@ -69,8 +74,9 @@ type reply struct {
 	buf     strings.Builder     // the whole text, when not streaming
 	events  []switchboard.Event // the progress shown, when not streaming
 	used    usage
-	started bool // the stream's headers and first chunk are sent
-	gone    bool // the client went away: nothing more is written
+	calls   []switchboard.ToolCall // the client's tools the model called
+	started bool                   // the stream's headers and first chunk are sent
+	gone    bool                   // the client went away: nothing more is written
 }
 
 // text adds text to the answer.
@@ -88,6 +94,16 @@ func (o *reply) text(s string) {
 
 func (o *reply) usage(u switchboard.Usage) {
 	o.used = usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+}
+
+// toolCalls ends the answer with calls of the client's tools: the
+// client runs them and sends their results.
+func (o *reply) toolCalls(calls []switchboard.ToolCall) {
+	o.calls = calls
+	if o.stream {
+		o.start()
+		o.chunk([]chunkChoice{{Delta: delta{ToolCalls: wireCalls(calls, true)}}}, nil)
+	}
 }
 
 // progress shows a tool's event: a chunk of its own (no choices) while
@@ -118,6 +134,13 @@ func (o *reply) start() {
 	o.started = true
 	startStream(o.w)
 	o.chunk([]chunkChoice{{Delta: delta{Role: "assistant"}}}, nil)
+}
+
+func (o *reply) finishReason() string {
+	if o.calls != nil {
+		return "tool_calls"
+	}
+	return "stop"
 }
 
 // startStream sends the headers of a server-sent event stream.
@@ -179,9 +202,16 @@ func (o *reply) finish(f *failure) bool {
 		code := f.code
 		o.event(errorBody{Error: errorDetail{Message: f.text, Type: f.typ, Code: &code}})
 	case !o.stream:
+		m := replyMessage{Role: "assistant"}
+		if text := o.buf.String(); text != "" || o.calls == nil {
+			m.Content = &text
+		}
+		if o.calls != nil {
+			m.ToolCalls = wireCalls(o.calls, false)
+		}
 		c := completion{
 			ID: o.id, Object: "chat.completion", Created: o.created, Model: o.model, Usage: o.used,
-			Choices: []choice{{Message: replyMessage{Role: "assistant", Content: o.buf.String()}, FinishReason: "stop"}},
+			Choices: []choice{{Message: m, FinishReason: o.finishReason()}},
 		}
 		if o.events != nil {
 			c.Switchboard = &progressList{Events: o.events}
@@ -189,7 +219,7 @@ func (o *reply) finish(f *failure) bool {
 		writeJSON(o.w, http.StatusOK, c)
 	default:
 		o.start()
-		stop := "stop"
+		stop := o.finishReason()
 		o.chunk([]chunkChoice{{Delta: delta{}, FinishReason: &stop}}, nil)
 		if o.includeUsage {
 			u := o.used

@@ -10,16 +10,41 @@ import (
 	"github.com/switchboard-gw/switchboard"
 )
 
-// chatRequest is what this slice takes of a chat-completions request.
+// chatRequest is what the gateway takes of a chat-completions request.
 // Sampling parameters (temperature, max_tokens, …) are the guide's and are
-// ignored; what the slice cannot honour (client tools, images, n > 1) is
+// ignored; what it cannot honour (images, n > 1, a forced tool choice) is
 // refused with a 400 rather than ignored.
 type chatRequest struct {
 	Model        string
 	Stream       bool
 	IncludeUsage bool
-	History      []switchboard.Message // every message but the last
-	Text         string                // the last, the user's
+	// History is every message before the one answered; when the request
+	// ends with tool results, it ends with the assistant message that
+	// called those tools.
+	History []switchboard.Message
+	// Text is the last message, the user's; empty when the request ends
+	// with Results instead.
+	Text string
+	// Results are the tool messages the request ends with: the client's
+	// results of the tools the model called, for the turn to go on.
+	Results []toolResult
+	// Tools are the client's own tools (tools, of type function), offered
+	// to the model beside the guide's.
+	Tools []clientTool
+}
+
+// clientTool is a function the client offers the model; when the model
+// calls it, the client runs it.
+type clientTool struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage
+}
+
+// toolResult is a tool message: the client's result of one call.
+type toolResult struct {
+	CallID  string
+	Content string
 }
 
 // wireRequest is the JSON of a request, as the OpenAI API documents it.
@@ -30,7 +55,7 @@ type wireRequest struct {
 	StreamOptions *struct {
 		IncludeUsage *bool `json:"include_usage"`
 	} `json:"stream_options"`
-	Tools      json.RawMessage `json:"tools"`
+	Tools      []wireTool      `json:"tools"`
 	ToolChoice json.RawMessage `json:"tool_choice"`
 	N          *int            `json:"n"`
 }
@@ -38,8 +63,32 @@ type wireRequest struct {
 type wireMessage struct {
 	Role       string          `json:"role"`
 	Content    json.RawMessage `json:"content"`
-	ToolCalls  json.RawMessage `json:"tool_calls"`
+	ToolCalls  []wireToolCall  `json:"tool_calls"`
 	ToolCallID string          `json:"tool_call_id"`
+}
+
+// wireTool is an entry of a request's tools.
+type wireTool struct {
+	Type     string `json:"type"`
+	Function *struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+// wireToolCall is a tool call, in an assistant message of a request and
+// in a response.
+type wireToolCall struct {
+	// Index is the call's place among the message's calls, in a stream's
+	// delta only.
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 // requestError is a 400 for the client: what is wrong, and which
@@ -71,8 +120,6 @@ func decodeRequest(body []byte) (chatRequest, error) {
 		return r, bad("model", "You must provide a model parameter: the name of a guide (GET /v1/models lists them).")
 	case len(w.Messages) == 0:
 		return r, bad("messages", "messages must hold at least one message.")
-	case hasValue(w.Tools) || hasValue(w.ToolChoice):
-		return r, bad("tools", "Client-supplied tools are not supported yet: the guide's own tools run on the gateway. Send the request without tools.")
 	case w.N != nil && *w.N != 1:
 		return r, bad("n", "Only one choice (n: 1) is supported.")
 	}
@@ -84,43 +131,175 @@ func decodeRequest(body []byte) (chatRequest, error) {
 		}
 		r.IncludeUsage = *w.StreamOptions.IncludeUsage
 	}
-	for i, m := range w.Messages {
+	offer, err := toolChoice(w.ToolChoice)
+	if err != nil {
+		return r, err
+	}
+	if r.Tools, err = decodeTools(w.Tools); err != nil {
+		return r, err
+	}
+	if !offer {
+		r.Tools = nil // tool_choice none: the model is offered the guide's own only
+	}
+	msgs, err := decodeMessages(w.Messages)
+	if err != nil {
+		return r, err
+	}
+	last := len(msgs) - 1
+	switch m := msgs[last]; m.Role {
+	case switchboard.RoleUser:
+		if strings.TrimSpace(m.Content) == "" {
+			return r, bad(fmt.Sprintf("messages[%d].content", last), "The last message is empty: there is nothing to answer.")
+		}
+		r.History, r.Text = msgs[:last], m.Content
+	case switchboard.RoleTool:
+		// The request ends with the client's tool results: the turn goes
+		// on from the assistant message that called them.
+		first := last
+		for first > 0 && msgs[first-1].Role == switchboard.RoleTool {
+			first--
+		}
+		calls := msgs[first-1].ToolCalls // decodeMessages: a tool message follows its call
+		if len(calls) != last-first+1 {
+			return r, bad(fmt.Sprintf("messages[%d]", first-1), "The assistant message with tool_calls must be followed by one tool message for each of its calls (%d calls, %d tool messages).", len(calls), last-first+1)
+		}
+		for _, m := range msgs[first:] {
+			r.Results = append(r.Results, toolResult{CallID: m.ToolCallID, Content: m.Content})
+		}
+		r.History = msgs[:first]
+	default:
+		return r, bad(fmt.Sprintf("messages[%d].role", last), "The last message must be the user's (role user) or tool results (role tool), not %s: it is the one answered.", w.Messages[last].Role)
+	}
+	return r, nil
+}
+
+// toolChoice reads tool_choice: whether the client's tools are offered.
+// The gateway cannot make the model call a tool: "required" and a named
+// function are refused.
+func toolChoice(raw json.RawMessage) (bool, error) {
+	if !hasValue(raw) {
+		return true, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		switch s {
+		case "auto":
+			return true, nil
+		case "none":
+			return false, nil
+		}
+	}
+	return false, bad("tool_choice", "tool_choice may be \"auto\" or \"none\": this gateway cannot make the model call a tool.")
+}
+
+// decodeTools reads the client's tools: functions, each with a name.
+func decodeTools(tools []wireTool) ([]clientTool, error) {
+	var out []clientTool
+	seen := map[string]bool{}
+	for i, t := range tools {
+		param := fmt.Sprintf("tools[%d]", i)
+		switch {
+		case t.Type != "function":
+			return nil, bad(param+".type", "Tools of type %q are not supported: only function.", clip(t.Type))
+		case t.Function == nil || t.Function.Name == "":
+			return nil, bad(param+".function.name", "A function tool needs a name.")
+		case !validToolName(t.Function.Name):
+			return nil, bad(param+".function.name", "%q is not a valid function name: letters, digits, _ and -, at most 64.", clip(t.Function.Name))
+		case seen[t.Function.Name]:
+			return nil, bad(param+".function.name", "The function %q is offered twice.", t.Function.Name)
+		}
+		seen[t.Function.Name] = true
+		params := t.Function.Parameters
+		if !hasValue(params) {
+			params = json.RawMessage(`{"type":"object","properties":{}}`)
+		} else if bytes.TrimSpace(params)[0] != '{' {
+			return nil, bad(param+".function.parameters", "parameters must be a JSON Schema object.")
+		}
+		out = append(out, clientTool{Name: t.Function.Name, Description: t.Function.Description, Parameters: params})
+	}
+	return out, nil
+}
+
+// validToolName is OpenAI's rule for a function's name.
+func validToolName(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeMessages reads the conversation. A tool message must answer a
+// call of the assistant message before it (or of the tool messages that
+// follow that one), once.
+func decodeMessages(wms []wireMessage) ([]switchboard.Message, error) {
+	var msgs []switchboard.Message
+	var open map[string]string // the calls of the last assistant message not answered yet: id → name
+	for i, m := range wms {
 		param := fmt.Sprintf("messages[%d]", i)
 		text, err := contentText(m.Content, param+".content")
 		if err != nil {
-			return r, err
+			return nil, err
 		}
-		var role switchboard.MessageRole
+		msg := switchboard.Message{Content: text}
+		if m.Role != "tool" && len(open) > 0 {
+			return nil, bad(param, "The tool calls of the assistant message before need their tool messages first.")
+		}
 		switch m.Role {
 		case "system", "developer":
-			role = switchboard.RoleSystem
+			msg.Role = switchboard.RoleSystem
 		case "user":
-			role = switchboard.RoleUser
+			msg.Role = switchboard.RoleUser
 		case "assistant":
-			role = switchboard.RoleAssistant
-			if hasValue(m.ToolCalls) {
-				return r, bad(param+".tool_calls", "Tool calls in the conversation are not supported yet (client-supplied tools are not).")
+			msg.Role = switchboard.RoleAssistant
+			open = map[string]string{}
+			for j, c := range m.ToolCalls {
+				cp := fmt.Sprintf("%s.tool_calls[%d]", param, j)
+				switch {
+				case c.Type != "" && c.Type != "function":
+					return nil, bad(cp+".type", "Tool calls of type %q are not supported: only function.", clip(c.Type))
+				case c.ID == "":
+					return nil, bad(cp+".id", "A tool call needs its id.")
+				case c.Function.Name == "":
+					return nil, bad(cp+".function.name", "A tool call needs the function's name.")
+				}
+				if _, dup := open[c.ID]; dup {
+					return nil, bad(cp+".id", "Two tool calls have the id %q.", clip(c.ID))
+				}
+				open[c.ID] = c.Function.Name
+				msg.ToolCalls = append(msg.ToolCalls, switchboard.ToolCall{ID: c.ID, Name: c.Function.Name, Args: arguments(c.Function.Arguments)})
 			}
-		case "tool", "function":
-			return r, bad(param+".role", "Messages with role %q are not supported yet (client-supplied tools are not).", m.Role)
+		case "tool":
+			name, ok := open[m.ToolCallID]
+			if !ok {
+				return nil, bad(param+".tool_call_id", "A tool message must answer a call of the assistant message before it: %q is not one (or is answered twice).", clip(m.ToolCallID))
+			}
+			delete(open, m.ToolCallID)
+			msg.Role, msg.ToolCallID, msg.ToolName = switchboard.RoleTool, m.ToolCallID, name
+		case "function":
+			return nil, bad(param+".role", "Messages with role function (the deprecated function calling) are not supported: use tools and tool messages.")
 		case "":
-			return r, bad(param+".role", "Each message needs a role: system, developer, user or assistant.")
+			return nil, bad(param+".role", "Each message needs a role: system, developer, user, assistant or tool.")
 		default:
-			return r, bad(param+".role", "Unknown role %q: want system, developer, user or assistant.", clip(m.Role))
+			return nil, bad(param+".role", "Unknown role %q: want system, developer, user, assistant or tool.", clip(m.Role))
 		}
-		if i == len(w.Messages)-1 {
-			if role != switchboard.RoleUser {
-				return r, bad(param+".role", "The last message must be the user's (role user), not %s: it is the one answered.", m.Role)
-			}
-			if strings.TrimSpace(text) == "" {
-				return r, bad(param+".content", "The last message is empty: there is nothing to answer.")
-			}
-			r.Text = text
-			continue
-		}
-		r.History = append(r.History, switchboard.Message{Role: role, Content: text})
+		msgs = append(msgs, msg)
 	}
-	return r, nil
+	return msgs, nil
+}
+
+// arguments is a call's arguments as the model wrote them: JSON, or the
+// text as a JSON string when it is not.
+func arguments(s string) json.RawMessage {
+	if json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	b, _ := json.Marshal(s) // a string always encodes
+	return b
 }
 
 // contentText is a message's content: a string, null, or a list of text
@@ -237,9 +416,10 @@ type choice struct {
 }
 
 type replyMessage struct {
-	Role    string  `json:"role"`
-	Content string  `json:"content"`
-	Refusal *string `json:"refusal"`
+	Role      string         `json:"role"`
+	Content   *string        `json:"content"` // null when the model only called tools
+	Refusal   *string        `json:"refusal"`
+	ToolCalls []wireToolCall `json:"tool_calls,omitempty"`
 }
 
 type chunk struct {
@@ -261,6 +441,21 @@ type chunkChoice struct {
 }
 
 type delta struct {
-	Role    string `json:"role,omitempty"`
-	Content string `json:"content,omitempty"`
+	Role      string         `json:"role,omitempty"`
+	Content   string         `json:"content,omitempty"`
+	ToolCalls []wireToolCall `json:"tool_calls,omitempty"`
+}
+
+// wireCalls are calls as a response gives them; in a stream's delta
+// (indexed), each whole in one chunk.
+func wireCalls(calls []switchboard.ToolCall, indexed bool) []wireToolCall {
+	out := make([]wireToolCall, len(calls))
+	for i, c := range calls {
+		out[i] = wireToolCall{ID: c.ID, Type: "function"}
+		out[i].Function.Name, out[i].Function.Arguments = c.Name, string(c.Args)
+		if indexed {
+			out[i].Index = &i
+		}
+	}
+	return out
 }
