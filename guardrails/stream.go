@@ -1,0 +1,87 @@
+package guardrails
+
+import "unicode/utf8"
+
+// A Stream checks text that arrives in pieces (a model's streamed answer)
+// before any of it is shown: Write takes a piece and returns what may be
+// shown now; Close returns the rest, or the block's message.
+//
+// It holds back the last MaxPatternMatch bytes (or the longest match its
+// rules can make, when shorter) of what arrived: a match cannot start in
+// what was shown and end in what is still to come, so every mask applies
+// whole and a blocked phrase is never shown, not even in part. The cost
+// is latency: the text people see runs that many bytes behind the model
+// (about 60 tokens for a guide with a pattern rule; see
+// docs/guardrails.md), and the held-back rest comes at the end.
+//
+// A block found once text before it was shown cannot unshow it: Blocked
+// then reports it, and the caller replaces the message that showed it
+// (every channel shows a message's final text in place of its deltas).
+type Stream struct {
+	g       *Guard
+	raw     []byte // all that arrived
+	shown   int    // how much of raw was released (masked)
+	blocked *Result
+}
+
+// NewStream starts checking a text that arrives in pieces; a nil guard
+// lets everything through at once.
+func (g *Guard) NewStream() *Stream { return &Stream{g: g} }
+
+// Write adds a piece and returns the text that may be shown now (masked),
+// possibly empty. After a block, nothing more is shown.
+func (s *Stream) Write(piece string) string {
+	if s.g == nil {
+		return piece
+	}
+	if s.blocked != nil {
+		return ""
+	}
+	s.raw = append(s.raw, piece...)
+	text := string(s.raw)
+	if res := s.g.Check(text); res.Blocked != nil {
+		s.blocked = &res
+		return ""
+	}
+	safe := len(text) - s.g.hold
+	spans, _ := s.g.maskSpans(text)
+	for _, sp := range spans {
+		if sp.start < safe && safe < sp.end {
+			safe = sp.start // never cut a match
+		}
+	}
+	for safe > s.shown && safe < len(text) && !utf8.RuneStart(text[safe]) {
+		safe-- // nor a character
+	}
+	if safe <= s.shown {
+		return ""
+	}
+	out := apply(text, spans, s.shown, safe)
+	s.shown = safe
+	return out
+}
+
+// Close ends the text: it returns what is left to show, and the whole
+// text's result (Text is the whole answer as people should see it, the
+// block's message when Blocked).
+func (s *Stream) Close() (rest string, whole Result) {
+	text := string(s.raw)
+	if s.g == nil {
+		return "", Result{Text: text}
+	}
+	if s.blocked != nil {
+		return "", *s.blocked
+	}
+	whole = s.g.Check(text)
+	if whole.Blocked != nil {
+		return "", whole
+	}
+	spans, _ := s.g.maskSpans(text)
+	rest = apply(text, spans, s.shown, len(text))
+	s.shown = len(text)
+	return rest, whole
+}
+
+// Shown reports whether any text was released: a block found after that
+// must replace it.
+func (s *Stream) Shown() bool { return s.shown > 0 }
