@@ -172,6 +172,10 @@ type Guide struct {
 	// suggested prompts).
 	Greeting    string
 	Suggestions []string
+	// Guardrails check people's messages before the model sees them
+	// (Input) and the model's answers before people see them (Output);
+	// nil guards let everything through (docs/guardrails.md).
+	Guardrails Guardrails
 	// Prompt is the Markdown body, trimmed.
 	Prompt string
 	// File is the path the guide was read from, for error messages.
@@ -318,6 +322,8 @@ func (p parser) frontMatter(g *Guide, src string) error {
 			if g.Suggestions, err = p.list(v, key); err == nil {
 				err = p.suggestions(v)
 			}
+		case "guardrails":
+			err = p.guardrails(v, &g.Guardrails)
 		default:
 			return p.errorf(k, "unknown key %q", key)
 		}

@@ -12,6 +12,7 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"---\nname: support\ntools: [current_time]\napproval: { default: ask }\n---\nYou help.\n",
 		"---\nmemory: { policy: sliding-window, window: 20 }\n---\n",
+		"---\nguardrails:\n  input: {mask: [email, {pattern: 'a+b', with: x}], block: [{pattern: z, message: no}]}\n  output: {mask: [secret]}\n---\nHi.\n",
 		"---\n---\n", "no front matter", "---\nname: [\n---\n", "\ufeff---\ntemperature: 9\n---\nx",
 	} {
 		f.Add(s)

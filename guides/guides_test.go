@@ -1,6 +1,7 @@
 package guides
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -106,6 +107,44 @@ vision: false
 		if got := g.Approval.For(tool); got != want {
 			t.Errorf("For(%s) = %q, want %q", tool, got, want)
 		}
+	}
+}
+
+func TestParseGuardrails(t *testing.T) {
+	g, err := Parse("guides/support.md", []byte(`---
+guardrails:
+  input:
+    mask: [email]
+    block:
+      - {name: no-passwords, pattern: '(?i)password\s*[:=]', message: Please never send passwords here.}
+  output:
+    mask: [credit_card, {name: ticket, pattern: 'ACME-\d{6}', with: '[ticket]'}]
+---
+Hi.
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, out := g.Guardrails.Input, g.Guardrails.Output
+	if res := in.Check("I am ann@example.com"); res.Text != "I am [email]" {
+		t.Errorf("input mask: %q", res.Text)
+	}
+	if res := in.Check("password: x"); res.Blocked == nil || res.Text != "Please never send passwords here." {
+		t.Errorf("input block: %+v", res)
+	}
+	if res := out.Check("Ticket ACME-123456, card 4111 1111 1111 1111."); res.Text != "Ticket [ticket], card [credit_card]." {
+		t.Errorf("output masks: %q", res.Text)
+	}
+	want := map[string][]string{"input": {"mask email", "block no-passwords"}, "output": {"mask credit_card", "mask ticket"}}
+	if fmt.Sprint(g.Guardrails.Rules) != fmt.Sprint(want) {
+		t.Errorf("rules %v, want %v", g.Guardrails.Rules, want)
+	}
+	plain, err := Parse("guides/plain.md", []byte("---\n---\nHi.\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Guardrails.Input != nil || plain.Guardrails.Output != nil {
+		t.Error("a guide without guardrails has guards")
 	}
 }
 
@@ -219,6 +258,18 @@ func TestParseErrors(t *testing.T) {
 			`guides/support.md:2: invalid YAML: `},
 		{"not a mapping", "---\n- a\n---\nHi.\n",
 			`guides/support.md:2: front matter must be a mapping`},
+		{"guardrails side", "---\nguardrails:\n  inbound: {mask: [email]}\n---\nHi.\n",
+			`guides/support.md:3: guardrails: unknown key "inbound": want input or output`},
+		{"guardrails action", "---\nguardrails:\n  input: {hide: [email]}\n---\nHi.\n",
+			`guides/support.md:3: guardrails.input: unknown key "hide": want block or mask`},
+		{"guardrails detector", "---\nguardrails:\n  output:\n    mask: [email, ssn]\n---\nHi.\n",
+			`guides/support.md:4: guardrails.output.mask[1]: no detector "ssn" (have: email, phone, iban, credit_card, secret)`},
+		{"guardrails pattern", "---\nguardrails:\n  input:\n    block:\n      - pattern: '(oops'\n---\nHi.\n",
+			`guides/support.md:5: guardrails.input.block[0]: pattern "(oops": error parsing regexp`},
+		{"guardrails rule key", "---\nguardrails:\n  input:\n    block:\n      - {pattern: x, replace: y}\n---\nHi.\n",
+			`guides/support.md:5: guardrails.input.block[0]: unknown key "replace"`},
+		{"guardrails not a list", "---\nguardrails:\n  input:\n    mask: email\n---\nHi.\n",
+			`guides/support.md:4: guardrails.input.mask: must be a list`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("guides/support.md", []byte(tc.src))
