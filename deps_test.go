@@ -53,7 +53,7 @@ func TestImportDirection(t *testing.T) {
 	forbidden("/storage/storetest", func(d string) bool { return d != "" })
 	core := []string{"/sessions", "/storage", "/guides", "/tools", "/providers", "/providers/openai", "/providers/anthropic",
 		"/providers/gemini", "/providers/demo", "/collaboration", "/config", "/metrics", "/health", "/places", "/semantic",
-		"/storage/postgres", "/cluster", "/guardrails"}
+		"/storage/postgres", "/cluster", "/guardrails", "/routing"}
 	for _, pkg := range core {
 		forbidden(pkg, func(d string) bool {
 			return strings.HasPrefix(d, "/listeners") || strings.HasPrefix(d, "/web") || strings.HasPrefix(d, "/cmd") ||
