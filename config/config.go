@@ -47,7 +47,41 @@ type Config struct {
 	Budgets []Budget `koanf:"budgets"`
 	// Telemetry: OpenTelemetry traces and the trace log (docs/telemetry.md).
 	Telemetry Telemetry `koanf:"telemetry"`
+	// Routing chooses the guide of a new conversation (docs/routing.md).
+	Routing Routing `koanf:"routing"`
 }
+
+// Routing chooses the guide of a new conversation: the first rule that
+// matches, else the router's pick, else guides.default.
+type Routing struct {
+	Rules []RoutingRule `koanf:"rules"`
+	// Router names a guide whose model picks among Candidates (all
+	// guides when empty) by their descriptions, when no rule matched;
+	// empty: no router.
+	Router     string   `koanf:"router"`
+	Candidates []string `koanf:"candidates"`
+	// RouterTimeout bounds the router's answer; past it, guides.default.
+	RouterTimeout Duration `koanf:"router_timeout"`
+}
+
+// RoutingRule chooses Guide when every condition it sets holds.
+type RoutingRule struct {
+	Guide string `koanf:"guide"`
+	// Channel: slack, discord, web, stdin or openai.
+	Channel string `koanf:"channel"`
+	// Place: a Slack channel (or workspace) id, a Discord server or
+	// channel id.
+	Place string `koanf:"place"`
+	// Person: an author's key, "slack:U123", "discord:4242".
+	Person string `koanf:"person"`
+	// Keywords: one of them is a word of the first message.
+	Keywords []string `koanf:"keywords"`
+	// Match: a regular expression the first message matches.
+	Match string `koanf:"match"`
+}
+
+// RoutingChannels are the channels a routing rule may name.
+var routingChannels = []string{"slack", "discord", "web", "stdin", "openai"}
 
 // Telemetry sends OpenTelemetry traces of every turn to an OTLP endpoint
 // and writes the trace log. The standard OTEL_ environment variables
@@ -662,6 +696,7 @@ func defaults() map[string]any {
 		"listeners.openai.requests_per_minute":    60,
 		"listeners.openai.max_body_bytes":         1 << 20,
 		"listeners.openai.approval_timeout":       "5m",
+		"routing.router_timeout":                  "3s",
 		"listeners.discord.allowed_guilds":        []string{},
 		"listeners.discord.allowed_channels":      []string{},
 		"listeners.discord.approvers":             []string{},
@@ -1051,6 +1086,7 @@ func (c Config) Validate() error {
 	}
 
 	c.checkOpenAI(bad)
+	c.checkRouting(bad)
 
 	switch c.Listeners.Stdin.Enabled {
 	case StdinAuto, StdinTrue, StdinFalse:
@@ -1258,6 +1294,32 @@ func validImageHost(h string) bool {
 		h = host
 	}
 	return !strings.Contains(h, ":") || net.ParseIP(h) != nil
+}
+
+// checkRouting checks routing; that its guides exist is checked at
+// start-up, where the catalog is read.
+func (c Config) checkRouting(bad func(key, format string, args ...any)) {
+	r := c.Routing
+	for i, rule := range r.Rules {
+		key := fmt.Sprintf("routing.rules[%d]", i)
+		if rule.Guide == "" {
+			bad(key+".guide", "must name the guide the rule chooses")
+		}
+		if rule.Channel != "" && !slices.Contains(routingChannels, rule.Channel) {
+			bad(key+".channel", "want one of %s, not %q", strings.Join(routingChannels, ", "), rule.Channel)
+		}
+		if rule.Match != "" {
+			if _, err := regexp.Compile(rule.Match); err != nil {
+				bad(key+".match", "not a regular expression: %v", err)
+			}
+		}
+	}
+	if t := time.Duration(r.RouterTimeout); t < 100*time.Millisecond || t > time.Minute {
+		bad("routing.router_timeout", "must be between 100ms and 1m")
+	}
+	if r.Router == "" && len(r.Candidates) > 0 {
+		bad("routing.candidates", "are the guides the router picks among: set routing.router too")
+	}
 }
 
 // checkOpenAI checks listeners.openai; whether each key's variable is set

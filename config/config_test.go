@@ -740,3 +740,32 @@ listeners:
 `), nil, nil, "listeners.openai.keys[0].role", "want member, approver or viewer", "listeners.openai.keys[1].name", "names another key", "listeners.openai.keys[1].key_env")
 	wantErr(t, writeFile(t, "listeners:\n  openai:\n    keys: [{ name: ci, key_env: A, token: x }]\n"), nil, nil, "token")
 }
+
+func TestRouting(t *testing.T) {
+	c := mustLoad(t, "", nil, nil)
+	if r := c.Routing; len(r.Rules) != 0 || r.Router != "" || time.Duration(r.RouterTimeout) != 3*time.Second {
+		t.Errorf("defaults: %+v (want no rules, no router, 3s)", r)
+	}
+	c = mustLoad(t, writeFile(t, `
+routing:
+  rules:
+    - { guide: finance, channel: slack, place: C0FINANCE }
+    - { guide: billing, match: '(?i)refund' }
+    - { guide: support, keywords: [broken, error] }
+  router: router
+  candidates: [billing, support]
+  router_timeout: 2s
+`), nil, nil)
+	r := c.Routing
+	if len(r.Rules) != 3 || r.Rules[0].Place != "C0FINANCE" || r.Rules[2].Keywords[1] != "error" || r.Router != "router" || time.Duration(r.RouterTimeout) != 2*time.Second {
+		t.Errorf("routing: %+v", r)
+	}
+	wantErr(t, writeFile(t, `
+routing:
+  rules:
+    - { channel: teams }
+    - { guide: a, match: '(' }
+  candidates: [a]
+  router_timeout: 10ms
+`), nil, nil, "routing.rules[0].guide", "routing.rules[0].channel", "want one of slack", "routing.rules[1].match", "routing.router_timeout", "routing.candidates")
+}
