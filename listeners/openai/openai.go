@@ -16,10 +16,8 @@ package openai
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -122,9 +120,14 @@ func New(ctx context.Context, cfg Config, mgr Sessions, guides Guides, log *slog
 	}
 	h.mux.HandleFunc("GET /v1/models", h.models)
 	h.mux.HandleFunc("POST /v1/chat/completions", h.chat)
+	h.mux.HandleFunc("POST /v1/responses", h.responses)
+	h.mux.HandleFunc("/v1/responses/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "", "unknown_url",
+			"Unknown request URL: "+r.Method+" "+clip(r.URL.Path)+". Responses are not kept for retrieval: a stored one's conversation goes on with previous_response_id, and every other channel shows it.")
+	})
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "", "unknown_url",
-			"Unknown request URL: "+r.Method+" "+clip(r.URL.Path)+". This gateway serves GET /v1/models and POST /v1/chat/completions.")
+			"Unknown request URL: "+r.Method+" "+clip(r.URL.Path)+". This gateway serves GET /v1/models, POST /v1/chat/completions and POST /v1/responses.")
 	})
 	return h
 }
@@ -238,8 +241,4 @@ func (h *Handler) sessionError(w http.ResponseWriter, err error) {
 }
 
 // reference is a short random id a log line and an answer share.
-func reference() string {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b) // crypto/rand never fails on Linux
-	return hex.EncodeToString(b)
-}
+func reference() string { return randomHex(4) }

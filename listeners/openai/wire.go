@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/switchboard-gw/switchboard"
@@ -86,7 +87,7 @@ func decodeRequest(body []byte) (chatRequest, error) {
 	}
 	for i, m := range w.Messages {
 		param := fmt.Sprintf("messages[%d]", i)
-		text, err := contentText(m.Content, param+".content")
+		text, err := contentText(m.Content, param+".content", "text")
 		if err != nil {
 			return r, err
 		}
@@ -123,9 +124,10 @@ func decodeRequest(body []byte) (chatRequest, error) {
 	return r, nil
 }
 
-// contentText is a message's content: a string, null, or a list of text
-// parts (images and audio are refused).
-func contentText(raw json.RawMessage, param string) (string, error) {
+// contentText is a message's content: a string, null, or a list of parts
+// of the text types (the endpoint's: "text" for chat completions);
+// images, audio and files are refused.
+func contentText(raw json.RawMessage, param string, textTypes ...string) (string, error) {
 	if !hasValue(raw) {
 		return "", nil
 	}
@@ -143,8 +145,8 @@ func contentText(raw json.RawMessage, param string) (string, error) {
 	var b strings.Builder
 	for i, p := range parts {
 		switch {
-		case p.Type != "text":
-			return "", bad(fmt.Sprintf("%s[%d].type", param, i), "Content parts of type %q are not supported: only text.", clip(p.Type))
+		case !slices.Contains(textTypes, p.Type):
+			return "", bad(fmt.Sprintf("%s[%d].type", param, i), "Content parts of type %q are not supported: only %s.", clip(p.Type), strings.Join(textTypes, " and "))
 		case p.Text == nil:
 			return "", bad(fmt.Sprintf("%s[%d].text", param, i), "A text part needs its text.")
 		}
