@@ -2,16 +2,17 @@
 // gateway's HTTP server: any OpenAI client, SDK or chat app uses a guide
 // as a model (docs/openai-api.md).
 //
-// API keys, GET /v1/models and POST /v1/chat/completions, streamed or
-// not. By default stateless: each completion runs in an ephemeral session
+// API keys, GET /v1/models, POST /v1/chat/completions and POST
+// /v1/responses (the Responses API), streamed or not. By default
+// stateless: each request runs in an ephemeral session
 // (sessions.AttachOptions.Ephemeral): the guide's system prompt, tools and
 // approval policy apply, the request's messages are the conversation, and
 // the session is deleted once answered. With the header
-// X-Switchboard-Session a request continues a stored session instead, an
-// ordinary one (chat.go's openStored), and only its last message is
-// submitted. Client-supplied tools, the Responses API and approvals while
-// a request waits are not served yet: a guide's ask tool is denied at
-// once.
+// X-Switchboard-Session (or, on the Responses API, store: true or
+// previous_response_id) a request continues a stored session instead, an
+// ordinary one (turn.go's openStored), and only its last message is
+// submitted. Client-supplied tools and approvals while a request waits
+// are not served yet: a guide's ask tool is denied at once.
 package openai
 
 import (
