@@ -491,11 +491,11 @@ func runOpenAICurlExamples(t *testing.T, cmds []string) {
 	}
 }
 
-// runOpenAISessionExample runs docs/openai-api.md's stored conversation
-// as one sh script (its commands share a variable) against the built
-// gateway, and checks that the second request is answered in the session
-// the first opened, named by the response's header.
-func runOpenAISessionExample(t *testing.T, cmds []string) {
+// runOpenAIScript runs a doc's OpenAI API commands as one sh script
+// (they share variables and files) against the built gateway, its API
+// enabled with the doc's first key (CI_OPENAI_KEY) and the offline demo
+// model, and returns the copy it ran in and the script's output.
+func runOpenAIScript(t *testing.T, cmds []string) (dir string, out []byte) {
 	const key = "sk-example-key-of-the-docs-000000000"
 	dir, a := startExampleGateway(t, []string{"CI_OPENAI_KEY=" + key},
 		"--set", "listeners.openai.enabled=true", "--set", "listeners.openai.keys=[{name: ci, key_env: CI_OPENAI_KEY}]",
@@ -508,6 +508,15 @@ func runOpenAISessionExample(t *testing.T, cmds []string) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
+	return dir, out
+}
+
+// runOpenAISessionExample runs docs/openai-api.md's stored conversation
+// as one sh script (its commands share a variable) against the built
+// gateway, and checks that the second request is answered in the session
+// the first opened, named by the response's header.
+func runOpenAISessionExample(t *testing.T, cmds []string) {
+	dir, out := runOpenAIScript(t, cmds)
 	first, err := os.ReadFile(filepath.Join(dir, "headers.txt"))
 	if err != nil {
 		t.Fatal(err)
@@ -523,22 +532,11 @@ func runOpenAISessionExample(t *testing.T, cmds []string) {
 }
 
 // runOpenAIResponsesExample runs docs/openai-api.md's Responses API
-// commands as one sh script against the built gateway, and checks them:
+// commands (runOpenAIScript), and checks them:
 // a stored response, one continuing it by its id, and a stream of named
 // events ending in response.completed.
 func runOpenAIResponsesExample(t *testing.T, cmds []string) {
-	const key = "sk-example-key-of-the-docs-000000000"
-	dir, a := startExampleGateway(t, []string{"CI_OPENAI_KEY=" + key},
-		"--set", "listeners.openai.enabled=true", "--set", "listeners.openai.keys=[{name: ci, key_env: CI_OPENAI_KEY}]",
-		"--set", "listeners.stdin.enabled=false")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	sh := exec.CommandContext(ctx, "sh", "-ec", strings.ReplaceAll(strings.Join(cmds, "\n"), "127.0.0.1:8080", a))
-	sh.Dir, sh.Env = dir, append(exampleEnv(), "CI_OPENAI_KEY="+key)
-	out, err := sh.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
+	dir, out := runOpenAIScript(t, cmds)
 	raw, err := os.ReadFile(filepath.Join(dir, "first.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -73,12 +73,8 @@ var inputTextTypes = []string{"input_text", "output_text"}
 // error is a *requestError.
 func decodeResponsesRequest(body []byte) (responsesRequest, error) {
 	var w wireResponsesRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&w); err != nil {
-		return responsesRequest{}, bad("", "The request body is not valid JSON for the Responses API: %s", jsonProblem(err))
-	}
-	if dec.More() {
-		return responsesRequest{}, bad("", "The request body holds more than one JSON value.")
+	if err := decodeJSON(body, &w, "the Responses API"); err != nil {
+		return responsesRequest{}, err
 	}
 	var r responsesRequest
 	switch {
@@ -145,25 +141,13 @@ func decodeResponsesRequest(body []byte) (responsesRequest, error) {
 		if err != nil {
 			return r, err
 		}
-		var role switchboard.MessageRole
-		switch it.Role {
-		case "system", "developer":
-			role = switchboard.RoleSystem
-		case "user":
-			role = switchboard.RoleUser
-		case "assistant":
-			role = switchboard.RoleAssistant
-		case "":
-			return r, bad(param+".role", "Each message needs a role: system, developer, user or assistant.")
-		default:
-			return r, bad(param+".role", "Unknown role %q: want system, developer, user or assistant.", clip(it.Role))
+		role, err := textRole(it.Role, param)
+		if err != nil {
+			return r, err
 		}
 		if i == len(items)-1 {
-			if role != switchboard.RoleUser {
-				return r, bad(param+".role", "The last input item must be the user's (role user), not %s: it is the one answered.", it.Role)
-			}
-			if strings.TrimSpace(text) == "" {
-				return r, bad(param+".content", "The last message is empty: there is nothing to answer.")
+			if err := answerable(it.Role, text, param); err != nil {
+				return r, err
 			}
 			r.Text = text
 			continue

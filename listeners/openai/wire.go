@@ -59,12 +59,8 @@ func bad(param, format string, args ...any) error {
 // a *requestError.
 func decodeRequest(body []byte) (chatRequest, error) {
 	var w wireRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&w); err != nil {
-		return chatRequest{}, bad("", "The request body is not valid JSON for chat completions: %s", jsonProblem(err))
-	}
-	if dec.More() {
-		return chatRequest{}, bad("", "The request body holds more than one JSON value.")
+	if err := decodeJSON(body, &w, "chat completions"); err != nil {
+		return chatRequest{}, err
 	}
 	var r chatRequest
 	switch {
@@ -91,30 +87,19 @@ func decodeRequest(body []byte) (chatRequest, error) {
 		if err != nil {
 			return r, err
 		}
-		var role switchboard.MessageRole
-		switch m.Role {
-		case "system", "developer":
-			role = switchboard.RoleSystem
-		case "user":
-			role = switchboard.RoleUser
-		case "assistant":
-			role = switchboard.RoleAssistant
-			if hasValue(m.ToolCalls) {
-				return r, bad(param+".tool_calls", "Tool calls in the conversation are not supported yet (client-supplied tools are not).")
-			}
-		case "tool", "function":
+		switch {
+		case m.Role == "assistant" && hasValue(m.ToolCalls):
+			return r, bad(param+".tool_calls", "Tool calls in the conversation are not supported yet (client-supplied tools are not).")
+		case m.Role == "tool" || m.Role == "function":
 			return r, bad(param+".role", "Messages with role %q are not supported yet (client-supplied tools are not).", m.Role)
-		case "":
-			return r, bad(param+".role", "Each message needs a role: system, developer, user or assistant.")
-		default:
-			return r, bad(param+".role", "Unknown role %q: want system, developer, user or assistant.", clip(m.Role))
+		}
+		role, err := textRole(m.Role, param)
+		if err != nil {
+			return r, err
 		}
 		if i == len(w.Messages)-1 {
-			if role != switchboard.RoleUser {
-				return r, bad(param+".role", "The last message must be the user's (role user), not %s: it is the one answered.", m.Role)
-			}
-			if strings.TrimSpace(text) == "" {
-				return r, bad(param+".content", "The last message is empty: there is nothing to answer.")
+			if err := answerable(m.Role, text, param); err != nil {
+				return r, err
 			}
 			r.Text = text
 			continue
@@ -122,6 +107,48 @@ func decodeRequest(body []byte) (chatRequest, error) {
 		r.History = append(r.History, switchboard.Message{Role: role, Content: text})
 	}
 	return r, nil
+}
+
+// textRole is a text message's role in the conversation: system (or
+// developer), user or assistant; any other is refused.
+func textRole(role, param string) (switchboard.MessageRole, error) {
+	switch role {
+	case "system", "developer":
+		return switchboard.RoleSystem, nil
+	case "user":
+		return switchboard.RoleUser, nil
+	case "assistant":
+		return switchboard.RoleAssistant, nil
+	case "":
+		return "", bad(param+".role", "Each message needs a role: system, developer, user or assistant.")
+	default:
+		return "", bad(param+".role", "Unknown role %q: want system, developer, user or assistant.", clip(role))
+	}
+}
+
+// answerable checks the last message, the one answered: the user's, and
+// not empty.
+func answerable(role, text, param string) error {
+	if role != "user" {
+		return bad(param+".role", "The last message must be the user's (role user), not %s: it is the one answered.", role)
+	}
+	if strings.TrimSpace(text) == "" {
+		return bad(param+".content", "The last message is empty: there is nothing to answer.")
+	}
+	return nil
+}
+
+// decodeJSON parses a request's body, one JSON value, into v; what
+// names the endpoint in the error, a *requestError.
+func decodeJSON(body []byte, v any, what string) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(v); err != nil {
+		return bad("", "The request body is not valid JSON for %s: %s", what, jsonProblem(err))
+	}
+	if dec.More() {
+		return bad("", "The request body holds more than one JSON value.")
+	}
+	return nil
 }
 
 // contentText is a message's content: a string, null, or a list of parts
