@@ -92,8 +92,9 @@ func (h *Handler) responses(w http.ResponseWriter, r *http.Request) {
 	}
 	if turn.Session != "" {
 		// The session's history is the conversation; the instructions
-		// are its guide's.
+		// are its guide's (and the response names none).
 		turn.History = nil
+		req.Instructions = nil
 		turn.NotFound = responseNotFound(req.Previous)
 		if req.Previous == "" {
 			turn.NotFound = nil // the header's own 404

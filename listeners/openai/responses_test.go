@@ -13,8 +13,10 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/switchboard-gw/switchboard"
 	listener "github.com/switchboard-gw/switchboard/listeners/openai"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
+	"github.com/switchboard-gw/switchboard/sessions"
 )
 
 // input is a request's input list: a turn of history, as a client sends
@@ -229,6 +231,9 @@ func TestResponsesConversationStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkResponse(t, &second, "Your name is Ann.")
+	if got := second.JSON.Instructions.Raw(); got != "null" {
+		t.Errorf("the continued response's instructions %s, want null (the guide's instruct the session)", got)
+	}
 	if second.PreviousResponseID != first.ID || second.ID == first.ID || !stored(&second) ||
 		!strings.Contains(second.ID, strings.TrimPrefix(session, "s_")) {
 		t.Errorf("second response %q, previous %q, store %v: want a new id in the same session, after %q", second.ID, second.PreviousResponseID, stored(&second), first.ID)
@@ -396,4 +401,32 @@ func TestResponseFailed(t *testing.T) {
 		t.Errorf("failed response: %s", res.RawJSON())
 	}
 	a.gone()
+}
+
+// A client that goes away mid-stream stops the delivery, not the turn:
+// a stored response's answer is stored whole in its session.
+func TestStoredResponseClientGoneMidStream(t *testing.T) {
+	a := newAPI(t, listener.Config{})
+	gate := make(chan struct{})
+	a.gw.LLM.Push(openaitest.Reply{Text: []string{"first ", "second"}, Gate: gate})
+	ctx, cancel := context.WithCancel(context.Background())
+	var raw *http.Response
+	stream := a.client(allKey).Responses.NewStreaming(ctx, responses.ResponseNewParams{
+		Model: "assistant", Input: text("Hi"), Store: sdk.Bool(true)}, option.WithResponseInto(&raw))
+	for stream.Next() {
+		if stream.Current().Type == "response.output_text.delta" {
+			break // the first text: the model waits at the gate
+		}
+	}
+	session := raw.Header.Get(listener.SessionHeader)
+	// Go away while the model is mid-reply, then let it finish.
+	cancel()
+	_ = stream.Close()
+	close(gate)
+	owner := a.gw.Open(switchboard.Author{Channel: listener.Channel, ID: "all", Name: "all"}, sessions.AttachOptions{SessionID: session, AfterSeq: 0})
+	owner.Await("the whole answer stored", func(ev switchboard.Event) bool {
+		p, _ := ev.Payload()
+		d, ok := p.(*switchboard.MessageData)
+		return ok && d.Role == switchboard.RoleAssistant && d.Content == "first second"
+	})
 }
