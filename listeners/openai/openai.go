@@ -122,10 +122,12 @@ func New(ctx context.Context, cfg Config, mgr Sessions, guides Guides, log *slog
 	h.mux.HandleFunc("GET /v1/models", h.models)
 	h.mux.HandleFunc("POST /v1/chat/completions", h.chat)
 	h.mux.HandleFunc("POST /v1/responses", h.responses)
-	h.mux.HandleFunc("/v1/responses/", func(w http.ResponseWriter, r *http.Request) {
+	notKept := func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "", "unknown_url",
 			"Unknown request URL: "+r.Method+" "+clip(r.URL.Path)+". Responses are not kept for retrieval: a stored one's conversation goes on with previous_response_id, and every other channel shows it.")
-	})
+	}
+	h.mux.HandleFunc("/v1/responses", notKept) // other methods than POST, without a redirect
+	h.mux.HandleFunc("/v1/responses/", notKept)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "", "unknown_url",
 			"Unknown request URL: "+r.Method+" "+clip(r.URL.Path)+". This gateway serves GET /v1/models, POST /v1/chat/completions and POST /v1/responses.")
@@ -236,7 +238,7 @@ func (h *Handler) sessionError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "model", "model_not_found", "That model does not exist: GET /v1/models lists the guides you may use.")
 	default:
 		ref := reference()
-		h.log.Error("chat completion failed", "ref", ref, "err", err)
+		h.log.Error("an API request failed", "ref", ref, "err", err)
 		writeError(w, http.StatusInternalServerError, "server_error", "", "internal_error", "The gateway failed to run the request (reference "+ref+" in its log).")
 	}
 }
