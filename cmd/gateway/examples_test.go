@@ -167,6 +167,7 @@ var shellRules = []shellRule{
 	{first: regexp.MustCompile(`^curl -sS http://127\.0\.0\.1:8080/v1/models `), run: runOpenAICurlExamples},
 	{first: regexp.MustCompile(`^curl -sS -o /dev/null -D headers\.txt http://127\.0\.0\.1:8080/v1/chat/completions `), run: runOpenAISessionExample},
 	{first: regexp.MustCompile(`^curl -sSN http://127\.0\.0\.1:8080/v1/chat/completions `), run: runOpenAIProgressExample},
+	{first: regexp.MustCompile(`^curl -sS -o first\.json http://127\.0\.0\.1:8080/v1/responses `), run: runOpenAIResponsesExample},
 	{first: regexp.MustCompile(`^gateway status\b`),
 		notRun: "asks a running gateway; TestSlackListenerInTheGateway runs gateway status against the built gateway, not ready and ready"},
 	{first: regexp.MustCompile(`^sqlite3 /var/lib/switchboard/switchboard\.db "\.backup `),
@@ -491,11 +492,11 @@ func runOpenAICurlExamples(t *testing.T, cmds []string) {
 	}
 }
 
-// runOpenAISessionExample runs docs/openai-api.md's stored conversation
-// as one sh script (its commands share a variable) against the built
-// gateway, and checks that the second request is answered in the session
-// the first opened, named by the response's header.
-func runOpenAISessionExample(t *testing.T, cmds []string) {
+// runOpenAIScript runs a doc's OpenAI API commands as one sh script
+// (they share variables and files) against the built gateway, its API
+// enabled with the doc's first key (CI_OPENAI_KEY) and the offline demo
+// model, and returns the copy it ran in and the script's output.
+func runOpenAIScript(t *testing.T, cmds []string) (dir string, out []byte) {
 	const key = "sk-example-key-of-the-docs-000000000"
 	dir, a := startExampleGateway(t, []string{"CI_OPENAI_KEY=" + key},
 		"--set", "listeners.openai.enabled=true", "--set", "listeners.openai.keys=[{name: ci, key_env: CI_OPENAI_KEY}]",
@@ -508,6 +509,15 @@ func runOpenAISessionExample(t *testing.T, cmds []string) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
+	return dir, out
+}
+
+// runOpenAISessionExample runs docs/openai-api.md's stored conversation
+// as one sh script (its commands share a variable) against the built
+// gateway, and checks that the second request is answered in the session
+// the first opened, named by the response's header.
+func runOpenAISessionExample(t *testing.T, cmds []string) {
+	dir, out := runOpenAIScript(t, cmds)
 	first, err := os.ReadFile(filepath.Join(dir, "headers.txt"))
 	if err != nil {
 		t.Fatal(err)
@@ -527,18 +537,7 @@ func runOpenAISessionExample(t *testing.T, cmds []string) {
 // demo model's calculator call and its result come as chunks of their
 // own before the answer.
 func runOpenAIProgressExample(t *testing.T, cmds []string) {
-	const key = "sk-example-key-of-the-docs-000000000"
-	dir, a := startExampleGateway(t, []string{"CI_OPENAI_KEY=" + key},
-		"--set", "listeners.openai.enabled=true", "--set", "listeners.openai.keys=[{name: ci, key_env: CI_OPENAI_KEY}]",
-		"--set", "listeners.stdin.enabled=false")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	sh := exec.CommandContext(ctx, "sh", "-ec", strings.ReplaceAll(strings.Join(cmds, "\n"), "127.0.0.1:8080", a))
-	sh.Dir, sh.Env = dir, append(exampleEnv(), "CI_OPENAI_KEY="+key)
-	out, err := sh.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
+	_, out := runOpenAIScript(t, cmds)
 	var types []string
 	for _, ev := range strings.Split(strings.TrimSpace(string(out)), "\n\n") {
 		var c struct {
@@ -554,6 +553,56 @@ func runOpenAIProgressExample(t *testing.T, cmds []string) {
 	}
 	if !slices.Equal(types, []string{"tool_call", "tool_response"}) || !strings.Contains(string(out), "42") || !strings.HasSuffix(strings.TrimSpace(string(out)), "data: [DONE]") {
 		t.Errorf("progress %q; the stream:\n%s", types, out)
+	}
+}
+
+// runOpenAIResponsesExample runs docs/openai-api.md's Responses API
+// commands (runOpenAIScript), and checks them:
+// a stored response, one continuing it by its id, and a stream of named
+// events ending in response.completed.
+func runOpenAIResponsesExample(t *testing.T, cmds []string) {
+	dir, out := runOpenAIScript(t, cmds)
+	raw, err := os.ReadFile(filepath.Join(dir, "first.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type response struct {
+		ID, Object, Status string
+		Store              bool
+		Previous           string `json:"previous_response_id"`
+		Output             []struct {
+			Content []struct{ Type, Text string }
+		}
+		Usage struct {
+			TotalTokens int `json:"total_tokens"`
+		}
+	}
+	text := func(r response) string {
+		var b strings.Builder
+		for _, o := range r.Output {
+			for _, c := range o.Content {
+				b.WriteString(c.Text)
+			}
+		}
+		return b.String()
+	}
+	var first, second response
+	if err := json.Unmarshal(raw, &first); err != nil || first.Object != "response" || first.Status != "completed" || !first.Store ||
+		!strings.HasPrefix(first.ID, "resp_") || !strings.Contains(text(first), "42") || first.Usage.TotalTokens == 0 {
+		t.Fatalf("the stored response: %v\n%s", err, raw)
+	}
+	// The second response is the first line of the output, the stream
+	// the rest.
+	line, stream, _ := strings.Cut(string(out), "\n")
+	if err := json.Unmarshal([]byte(line), &second); err != nil || second.Previous != first.ID || !second.Store ||
+		second.ID == first.ID || !strings.Contains(text(second), "48") {
+		t.Errorf("the continued response, after %s: %v\n%s", first.ID, err, line)
+	}
+	events := strings.Split(strings.TrimSpace(stream), "\n\n")
+	if n := len(events); n < 9 || !strings.HasPrefix(events[0], "event: response.created\n") ||
+		!strings.HasPrefix(events[n-1], "event: response.completed\n") || !strings.Contains(events[n-1], `"total_tokens"`) ||
+		!strings.Contains(stream, "42") {
+		t.Errorf("stream:\n%s", stream)
 	}
 }
 

@@ -2,24 +2,23 @@
 // gateway's HTTP server: any OpenAI client, SDK or chat app uses a guide
 // as a model (docs/openai-api.md).
 //
-// API keys, GET /v1/models and POST /v1/chat/completions, streamed or
-// not. By default stateless: each completion runs in an ephemeral session
+// API keys, GET /v1/models, POST /v1/chat/completions and POST
+// /v1/responses (the Responses API), streamed or not. By default
+// stateless: each request runs in an ephemeral session
 // (sessions.AttachOptions.Ephemeral): the guide's system prompt, tools and
 // approval policy apply, the request's messages are the conversation, and
 // the session is deleted once answered. With the header
-// X-Switchboard-Session a request continues a stored session instead, an
-// ordinary one (chat.go's openStored), and only its last message is
-// submitted. Client-supplied tools, the Responses API and approvals while
-// a request waits are not served yet: a guide's ask tool is denied at
-// once.
+// X-Switchboard-Session (or, on the Responses API, store: true or
+// previous_response_id) a request continues a stored session instead, an
+// ordinary one (turn.go's openStored), and only its last message is
+// submitted. Client-supplied tools and approvals while a request waits
+// are not served yet: a guide's ask tool is denied at once.
 package openai
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -138,9 +137,16 @@ func New(ctx context.Context, cfg Config, mgr Sessions, guides Guides, log *slog
 	}
 	h.mux.HandleFunc("GET /v1/models", h.models)
 	h.mux.HandleFunc("POST /v1/chat/completions", h.chat)
+	h.mux.HandleFunc("POST /v1/responses", h.responses)
+	notKept := func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "", "unknown_url",
+			"Unknown request URL: "+r.Method+" "+clip(r.URL.Path)+". Responses are not kept for retrieval: a stored one's conversation goes on with previous_response_id, and every other channel shows it.")
+	}
+	h.mux.HandleFunc("/v1/responses", notKept) // other methods than POST, without a redirect
+	h.mux.HandleFunc("/v1/responses/", notKept)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "", "unknown_url",
-			"Unknown request URL: "+r.Method+" "+clip(r.URL.Path)+". This gateway serves GET /v1/models and POST /v1/chat/completions.")
+			"Unknown request URL: "+r.Method+" "+clip(r.URL.Path)+". This gateway serves GET /v1/models, POST /v1/chat/completions and POST /v1/responses.")
 	})
 	return h
 }
@@ -248,14 +254,10 @@ func (h *Handler) sessionError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "model", "model_not_found", "That model does not exist: GET /v1/models lists the guides you may use.")
 	default:
 		ref := reference()
-		h.log.Error("chat completion failed", "ref", ref, "err", err)
+		h.log.Error("an API request failed", "ref", ref, "err", err)
 		writeError(w, http.StatusInternalServerError, "server_error", "", "internal_error", "The gateway failed to run the request (reference "+ref+" in its log).")
 	}
 }
 
 // reference is a short random id a log line and an answer share.
-func reference() string {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b) // crypto/rand never fails on Linux
-	return hex.EncodeToString(b)
-}
+func reference() string { return randomHex(4) }

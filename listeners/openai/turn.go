@@ -33,6 +33,9 @@ type turnRequest struct {
 	// Progress: the client asked to be shown the guide's tools as they
 	// run (ProgressHeader).
 	Progress bool
+	// NotFound answers a request whose Session is none the key may use;
+	// nil: the session header's 404.
+	NotFound func(w http.ResponseWriter)
 }
 
 // An answer writes a turn's answer in an endpoint's format. Its methods
@@ -125,7 +128,7 @@ func (h *Handler) runTurn(w http.ResponseWriter, r *http.Request, k *key, req tu
 			Ephemeral: true, Guide: req.Model, Author: author, History: req.History, AfterSeq: -1,
 		})
 	} else {
-		sub, err = h.openStored(ctx, w, k, author, req.Session, req.Model)
+		sub, err = h.openStored(ctx, w, k, author, req)
 		if sub == nil && err == nil {
 			return // refused: answered
 		}
@@ -169,13 +172,18 @@ const NewSession = "new"
 // that another key learns nothing from an id it tries. When it refuses,
 // it answers the request itself and returns neither a subscription nor an
 // error.
-func (h *Handler) openStored(ctx context.Context, w http.ResponseWriter, k *key, author switchboard.Author, named, model string) (*sessions.Subscription, error) {
+func (h *Handler) openStored(ctx context.Context, w http.ResponseWriter, k *key, author switchboard.Author, req turnRequest) (*sessions.Subscription, error) {
+	named, model := req.Session, req.Model
 	if named == NewSession {
 		return h.mgr.Attach(ctx, sessions.AttachOptions{Guide: model, Author: author, AfterSeq: -1})
 	}
 	sub, err := h.mgr.Attach(ctx, sessions.AttachOptions{SessionID: named, Author: author, AfterSeq: -1, MembersOnly: true})
 	switch {
 	case errors.Is(err, switchboard.ErrNotFound), errors.Is(err, sessions.ErrForbidden):
+		if req.NotFound != nil {
+			req.NotFound(w)
+			return nil, nil
+		}
 		writeError(w, http.StatusNotFound, "invalid_request_error", "", "session_not_found",
 			fmt.Sprintf("No session %q that this key may use: send %s: %s to start one, or an id this key's responses named.", clip(named), SessionHeader, NewSession))
 		return nil, nil

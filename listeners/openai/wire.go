@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/switchboard-gw/switchboard"
@@ -107,12 +108,8 @@ func bad(param, format string, args ...any) error {
 // a *requestError.
 func decodeRequest(body []byte) (chatRequest, error) {
 	var w wireRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&w); err != nil {
-		return chatRequest{}, bad("", "The request body is not valid JSON for chat completions: %s", jsonProblem(err))
-	}
-	if dec.More() {
-		return chatRequest{}, bad("", "The request body holds more than one JSON value.")
+	if err := decodeJSON(body, &w, "chat completions"); err != nil {
+		return chatRequest{}, err
 	}
 	var r chatRequest
 	switch {
@@ -148,8 +145,8 @@ func decodeRequest(body []byte) (chatRequest, error) {
 	last := len(msgs) - 1
 	switch m := msgs[last]; m.Role {
 	case switchboard.RoleUser:
-		if strings.TrimSpace(m.Content) == "" {
-			return r, bad(fmt.Sprintf("messages[%d].content", last), "The last message is empty: there is nothing to answer.")
+		if err := answerable("user", m.Content, fmt.Sprintf("messages[%d]", last)); err != nil {
+			return r, err
 		}
 		r.History, r.Text = msgs[:last], m.Content
 	case switchboard.RoleTool:
@@ -241,7 +238,7 @@ func decodeMessages(wms []wireMessage) ([]switchboard.Message, error) {
 	var open map[string]string // the calls of the last assistant message not answered yet: id → name
 	for i, m := range wms {
 		param := fmt.Sprintf("messages[%d]", i)
-		text, err := contentText(m.Content, param+".content")
+		text, err := contentText(m.Content, param+".content", "text")
 		if err != nil {
 			return nil, err
 		}
@@ -250,12 +247,22 @@ func decodeMessages(wms []wireMessage) ([]switchboard.Message, error) {
 			return nil, bad(param, "The tool calls of the assistant message before need their tool messages first.")
 		}
 		switch m.Role {
-		case "system", "developer":
-			msg.Role = switchboard.RoleSystem
-		case "user":
-			msg.Role = switchboard.RoleUser
-		case "assistant":
-			msg.Role = switchboard.RoleAssistant
+		case "tool":
+			name, ok := open[m.ToolCallID]
+			if !ok {
+				return nil, bad(param+".tool_call_id", "A tool message must answer a call of the assistant message before it: %q is not one (or is answered twice).", clip(m.ToolCallID))
+			}
+			delete(open, m.ToolCallID)
+			msg.Role, msg.ToolCallID, msg.ToolName = switchboard.RoleTool, m.ToolCallID, name
+		case "function":
+			return nil, bad(param+".role", "Messages with role function (the deprecated function calling) are not supported: use tools and tool messages.")
+		default:
+			if msg.Role, err = textRole(m.Role, param); err != nil {
+				return nil, err
+			}
+			if msg.Role != switchboard.RoleAssistant {
+				break
+			}
 			open = map[string]string{}
 			for j, c := range m.ToolCalls {
 				cp := fmt.Sprintf("%s.tool_calls[%d]", param, j)
@@ -273,19 +280,6 @@ func decodeMessages(wms []wireMessage) ([]switchboard.Message, error) {
 				open[c.ID] = c.Function.Name
 				msg.ToolCalls = append(msg.ToolCalls, switchboard.ToolCall{ID: c.ID, Name: c.Function.Name, Args: arguments(c.Function.Arguments)})
 			}
-		case "tool":
-			name, ok := open[m.ToolCallID]
-			if !ok {
-				return nil, bad(param+".tool_call_id", "A tool message must answer a call of the assistant message before it: %q is not one (or is answered twice).", clip(m.ToolCallID))
-			}
-			delete(open, m.ToolCallID)
-			msg.Role, msg.ToolCallID, msg.ToolName = switchboard.RoleTool, m.ToolCallID, name
-		case "function":
-			return nil, bad(param+".role", "Messages with role function (the deprecated function calling) are not supported: use tools and tool messages.")
-		case "":
-			return nil, bad(param+".role", "Each message needs a role: system, developer, user, assistant or tool.")
-		default:
-			return nil, bad(param+".role", "Unknown role %q: want system, developer, user, assistant or tool.", clip(m.Role))
 		}
 		msgs = append(msgs, msg)
 	}
@@ -302,9 +296,52 @@ func arguments(s string) json.RawMessage {
 	return b
 }
 
-// contentText is a message's content: a string, null, or a list of text
-// parts (images and audio are refused).
-func contentText(raw json.RawMessage, param string) (string, error) {
+// textRole is a text message's role in the conversation: system (or
+// developer), user or assistant; any other is refused.
+func textRole(role, param string) (switchboard.MessageRole, error) {
+	switch role {
+	case "system", "developer":
+		return switchboard.RoleSystem, nil
+	case "user":
+		return switchboard.RoleUser, nil
+	case "assistant":
+		return switchboard.RoleAssistant, nil
+	case "":
+		return "", bad(param+".role", "Each message needs a role: system, developer, user or assistant.")
+	default:
+		return "", bad(param+".role", "Unknown role %q: want system, developer, user or assistant.", clip(role))
+	}
+}
+
+// answerable checks the last message, the one answered: the user's, and
+// not empty.
+func answerable(role, text, param string) error {
+	if role != "user" {
+		return bad(param+".role", "The last message must be the user's (role user), not %s: it is the one answered.", role)
+	}
+	if strings.TrimSpace(text) == "" {
+		return bad(param+".content", "The last message is empty: there is nothing to answer.")
+	}
+	return nil
+}
+
+// decodeJSON parses a request's body, one JSON value, into v; what
+// names the endpoint in the error, a *requestError.
+func decodeJSON(body []byte, v any, what string) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(v); err != nil {
+		return bad("", "The request body is not valid JSON for %s: %s", what, jsonProblem(err))
+	}
+	if dec.More() {
+		return bad("", "The request body holds more than one JSON value.")
+	}
+	return nil
+}
+
+// contentText is a message's content: a string, null, or a list of parts
+// of the text types (the endpoint's: "text" for chat completions);
+// images, audio and files are refused.
+func contentText(raw json.RawMessage, param string, textTypes ...string) (string, error) {
 	if !hasValue(raw) {
 		return "", nil
 	}
@@ -322,8 +359,8 @@ func contentText(raw json.RawMessage, param string) (string, error) {
 	var b strings.Builder
 	for i, p := range parts {
 		switch {
-		case p.Type != "text":
-			return "", bad(fmt.Sprintf("%s[%d].type", param, i), "Content parts of type %q are not supported: only text.", clip(p.Type))
+		case !slices.Contains(textTypes, p.Type):
+			return "", bad(fmt.Sprintf("%s[%d].type", param, i), "Content parts of type %q are not supported: only %s.", clip(p.Type), strings.Join(textTypes, " and "))
 		case p.Text == nil:
 			return "", bad(fmt.Sprintf("%s[%d].text", param, i), "A text part needs its text.")
 		}
