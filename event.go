@@ -29,6 +29,11 @@ const (
 	// for the model's context (the guide's memory policy "compact"). The
 	// history keeps every message; clients may show a dim line.
 	EventCompaction EventType = "compaction"
+	// EventToolsRequested: the model called tools the turn's caller
+	// offered (Input.ClientTools); the turn waits for their results from
+	// For (InputToolResults) until ExpiresAt. Other channels see the
+	// calls' tool_call events and the state executing_tool.
+	EventToolsRequested EventType = "tools_requested"
 )
 
 // Event is the envelope every listener consumes. Seq is per session, starts
@@ -89,6 +94,8 @@ func (e Event) Payload() (any, error) {
 		v = &MembersData{}
 	case EventCompaction:
 		v = &CompactionData{}
+	case EventToolsRequested:
+		v = &ToolsRequestedData{}
 	default:
 		return nil, fmt.Errorf("event %d: unknown type %q", e.Seq, e.Type)
 	}
@@ -103,6 +110,15 @@ func (e Event) Payload() (any, error) {
 type CompactionData struct {
 	Messages int    `json:"messages"`
 	Summary  string `json:"summary"`
+}
+
+// ToolsRequestedData is EventToolsRequested: the calls of the caller's
+// tools a turn waits for, who is to return their results (For, an
+// Author.Key(): the author of the turn's message), and until when.
+type ToolsRequestedData struct {
+	For       string     `json:"for"`
+	Calls     []ToolCall `json:"calls"`
+	ExpiresAt time.Time  `json:"expires_at"`
 }
 
 // ReadyData answers a listener attaching to a session.

@@ -34,7 +34,15 @@ func (m *Manager) openEphemeral(ctx context.Context, opts AttachOptions) (*sessi
 		return nil, err
 	}
 	// Not running yet, and found by nobody else: the window is ours.
-	s.remember(opts.History...)
+	before, step := m.openStep(opts.History, opts.Author)
+	s.remember(before...)
+	if step != nil {
+		// The caller ran the tools the history's last step called: the
+		// session awaits their results (InputToolResults), as a turn
+		// suspended for them would (clienttools.go).
+		s.setPending(step)
+		s.armTimers()
+	}
 	return s, nil
 }
 
@@ -126,5 +134,7 @@ func (m *Manager) forget(id string) {
 	}
 }
 
-// ErrBadInput: options that contradict each other.
+// ErrBadInput: options that contradict each other, client tools no
+// provider would take, tool results the session does not wait for; a
+// Refusal says which to the person (Reason).
 var ErrBadInput = errors.New("bad input")

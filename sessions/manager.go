@@ -581,6 +581,9 @@ func (m *Manager) Submit(ctx context.Context, sessionID string, in switchboard.I
 	if err := m.checkFiles(in); err != nil {
 		return nil, err
 	}
+	if err := s.checkOffered(in); err != nil {
+		return nil, err
+	}
 	if s.remote.Load() {
 		return s.forward(ctx, in) // to the replica that runs it
 	}
