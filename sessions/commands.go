@@ -289,6 +289,10 @@ func (s *session) reset(ctx context.Context, j job) {
 		s.tell(in.Author, switchboard.ErrCodeForbidden, "Only the session's owner or an approver may reset the conversation.")
 		return
 	}
+	if ephemeral(s.rec) {
+		s.tell(in.Author, switchboard.ErrCodeBadInput, "A stateless request's conversation is not kept: there is nothing to reset.")
+		return
+	}
 	if s.rec.Key != "" {
 		if err := s.m.cfg.Store.ClearSessionKey(ctx, s.id); err != nil {
 			s.log.Error("reset failed", "err", err)

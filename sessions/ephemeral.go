@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/switchboard-gw/switchboard"
 )
 
 // An ephemeral session serves one request of a stateless API (the
@@ -20,9 +23,33 @@ import (
 //     a request a session).
 //
 // Like any session opened without a key, it is stored with its first
-// input. A crash before Delete leaves it stored: the next start runs its
-// open turn again, as any (without History, which was not stored), and
-// nothing deletes it but sessions.retention, when set.
+// input, under a key of the sessions' own (ephemeralKey + its id), which
+// no listener's key starts with and Attach refuses. A crash before Delete
+// leaves it stored: its request's client got an error, and nothing of it
+// is to be kept, so the next start deletes it instead of running its open
+// turn again (restore); so does loading it by its id. One left with no
+// open turn (a crash between the answer and Delete) is not loaded at
+// start: sessions.retention deletes it.
+
+// ephemeralKey starts the key of every ephemeral session.
+const ephemeralKey = "ephemeral:"
+
+// ephemeral reports whether a stored session is an ephemeral one.
+func ephemeral(rec switchboard.Session) bool { return strings.HasPrefix(rec.Key, ephemeralKey) }
+
+// errLeftover: the session loaded was an ephemeral one a crash left, and
+// was deleted.
+var errLeftover = fmt.Errorf("%w: a stateless request's session, left by a crash and deleted", switchboard.ErrNotFound)
+
+// discardLeftover deletes an ephemeral session a crash left stored.
+func (m *Manager) discardLeftover(ctx context.Context, rec switchboard.Session) error {
+	if err := m.cfg.Store.DeleteSessions(ctx, []string{rec.ID}); err != nil {
+		return fmt.Errorf("sessions: delete the leftover stateless session %s: %w", rec.ID, err)
+	}
+	m.forget(rec.ID)
+	m.cfg.Logger.Info("a stateless request's session left by a crash was deleted, not resumed", "session", rec.ID, "owner", rec.Owner)
+	return fmt.Errorf("sessions: load %s: %w", rec.ID, errLeftover)
+}
 
 // openEphemeral creates the session an ephemeral Attach asks for.
 func (m *Manager) openEphemeral(ctx context.Context, opts AttachOptions) (*session, error) {

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -352,7 +353,8 @@ func (m *Manager) Recover(ctx context.Context) error {
 	var errs []error
 	for _, id := range ids {
 		// Another live replica's sessions are its own to run.
-		if _, err := m.loadWith(ctx, id, false, false); err != nil && !errors.Is(err, ErrElsewhere) {
+		_, err := m.loadWith(ctx, id, false, false)
+		if err != nil && !errors.Is(err, ErrElsewhere) && !errors.Is(err, errLeftover) {
 			errs = append(errs, err)
 		}
 	}
@@ -599,6 +601,9 @@ func (m *Manager) open(ctx context.Context, opts AttachOptions) (s *session, cre
 		s, err = m.openEphemeral(ctx, opts)
 		return s, err == nil, err
 	}
+	if strings.HasPrefix(opts.Key, ephemeralKey) {
+		return nil, false, fmt.Errorf("sessions: attach: %w: the key %q is the sessions' own", ErrBadInput, opts.Key)
+	}
 	if opts.SessionID != "" {
 		s, err = m.load(ctx, opts.SessionID)
 		return s, false, err
@@ -632,10 +637,11 @@ func (m *Manager) create(ctx context.Context, key, guide string, author switchbo
 	return m.createAs(ctx, key, guide, author, false)
 }
 
-// createAs is create; unlimited skips the author's NewPerMinute (an
-// ephemeral session: its listener limits the rate).
-func (m *Manager) createAs(ctx context.Context, key, guide string, author switchboard.Author, unlimited bool) (*session, error) {
-	if !unlimited && !m.mayCreate(author) {
+// createAs is create; an ephemeral session (ephemeral.go) skips the
+// author's NewPerMinute (its listener limits the rate) and is marked so
+// in its key.
+func (m *Manager) createAs(ctx context.Context, key, guide string, author switchboard.Author, ephemeral bool) (*session, error) {
+	if !ephemeral && !m.mayCreate(author) {
 		m.cfg.Metrics.Refused("new_per_minute")
 		return nil, fmt.Errorf("sessions: create: %w", ErrTooFast)
 	}
@@ -650,6 +656,9 @@ func (m *Manager) createAs(ctx context.Context, key, guide string, author switch
 	}
 	rec := switchboard.Session{
 		ID: newID("s_"), Key: key, Guide: guide, Owner: author.Key(), CreatedAt: m.cfg.Now().UTC(),
+	}
+	if ephemeral {
+		rec.Key = ephemeralKey + rec.ID // stored with its first input, as any without a key
 	}
 	if key != "" {
 		// A keyed session is found by its key (the terminal, a thread):

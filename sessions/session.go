@@ -191,6 +191,9 @@ func (m *Manager) restore(ctx context.Context, id string) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ephemeral(st.rec) {
+		return nil, m.discardLeftover(ctx, st.rec)
+	}
 	// Room for what was accepted before a restart, and the turn it cut.
 	s := m.newSession(st.rec, st.guide, max(m.cfg.QueueSize, len(st.queued)+1))
 	s.takeOver(st)
