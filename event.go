@@ -166,9 +166,15 @@ type MessageData struct {
 	AuthorID string      `json:"author_id,omitempty"`
 	Channel  string      `json:"channel,omitempty"`
 	// Place is Input.Place: where a person's message was written.
-	Place   string `json:"place,omitempty"`
-	Content string `json:"content"`
-	Format  string `json:"format"`
+	Place string `json:"place,omitempty"`
+	// ClientID is the Input.ClientID a person's message was sent with:
+	// the sender's own id for it, by which a client that shares the
+	// session with others recognises its message and the turn that
+	// answers it. Everyone in the session sees it; it lets no one else
+	// stand in for the sender (an id is de-duplicated per author).
+	ClientID string `json:"client_id,omitempty"`
+	Content  string `json:"content"`
+	Format   string `json:"format"`
 	// Model names the model that wrote an assistant message; the offline
 	// demo model is labelled as such here.
 	Model string `json:"model,omitempty"`

@@ -97,7 +97,7 @@ func (s *session) userTurn(ctx context.Context, j job, text string) {
 	ev, ok := s.event(switchboard.EventMessage, switchboard.MessageData{
 		ID: newID("m_"), Role: switchboard.RoleUser, Author: in.Author.DisplayName(),
 		AuthorID: in.Author.ID, Channel: in.Author.Channel, Place: in.Place, Content: text, Format: switchboard.FormatText,
-		Files: in.Files,
+		Files: in.Files, ClientID: in.ClientID,
 	})
 	if !ok {
 		return
