@@ -139,22 +139,40 @@ func (p *pendingTurn) cancelUnresolved(now time.Time) {
 // suspend stores the turn, with the requests for approval of each waiting
 // call in the same write: a request a client was shown is always one the
 // stored turn waits for.
+//
+// A step that waits on the caller (client tools) ends the caller's
+// request: what the turn spent so far is reported (EventUsage, before
+// EventToolsRequested) and charged in the same write, and the rest of the
+// turn counts afresh, so each of the caller's requests gets its own usage
+// and a stateless session deleted while it waits has paid its way.
 func (s *session) suspend(ctx context.Context, p *pendingTurn) {
-	evs := s.collect(func() {
+	var w switchboard.TurnWrite
+	var total switchboard.Usage
+	req, asked := p.requested()
+	w.Events = s.collect(func() {
 		for _, c := range p.Confirmations {
 			if !c.Client {
 				s.emit(ctx, switchboard.EventConfirmationRequest, s.request(p, c))
 			}
 		}
-		if req, ok := p.requested(); ok {
+		if asked && p.Turn.Usage != (switchboard.Usage{}) {
+			w.Usage, w.Charge, total = p.Turn.Usage, s.charge(&p.Turn), s.rec.Usage.Add(p.Turn.Usage)
+			s.emit(ctx, switchboard.EventUsage, switchboard.UsageData{Usage: w.Usage, Session: total, Model: p.Turn.Model})
+			p.Turn.Usage = switchboard.Usage{}
+		}
+		if asked {
 			s.emit(ctx, switchboard.EventToolsRequested, req)
 		}
 		s.emitWaiting(ctx, p)
 	})
-	if !s.savePending(ctx, p, evs, nil) {
+	if !s.savePendingWrite(ctx, p, w) {
 		// The stored turn is still the running one: repair runs it again,
 		// and the model asks again.
 		return
+	}
+	if w.Charge != nil {
+		s.rec.Usage = total
+		s.charged(w.Charge)
 	}
 	s.setPending(p)
 	s.armTimers()
@@ -375,6 +393,11 @@ func (s *session) stop(ctx context.Context, by switchboard.Author, stoppedRunnin
 // savePending stores the waiting turn as it is now, with the events that
 // announce the change (see collect).
 func (s *session) savePending(ctx context.Context, p *pendingTurn, evs []switchboard.Event, allowed []string) bool {
+	return s.savePendingWrite(ctx, p, switchboard.TurnWrite{Events: evs, Allowed: allowed})
+}
+
+// savePendingWrite is savePending with what else w stores.
+func (s *session) savePendingWrite(ctx context.Context, p *pendingTurn, w switchboard.TurnWrite) bool {
 	// A stateless session opened awaiting its caller's results
 	// (ephemeral.go) is stored with its first write.
 	if err := s.persist(ctx); err != nil {
@@ -387,9 +410,9 @@ func (s *session) savePending(ctx context.Context, p *pendingTurn, evs []switchb
 		s.writeFailed(fmt.Errorf("encode the waiting turn: %w", err))
 		return false
 	}
-	w := switchboard.TurnWrite{Turn: data, Allowed: allowed}
-	if len(evs) > 0 {
-		w.Events, w.Published = evs, s.onCommit
+	w.Turn = data
+	if len(w.Events) > 0 {
+		w.Published = s.onCommit
 	}
 	return s.write(ctx, w)
 }

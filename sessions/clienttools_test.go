@@ -92,7 +92,13 @@ func TestClientToolRoundTrip(t *testing.T) {
 	)
 	c := h.newSession(alice)
 	c.askWithTools("where is order 7?", 0)
+	// What the turn spent so far is reported before the caller is asked:
+	// its request ends there.
+	first := c.until(switchboard.EventUsage, nil).(*switchboard.UsageData)
 	req := c.toolsRequested()
+	if first.TotalTokens == 0 || first.Session != first.Usage {
+		t.Fatalf("usage before the caller was asked = %+v", first)
+	}
 	if req.For != alice.Key() || len(req.Calls) != 1 || req.Calls[0].ID != "k1" || req.Calls[0].Name != "lookup_order" || string(req.Calls[0].Args) != `{"id":7}` || req.ExpiresAt.IsZero() {
 		t.Fatalf("tools requested = %+v", req)
 	}
@@ -106,7 +112,20 @@ func TestClientToolRoundTrip(t *testing.T) {
 	if got := c.reply().Content; got != "Order 7 has shipped." {
 		t.Fatalf("answer = %q", got)
 	}
+	// The rest of the turn is reported on its own, and both parts are
+	// charged, once each.
+	second := c.until(switchboard.EventUsage, nil).(*switchboard.UsageData)
+	if second.TotalTokens == 0 || second.Session != first.Usage.Add(second.Usage) {
+		t.Fatalf("usage at the end = %+v after %+v", second, first)
+	}
 	c.idle()
+	rows, err := h.db.Spending(context.Background(), switchboard.SpendQuery{Session: c.id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Usage != second.Session {
+		t.Fatalf("charged %+v, want %+v in all", rows, second.Session)
+	}
 	reqs := h.llm.Requests()
 	if len(reqs) != 2 {
 		t.Fatalf("the model was called %d times, want 2", len(reqs))
@@ -412,5 +431,26 @@ func TestClientToolsAreChecked(t *testing.T) {
 	}
 	if w := c.window(); len(w) != 0 {
 		t.Fatalf("stored: %s", messagesOf(w))
+	}
+}
+
+// A stateless session deleted while its turn waits (for an approval
+// here) has its tokens charged all the same.
+func TestDeletedWhileWaitingIsCharged(t *testing.T) {
+	h := newHarness(t)
+	askForTime(h)
+	c := h.attach(sessions.AttachOptions{Ephemeral: true, Author: alice})
+	c.say("what time is it?")
+	c.confirmation()
+	ctx := context.Background()
+	if err := h.m.Delete(ctx, c.id); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := h.db.Spending(ctx, switchboard.SpendQuery{Session: c.id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Usage.TotalTokens == 0 {
+		t.Fatalf("charged %+v after the delete, want the model call's tokens", rows)
 	}
 }

@@ -137,6 +137,13 @@ func (s *session) takeRemoval() chan<- error {
 // session meanwhile.
 func (s *session) deleteNow(ctx context.Context, done chan<- error) {
 	s.stopTimers()
+	if p := s.pending; p != nil && !s.unstored.Load() {
+		// A turn dropped while it waits has spent tokens all the same:
+		// its charge outlives the session, as every turn's does.
+		if c := s.charge(&p.Turn); c != nil && s.write(ctx, switchboard.TurnWrite{Charge: c}) {
+			s.charged(c)
+		}
+	}
 	s.pending = nil
 	if !s.unstored.Load() {
 		if err := s.m.cfg.Store.DeleteSessions(ctx, []string{s.id}); err != nil {
