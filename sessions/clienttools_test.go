@@ -80,18 +80,26 @@ func requestHas(t *testing.T, req openaitest.Request, tool, callID, result strin
 	t.Fatalf("the request holds no assistant call %s", callID)
 }
 
-// A stored session: the model calls the caller's tool, the caller is
-// asked for it (tools_requested, and executing_tool for the other
-// channels), its result goes back to the model with the call, and the
-// step is stored like any.
-func TestClientToolRoundTrip(t *testing.T) {
-	h := newHarness(t)
+// orderAsked opens a session for Alice and asks, offering lookup_order,
+// a model that calls it (k1) and then answers "Order 7 has shipped.".
+func (h *harness) orderAsked() *client {
+	h.t.Helper()
 	h.llm.Push(
 		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "k1", Name: "lookup_order", Args: `{"id":7}`}}},
 		openaitest.Reply{Text: []string{"Order 7 has shipped."}},
 	)
 	c := h.newSession(alice)
 	c.askWithTools("where is order 7?", 0)
+	return c
+}
+
+// A stored session: the model calls the caller's tool, the caller is
+// asked for it (tools_requested, and executing_tool for the other
+// channels), its result goes back to the model with the call, and the
+// step is stored like any.
+func TestClientToolRoundTrip(t *testing.T) {
+	h := newHarness(t)
+	c := h.orderAsked()
 	// What the turn spent so far is reported before the caller is asked:
 	// its request ends there.
 	first := c.until(switchboard.EventUsage, nil).(*switchboard.UsageData)
@@ -380,12 +388,7 @@ func TestWaitTimeoutShortensAnApproval(t *testing.T) {
 // the caller's tools.
 func TestClientToolResultsAfterARestart(t *testing.T) {
 	h := newHarness(t)
-	h.llm.Push(
-		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "k1", Name: "lookup_order", Args: `{"id":7}`}}},
-		openaitest.Reply{Text: []string{"Order 7 has shipped."}},
-	)
-	c := h.newSession(alice)
-	c.askWithTools("where is order 7?", 0)
+	c := h.orderAsked()
 	c.toolsRequested()
 
 	h.restart()
