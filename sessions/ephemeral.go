@@ -41,14 +41,24 @@ func ephemeral(rec switchboard.Session) bool { return strings.HasPrefix(rec.Key,
 // was deleted.
 var errLeftover = fmt.Errorf("%w: a stateless request's session, left by a crash and deleted", switchboard.ErrNotFound)
 
-// discardLeftover deletes an ephemeral session a crash left stored.
-func (m *Manager) discardLeftover(ctx context.Context, rec switchboard.Session) error {
-	if err := m.cfg.Store.DeleteSessions(ctx, []string{rec.ID}); err != nil {
-		return fmt.Errorf("sessions: delete the leftover stateless session %s: %w", rec.ID, err)
+// discardLeftover deletes an ephemeral session a crash left stored (s,
+// which runs nothing), charging first what its open turn had spent by its
+// last stored step.
+func (m *Manager) discardLeftover(ctx context.Context, s *session, open *pendingTurn) error {
+	if open != nil {
+		if c := s.charge(&open.Turn); c != nil {
+			if _, err := m.cfg.Store.WriteTurn(ctx, s.id, switchboard.TurnWrite{Charge: c}); err != nil {
+				return fmt.Errorf("sessions: charge the leftover stateless session %s: %w", s.id, err)
+			}
+			s.charged(c)
+		}
 	}
-	m.forget(rec.ID)
-	m.cfg.Logger.Info("a stateless request's session left by a crash was deleted, not resumed", "session", rec.ID, "owner", rec.Owner)
-	return fmt.Errorf("sessions: load %s: %w", rec.ID, errLeftover)
+	if err := m.cfg.Store.DeleteSessions(ctx, []string{s.id}); err != nil {
+		return fmt.Errorf("sessions: delete the leftover stateless session %s: %w", s.id, err)
+	}
+	m.forget(s.id)
+	m.cfg.Logger.Info("a stateless request's session left by a crash was deleted, not resumed", "session", s.id, "owner", s.rec.Owner)
+	return fmt.Errorf("sessions: load %s: %w", s.id, errLeftover)
 }
 
 // openEphemeral creates the session an ephemeral Attach asks for.

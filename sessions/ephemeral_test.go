@@ -128,7 +128,10 @@ func TestEphemeralSessionLeftByACrashIsDeleted(t *testing.T) {
 	var forgotten []string
 	h := newHarness(t, func(c *sessions.Config) { c.Forget = func(ids []string) { forgotten = append(forgotten, ids...) } })
 	gate := make(chan struct{})
-	h.llm.Push(openaitest.Reply{Text: []string{"Half an ", "answer"}, Gate: gate})
+	// A tool step is stored (with the turn's tokens so far), then the
+	// second model call is cut.
+	h.llm.Push(openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "g1", Name: "calculator", Args: `{"expression":"6*7"}`}}},
+		openaitest.Reply{Text: []string{"Half an ", "answer"}, Gate: gate})
 	c := h.attach(sessions.AttachOptions{Ephemeral: true, Author: alice, History: []switchboard.Message{{Role: switchboard.RoleUser, Content: "earlier"}}})
 	c.submit(switchboard.Input{Text: "question", Plain: true})
 	c.until(switchboard.EventDelta, nil)
@@ -154,8 +157,12 @@ func TestEphemeralSessionLeftByACrashIsDeleted(t *testing.T) {
 	if len(forgotten) != 1 || forgotten[0] != c.id {
 		t.Fatalf("Forget was told %v, want %s", forgotten, c.id)
 	}
-	if n := len(h.llm.Requests()); n != 1 {
-		t.Fatalf("the model was called %d times, want once: the turn was run again", n)
+	if n := len(h.llm.Requests()); n != 2 {
+		t.Fatalf("the model was called %d times, want twice: the turn was run again", n)
+	}
+	// What its stored step had spent is charged; the charge outlives it.
+	if rows, err := h.db.Spending(ctx, switchboard.SpendQuery{Session: c.id}); err != nil || len(rows) != 1 || rows[0].Usage.TotalTokens == 0 {
+		t.Fatalf("charged %+v, %v: want the first model call's tokens", rows, err)
 	}
 	if _, err := h.m.Submit(ctx, c.id, switchboard.Input{Kind: switchboard.InputText, Author: alice, Text: "hello?"}); !errors.Is(err, switchboard.ErrNotFound) {
 		t.Fatalf("a message to it: %v, want not found", err)

@@ -351,15 +351,20 @@ func (m *Manager) Recover(ctx context.Context) error {
 		return fmt.Errorf("sessions: recover: %w", err)
 	}
 	var errs []error
+	discarded := 0
 	for _, id := range ids {
-		// Another live replica's sessions are its own to run.
+		// Another live replica's sessions are its own to run; a
+		// stateless request's is deleted (ephemeral.go).
 		_, err := m.loadWith(ctx, id, false, false)
-		if err != nil && !errors.Is(err, ErrElsewhere) && !errors.Is(err, errLeftover) {
+		switch {
+		case errors.Is(err, errLeftover):
+			discarded++
+		case err != nil && !errors.Is(err, ErrElsewhere):
 			errs = append(errs, err)
 		}
 	}
 	if len(ids) > 0 {
-		m.cfg.Logger.Info("sessions with unfinished work taken up", "sessions", len(ids)-len(errs), "failed", len(errs))
+		m.cfg.Logger.Info("sessions with unfinished work taken up", "sessions", len(ids)-len(errs)-discarded, "failed", len(errs), "stateless_deleted", discarded)
 	}
 	return errors.Join(errs...)
 }

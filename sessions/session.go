@@ -192,7 +192,7 @@ func (m *Manager) restore(ctx context.Context, id string) (*session, error) {
 		return nil, err
 	}
 	if ephemeral(st.rec) {
-		return nil, m.discardLeftover(ctx, st.rec)
+		return nil, m.discardLeftover(ctx, m.newSession(st.rec, st.guide, 1), st.open)
 	}
 	// Room for what was accepted before a restart, and the turn it cut.
 	s := m.newSession(st.rec, st.guide, max(m.cfg.QueueSize, len(st.queued)+1))
