@@ -29,6 +29,11 @@ const (
 	// for the model's context (the guide's memory policy "compact"). The
 	// history keeps every message; clients may show a dim line.
 	EventCompaction EventType = "compaction"
+	// EventToolsRequested: the model called tools the turn's caller
+	// offered (Input.ClientTools); the turn waits for their results from
+	// For (InputToolResults) until ExpiresAt. Other channels see the
+	// calls' tool_call events and the state executing_tool.
+	EventToolsRequested EventType = "tools_requested"
 )
 
 // Event is the envelope every listener consumes. Seq is per session, starts
@@ -89,6 +94,8 @@ func (e Event) Payload() (any, error) {
 		v = &MembersData{}
 	case EventCompaction:
 		v = &CompactionData{}
+	case EventToolsRequested:
+		v = &ToolsRequestedData{}
 	default:
 		return nil, fmt.Errorf("event %d: unknown type %q", e.Seq, e.Type)
 	}
@@ -103,6 +110,15 @@ func (e Event) Payload() (any, error) {
 type CompactionData struct {
 	Messages int    `json:"messages"`
 	Summary  string `json:"summary"`
+}
+
+// ToolsRequestedData is EventToolsRequested: the calls of the caller's
+// tools a turn waits for, who is to return their results (For, an
+// Author.Key(): the author of the turn's message), and until when.
+type ToolsRequestedData struct {
+	For       string     `json:"for"`
+	Calls     []ToolCall `json:"calls"`
+	ExpiresAt time.Time  `json:"expires_at"`
 }
 
 // ReadyData answers a listener attaching to a session.
@@ -150,9 +166,15 @@ type MessageData struct {
 	AuthorID string      `json:"author_id,omitempty"`
 	Channel  string      `json:"channel,omitempty"`
 	// Place is Input.Place: where a person's message was written.
-	Place   string `json:"place,omitempty"`
-	Content string `json:"content"`
-	Format  string `json:"format"`
+	Place string `json:"place,omitempty"`
+	// ClientID is the Input.ClientID a person's message was sent with:
+	// the sender's own id for it, by which a client that shares the
+	// session with others recognises its message and the turn that
+	// answers it. Everyone in the session sees it; it lets no one else
+	// stand in for the sender (an id is de-duplicated per author).
+	ClientID string `json:"client_id,omitempty"`
+	Content  string `json:"content"`
+	Format   string `json:"format"`
 	// Model names the model that wrote an assistant message; the offline
 	// demo model is labelled as such here.
 	Model string `json:"model,omitempty"`

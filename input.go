@@ -1,5 +1,10 @@
 package switchboard
 
+import (
+	"encoding/json"
+	"time"
+)
+
 // InputKind says what an Input carries.
 type InputKind string
 
@@ -8,6 +13,9 @@ const (
 	InputConfirm InputKind = "confirm" // an answer to a confirmation request
 	InputAction  InputKind = "action"  // a click or submit on a UI segment
 	InputCancel  InputKind = "cancel"  // stop the running turn
+	// InputToolResults returns the results of the caller's own tools
+	// (Input.ClientTools) that a turn waits for (EventToolsRequested).
+	InputToolResults InputKind = "tool_results"
 )
 
 // ScopeSession answers an approval request for the rest of the session.
@@ -36,6 +44,17 @@ type Input struct {
 	Plain bool `json:",omitempty"`
 	// Files came with the message (Manager.Upload saved them first).
 	Files []File
+	// ClientTools are the tools the caller offers for the turn this
+	// message starts (a stateless API's function calling): the model may
+	// call them besides the guide's, and the gateway, which cannot run
+	// them, asks the caller for their results (EventToolsRequested). The
+	// turn keeps them for all its steps. On InputToolResults, when set,
+	// they replace the turn's for its steps to come.
+	ClientTools []ClientTool `json:",omitempty"`
+	// WaitTimeout is how long the turn this input starts or resumes waits
+	// on people or the caller (approvals, client tools) before giving up;
+	// 0: the gateway's approval timeout.
+	WaitTimeout time.Duration `json:",omitempty"`
 
 	ConfirmationID string // InputConfirm
 	Approved       bool
@@ -46,10 +65,32 @@ type Input struct {
 	ActionID string // InputAction
 	Value    string
 
+	// ToolResults are the results of the caller's tools, one for each
+	// call the turn waits for (InputToolResults).
+	ToolResults []ToolResult `json:",omitempty"`
+
 	// Trace is the W3C traceparent of the span that handed the input in
 	// (a chat app's, when tracing is on), which the turn it starts links
 	// to; empty otherwise.
 	Trace string `json:",omitempty"`
+}
+
+// ClientTool is a tool the caller of a turn offers and runs itself (an
+// OpenAI client's "tools"). Name follows the providers' rule
+// ^[a-zA-Z0-9_-]{1,64}$; Parameters is a JSON Schema object (empty: no
+// parameters).
+type ClientTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// ToolResult is the caller's result of one call of its tools: CallID is
+// the ToolCall.ID the model gave it.
+type ToolResult struct {
+	CallID  string `json:"call_id"`
+	Content string `json:"content"`
+	IsError bool   `json:"is_error,omitempty"`
 }
 
 // QueuedInput is an input a session has accepted and not yet taken up. It

@@ -44,6 +44,13 @@ type turn struct {
 	// Found are the tools find_tools found in this turn: its requests
 	// carry them from then on (toolpick.go).
 	Found []string `json:"found,omitempty"`
+	// ClientTools are the tools the turn's caller offered
+	// (Input.ClientTools): its requests carry them, and the caller runs
+	// them (clienttools.go).
+	ClientTools []switchboard.ClientTool `json:"client_tools,omitempty"`
+	// Wait is how long the turn waits on people or the caller
+	// (Input.WaitTimeout); 0: Limits.ApprovalTimeout.
+	Wait time.Duration `json:"wait,omitempty"`
 	// started is when the user's message arrived, for the turn-duration
 	// metric; a turn resumed after an approval does not count the wait.
 	started time.Time
@@ -72,8 +79,7 @@ type turn struct {
 func (s *session) userTurn(ctx context.Context, j job, text string) {
 	in := j.input
 	if s.pending != nil {
-		s.tell(in.Author, switchboard.ErrCodeBusy, fmt.Sprintf(
-			"A tool call is waiting for approval (%s). Answer it first (/approve or /deny; /pending shows it), or send /stop.", s.pending.waitingFor()))
+		s.tell(in.Author, switchboard.ErrCodeBusy, s.pending.busy())
 		// Refused, not taken: forget its id so it can be sent again, and
 		// its files, which no message brings now.
 		s.write(ctx, switchboard.TurnWrite{InboxID: j.inboxID, ClientID: dedupeKey(in), Forget: true})
@@ -91,7 +97,7 @@ func (s *session) userTurn(ctx context.Context, j job, text string) {
 	ev, ok := s.event(switchboard.EventMessage, switchboard.MessageData{
 		ID: newID("m_"), Role: switchboard.RoleUser, Author: in.Author.DisplayName(),
 		AuthorID: in.Author.ID, Channel: in.Author.Channel, Place: in.Place, Content: text, Format: switchboard.FormatText,
-		Files: in.Files,
+		Files: in.Files, ClientID: in.ClientID,
 	})
 	if !ok {
 		return
@@ -103,7 +109,7 @@ func (s *session) userTurn(ctx context.Context, j job, text string) {
 		s.seq--
 		return
 	}
-	t := &turn{started: s.m.cfg.Now(), Author: in.Author, thinking: true}
+	t := &turn{started: s.m.cfg.Now(), Author: in.Author, thinking: true, ClientTools: in.ClientTools, Wait: max(in.WaitTimeout, 0)}
 	s.traceTurn(ctx, t, "", in.Trace)
 	w := switchboard.TurnWrite{
 		InboxID: j.inboxID, Messages: []switchboard.Message{msg},
@@ -343,6 +349,12 @@ func (s *session) triage(ctx context.Context, p *pendingTurn) []int {
 		case call.Name == findToolsName && retrieving:
 			content, isError := s.findTools(&p.Turn, call.Args)
 			s.setResult(ctx, p, i, content, isError)
+		case !s.guideHasTool(call.Name) && p.Turn.offers(call.Name):
+			// The caller's own tool: it runs it, and the step waits.
+			now := s.m.cfg.Now().UTC()
+			p.Confirmations = append(p.Confirmations, &confirmation{
+				ID: newID("c_"), CallIndex: i, AskedAt: now, ExpiresAt: now.Add(s.waitFor(&p.Turn)), Client: true,
+			})
 		case !s.guideHasTool(call.Name) && retrieving:
 			s.setResult(ctx, p, i, fmt.Sprintf("unknown tool %q; use %s to look for the tool you need", call.Name, findToolsName), true)
 		case !s.guideHasTool(call.Name):
@@ -358,7 +370,7 @@ func (s *session) triage(ctx context.Context, p *pendingTurn) []int {
 			} else {
 				now := s.m.cfg.Now().UTC()
 				p.Confirmations = append(p.Confirmations, &confirmation{
-					ID: newID("c_"), CallIndex: i, AskedAt: now, ExpiresAt: now.Add(s.m.limits().ApprovalTimeout),
+					ID: newID("c_"), CallIndex: i, AskedAt: now, ExpiresAt: now.Add(s.waitFor(&p.Turn)),
 				})
 			}
 		}
@@ -624,10 +636,16 @@ func (s *session) systemPrompt(final bool) string {
 // guideTools are the tools the guide offers now: its list, with an MCP
 // server's "server.*" standing for the tools the server has at the moment.
 func (s *session) guideTools() []string {
+	return s.m.toolsOf(s.guide.Tools)
+}
+
+// toolsOf is a guide's list of tools with each "server.*" standing for
+// the tools the server has at the moment.
+func (m *Manager) toolsOf(list []string) []string {
 	var names []string
-	for _, name := range s.guide.Tools {
+	for _, name := range list {
 		if group, ok := strings.CutSuffix(name, ".*"); ok {
-			names = append(names, s.m.cfg.Tools.Group(group)...)
+			names = append(names, m.cfg.Tools.Group(group)...)
 			continue
 		}
 		names = append(names, name)

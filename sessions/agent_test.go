@@ -374,3 +374,23 @@ func TestServerToolsFollowTheRegistry(t *testing.T) {
 		t.Errorf("tools offered after the change: %s", got)
 	}
 }
+
+// A person's message carries the id its client sent it with, for every
+// listener of the session: a client recognises its own message (and the
+// turn answering it) among two identical ones from the same person.
+func TestUserMessageCarriesItsClientID(t *testing.T) {
+	h := newHarness(t)
+	c := h.newSession(alice)
+	other := h.attach(sessions.AttachOptions{SessionID: c.id, Author: bob})
+	c.send(switchboard.Input{Kind: switchboard.InputText, Text: "hi", ClientID: "req-1"})
+	c.send(switchboard.Input{Kind: switchboard.InputText, Text: "hi", ClientID: "req-2"})
+	c.send(switchboard.Input{Kind: switchboard.InputText, Text: "hi"})
+	var ids []string
+	for range 3 {
+		m := other.until(switchboard.EventMessage, func(p any) bool { return p.(*switchboard.MessageData).Role == switchboard.RoleUser }).(*switchboard.MessageData)
+		ids = append(ids, m.ClientID)
+	}
+	if got := strings.Join(ids, ","); got != "req-1,req-2," {
+		t.Fatalf("the messages' client ids as another member saw them = %q", got)
+	}
+}

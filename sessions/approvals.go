@@ -13,15 +13,16 @@ import (
 
 // pendingTurn is an open turn as it is stored: from the user's message
 // until the answer or an error is stored. While the turn runs it holds
-// only its progress (phaseRunning); while tool calls wait for a human it
-// holds the whole step, so a restart loses nothing and the same requests
-// can still be answered.
+// only its progress (phaseRunning); while tool calls wait for a human or
+// for the caller (client tools, clienttools.go) it holds the whole step,
+// so a restart loses nothing and the same requests can still be answered.
 type pendingTurn struct {
 	Phase     string                 `json:"phase,omitempty"`
 	Turn      turn                   `json:"turn"`
 	Assistant switchboard.Message    `json:"assistant"`
 	Results   []*switchboard.Message `json:"results"` // by call index; nil until known
-	// Confirmations are the calls that needed approval.
+	// Confirmations are the calls the step waits on: those that needed
+	// approval, and the calls of the caller's tools (Client).
 	Confirmations []*confirmation `json:"confirmations"`
 	// Stopped: the user stopped the turn; finish storing it, call no model.
 	Stopped bool `json:"stopped,omitempty"`
@@ -49,11 +50,16 @@ type confirmation struct {
 	Resolved  bool      `json:"resolved,omitempty"`
 	Approved  bool      `json:"approved,omitempty"`
 	By        string    `json:"by,omitempty"`
+	// Client: the call is of a tool the caller offered; it waits for its
+	// result from the turn's author (InputToolResults), not for an
+	// approval, and nobody approves it.
+	Client bool `json:"client,omitempty"`
 }
 
+// find is the approval request id (never a client call's wait).
 func (p *pendingTurn) find(id string) *confirmation {
 	for _, c := range p.Confirmations {
-		if c.ID == id {
+		if c.ID == id && !c.Client {
 			return c
 		}
 	}
@@ -80,15 +86,40 @@ func (p *pendingTurn) approvedCalls() []int {
 	return idx
 }
 
-// waitingFor names the tools still waiting, for messages.
-func (p *pendingTurn) waitingFor() string {
+// waitingFor names the tools still waiting for approval (client is
+// false) or for the caller's results (client), for messages.
+func (p *pendingTurn) waitingFor(client bool) string {
 	var names []string
 	for _, c := range p.Confirmations {
-		if !c.Resolved {
+		if !c.Resolved && c.Client == client {
 			names = append(names, p.Assistant.ToolCalls[c.CallIndex].Name)
 		}
 	}
 	return strings.Join(names, ", ")
+}
+
+// asking reports whether an approval request is open.
+func (p *pendingTurn) asking() bool { return p.waitingFor(false) != "" }
+
+// busy is what someone who writes while the step waits is told.
+func (p *pendingTurn) busy() string {
+	if p.asking() {
+		return fmt.Sprintf("A tool call is waiting for approval (%s). Answer it first (/approve or /deny; /pending shows it), or send /stop.", p.waitingFor(false))
+	}
+	return fmt.Sprintf("The assistant is waiting for %s to return the results of their tools (%s). Wait for them, or send /stop.",
+		p.Turn.Author.DisplayName(), p.waitingFor(true))
+}
+
+// emitWaiting tells what the step waits on now: people's approvals
+// first, then the caller's results, shown to the channels as the
+// caller's tools running.
+func (s *session) emitWaiting(ctx context.Context, p *pendingTurn) {
+	switch {
+	case p.asking():
+		s.emitState(ctx, switchboard.StateAwaitingConfirmation, p.waitingFor(false))
+	case !p.allResolved():
+		s.emitState(ctx, switchboard.StateExecutingTool, p.waitingFor(true))
+	}
 }
 
 // cancelUnresolved gives every call without a result an error result, so
@@ -108,17 +139,40 @@ func (p *pendingTurn) cancelUnresolved(now time.Time) {
 // suspend stores the turn, with the requests for approval of each waiting
 // call in the same write: a request a client was shown is always one the
 // stored turn waits for.
+//
+// A step that waits on the caller (client tools) ends the caller's
+// request: what the turn spent so far is reported (EventUsage, before
+// EventToolsRequested) and charged in the same write, and the rest of the
+// turn counts afresh, so each of the caller's requests gets its own usage
+// and a stateless session deleted while it waits has paid its way.
 func (s *session) suspend(ctx context.Context, p *pendingTurn) {
-	evs := s.collect(func() {
+	var w switchboard.TurnWrite
+	var total switchboard.Usage
+	req, asked := p.requested()
+	w.Events = s.collect(func() {
 		for _, c := range p.Confirmations {
-			s.emit(ctx, switchboard.EventConfirmationRequest, s.request(p, c))
+			if !c.Client {
+				s.emit(ctx, switchboard.EventConfirmationRequest, s.request(p, c))
+			}
 		}
-		s.emitState(ctx, switchboard.StateAwaitingConfirmation, p.waitingFor())
+		if asked && p.Turn.Usage != (switchboard.Usage{}) {
+			w.Usage, w.Charge, total = p.Turn.Usage, s.charge(&p.Turn), s.rec.Usage.Add(p.Turn.Usage)
+			s.emit(ctx, switchboard.EventUsage, switchboard.UsageData{Usage: w.Usage, Session: total, Model: p.Turn.Model})
+			p.Turn.Usage = switchboard.Usage{}
+		}
+		if asked {
+			s.emit(ctx, switchboard.EventToolsRequested, req)
+		}
+		s.emitWaiting(ctx, p)
 	})
-	if !s.savePending(ctx, p, evs, nil) {
+	if !s.savePendingWrite(ctx, p, w) {
 		// The stored turn is still the running one: repair runs it again,
 		// and the model asks again.
 		return
+	}
+	if w.Charge != nil {
+		s.rec.Usage = total
+		s.charged(w.Charge)
 	}
 	s.setPending(p)
 	s.armTimers()
@@ -138,13 +192,16 @@ func (s *session) request(p *pendingTurn, c *confirmation) switchboard.Confirmat
 	}
 }
 
-// setPending makes p the turn waiting for approval (nil: none), and keeps
-// the list of its open requests that attaching listeners are given.
+// setPending makes p the turn waiting for approval or results (nil:
+// none), and keeps the list of its open requests that attaching listeners
+// are given, and the calls it awaits from the caller, which Submit checks
+// results against.
 func (s *session) setPending(p *pendingTurn) {
 	s.pending = p
 	open := s.openOf(p)
+	aw := awaitedBy(p)
 	s.mu.Lock()
-	s.open = open
+	s.open, s.awaiting = open, aw
 	s.mu.Unlock()
 }
 
@@ -153,7 +210,7 @@ func (s *session) openOf(p *pendingTurn) []switchboard.ConfirmationRequestData {
 	var open []switchboard.ConfirmationRequestData
 	if p != nil {
 		for _, c := range p.Confirmations {
-			if !c.Resolved {
+			if !c.Resolved && !c.Client {
 				open = append(open, s.request(p, c))
 			}
 		}
@@ -206,7 +263,9 @@ func (s *session) expire(ctx context.Context, id string) {
 	if c := s.pending.find(id); c != nil && !c.Resolved {
 		// By stays "expired" for clients that read only by.
 		s.resolve(ctx, c, false, switchboard.Author{Name: switchboard.ReasonExpired}, "", switchboard.ReasonExpired)
+		return
 	}
+	s.expireResults(ctx, id)
 }
 
 // resolve records an answer; once every request of the turn is answered,
@@ -222,7 +281,7 @@ func (s *session) resolve(ctx context.Context, c *confirmation, approved bool, w
 	if scope == switchboard.ScopeSession {
 		tool := p.Assistant.ToolCalls[c.CallIndex].Name
 		for _, o := range p.Confirmations {
-			if o != c && !o.Resolved && p.Assistant.ToolCalls[o.CallIndex].Name == tool {
+			if o != c && !o.Resolved && !o.Client && p.Assistant.ToolCalls[o.CallIndex].Name == tool {
 				answered = append(answered, o)
 			}
 		}
@@ -248,9 +307,7 @@ func (s *session) resolve(ctx context.Context, c *confirmation, approved bool, w
 			}
 			s.setResult(ctx, p, c.CallIndex, reason, true)
 		}
-		if !p.allResolved() {
-			s.emitState(ctx, switchboard.StateAwaitingConfirmation, p.waitingFor())
-		}
+		s.emitWaiting(ctx, p)
 	})
 	// Every answer is stored, with its event, before the turn goes on: a
 	// crash after the last one runs the approved calls instead of asking
@@ -294,23 +351,32 @@ func (s *session) stop(ctx context.Context, by switchboard.Author, stoppedRunnin
 		}
 		return
 	}
-	if !s.role(by).CanApprove() {
+	p := s.pending
+	switch {
+	case s.role(by).CanApprove():
+	case p.asking():
 		// Stopping here would deny the waiting calls: an approver's call.
 		s.tell(by, switchboard.ErrCodeForbidden, fmt.Sprintf(
-			"A tool call is waiting for approval (%s); only the session's owner or an approver can deny it or stop the turn.", s.pending.waitingFor()))
+			"A tool call is waiting for approval (%s); only the session's owner or an approver can deny it or stop the turn.", p.waitingFor(false)))
+		return
+	case by.Key() != p.Turn.Author.Key():
+		// Only the caller's results are awaited: the caller may give up.
+		s.tell(by, switchboard.ErrCodeForbidden, fmt.Sprintf(
+			"The assistant is waiting for %s's tools (%s); only they, the session's owner or an approver can stop the turn.", p.Turn.Author.DisplayName(), p.waitingFor(true)))
 		return
 	}
-	p := s.pending
 	p.Stopped = true
 	var cancelled []*confirmation
 	evs := s.collect(func() {
 		for _, c := range p.Confirmations {
 			if !c.Resolved {
 				c.Resolved, c.By = true, switchboard.ReasonCancelled
-				cancelled = append(cancelled, c)
-				s.emit(ctx, switchboard.EventConfirmationResolved, switchboard.ConfirmationResolvedData{
-					ConfirmationID: c.ID, Approved: false, By: by.DisplayName(), Reason: switchboard.ReasonCancelled,
-				})
+				if !c.Client {
+					cancelled = append(cancelled, c)
+					s.emit(ctx, switchboard.EventConfirmationResolved, switchboard.ConfirmationResolvedData{
+						ConfirmationID: c.ID, Approved: false, By: by.DisplayName(), Reason: switchboard.ReasonCancelled,
+					})
+				}
 				s.setResult(ctx, p, c.CallIndex, "cancelled: the user stopped the turn", true)
 			}
 		}
@@ -327,15 +393,26 @@ func (s *session) stop(ctx context.Context, by switchboard.Author, stoppedRunnin
 // savePending stores the waiting turn as it is now, with the events that
 // announce the change (see collect).
 func (s *session) savePending(ctx context.Context, p *pendingTurn, evs []switchboard.Event, allowed []string) bool {
+	return s.savePendingWrite(ctx, p, switchboard.TurnWrite{Events: evs, Allowed: allowed})
+}
+
+// savePendingWrite is savePending with what else w stores.
+func (s *session) savePendingWrite(ctx context.Context, p *pendingTurn, w switchboard.TurnWrite) bool {
+	// A stateless session opened awaiting its caller's results
+	// (ephemeral.go) is stored with its first write.
+	if err := s.persist(ctx); err != nil {
+		s.writeFailed(fmt.Errorf("store the session: %w", err))
+		return false
+	}
 	p.Phase = ""
 	data, err := json.Marshal(p)
 	if err != nil {
 		s.writeFailed(fmt.Errorf("encode the waiting turn: %w", err))
 		return false
 	}
-	w := switchboard.TurnWrite{Turn: data, Allowed: allowed}
-	if len(evs) > 0 {
-		w.Events, w.Published = evs, s.onCommit
+	w.Turn = data
+	if len(w.Events) > 0 {
+		w.Published = s.onCommit
 	}
 	return s.write(ctx, w)
 }

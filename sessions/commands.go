@@ -121,14 +121,14 @@ func (s *session) command(ctx context.Context, j job, cmd command) {
 
 // describePending lists the open approval requests with their ids.
 func (s *session) describePending() string {
-	if s.pending == nil {
+	if s.pending == nil || !s.pending.asking() {
 		return "No tool call is waiting for approval."
 	}
 	var b strings.Builder
 	b.WriteString("Waiting for approval:\n")
 	now := s.m.cfg.Now()
 	for _, c := range s.pending.Confirmations {
-		if c.Resolved {
+		if c.Resolved || c.Client {
 			continue
 		}
 		call := s.pending.Assistant.ToolCalls[c.CallIndex]
@@ -160,12 +160,12 @@ func (s *session) answerCommand(ctx context.Context, in switchboard.Input, cmd c
 		}
 	}
 	if id == "" {
-		if s.pending == nil || s.pending.allResolved() {
+		if s.pending == nil || !s.pending.asking() {
 			s.tell(in.Author, switchboard.ErrCodeNotFound, "No tool call is waiting for approval.")
 			return
 		}
 		for _, c := range s.pending.Confirmations {
-			if !c.Resolved {
+			if !c.Resolved && !c.Client {
 				id = c.ID
 				break
 			}
@@ -261,7 +261,7 @@ func (s *session) switchGuide(ctx context.Context, in switchboard.Input, name st
 		return
 	}
 	if s.pending != nil {
-		s.tell(in.Author, switchboard.ErrCodeBusy, "A tool call is waiting for approval; answer it or /stop before switching guides.")
+		s.tell(in.Author, switchboard.ErrCodeBusy, s.pending.busy()+" Then switch guides.")
 		return
 	}
 	g, ok := s.m.cfg.Guides.Get(name)
@@ -287,6 +287,10 @@ func (s *session) reset(ctx context.Context, j job) {
 	in := j.input
 	if !s.role(in.Author).CanApprove() {
 		s.tell(in.Author, switchboard.ErrCodeForbidden, "Only the session's owner or an approver may reset the conversation.")
+		return
+	}
+	if ephemeral(s.rec) {
+		s.tell(in.Author, switchboard.ErrCodeBadInput, "A stateless request's conversation is not kept: there is nothing to reset.")
 		return
 	}
 	if s.rec.Key != "" {

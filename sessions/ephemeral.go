@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/switchboard-gw/switchboard"
 )
 
 // An ephemeral session serves one request of a stateless API (the
@@ -20,9 +23,43 @@ import (
 //     a request a session).
 //
 // Like any session opened without a key, it is stored with its first
-// input. A crash before Delete leaves it stored: the next start runs its
-// open turn again, as any (without History, which was not stored), and
-// nothing deletes it but sessions.retention, when set.
+// input, under a key of the sessions' own (ephemeralKey + its id), which
+// no listener's key starts with and Attach refuses. A crash before Delete
+// leaves it stored: its request's client got an error, and nothing of it
+// is to be kept, so the next start deletes it instead of running its open
+// turn again (restore); so does loading it by its id. One left with no
+// open turn (a crash between the answer and Delete) is not loaded at
+// start: sessions.retention deletes it.
+
+// ephemeralKey starts the key of every ephemeral session.
+const ephemeralKey = "ephemeral:"
+
+// ephemeral reports whether a stored session is an ephemeral one.
+func ephemeral(rec switchboard.Session) bool { return strings.HasPrefix(rec.Key, ephemeralKey) }
+
+// errLeftover: the session loaded was an ephemeral one a crash left, and
+// was deleted.
+var errLeftover = fmt.Errorf("%w: a stateless request's session, left by a crash and deleted", switchboard.ErrNotFound)
+
+// discardLeftover deletes an ephemeral session a crash left stored (s,
+// which runs nothing), charging first what its open turn had spent by its
+// last stored step.
+func (m *Manager) discardLeftover(ctx context.Context, s *session, open *pendingTurn) error {
+	if open != nil {
+		if c := s.charge(&open.Turn); c != nil {
+			if _, err := m.cfg.Store.WriteTurn(ctx, s.id, switchboard.TurnWrite{Charge: c}); err != nil {
+				return fmt.Errorf("sessions: charge the leftover stateless session %s: %w", s.id, err)
+			}
+			s.charged(c)
+		}
+	}
+	if err := m.cfg.Store.DeleteSessions(ctx, []string{s.id}); err != nil {
+		return fmt.Errorf("sessions: delete the leftover stateless session %s: %w", s.id, err)
+	}
+	m.forget(s.id)
+	m.cfg.Logger.Info("a stateless request's session left by a crash was deleted, not resumed", "session", s.id, "owner", s.rec.Owner)
+	return fmt.Errorf("sessions: load %s: %w", s.id, errLeftover)
+}
 
 // openEphemeral creates the session an ephemeral Attach asks for.
 func (m *Manager) openEphemeral(ctx context.Context, opts AttachOptions) (*session, error) {
@@ -34,7 +71,15 @@ func (m *Manager) openEphemeral(ctx context.Context, opts AttachOptions) (*sessi
 		return nil, err
 	}
 	// Not running yet, and found by nobody else: the window is ours.
-	s.remember(opts.History...)
+	before, step := m.openStep(opts.History, opts.Author)
+	s.remember(before...)
+	if step != nil {
+		// The caller ran the tools the history's last step called: the
+		// session awaits their results (InputToolResults), as a turn
+		// suspended for them would (clienttools.go).
+		s.setPending(step)
+		s.armTimers()
+	}
 	return s, nil
 }
 
@@ -102,6 +147,13 @@ func (s *session) takeRemoval() chan<- error {
 // session meanwhile.
 func (s *session) deleteNow(ctx context.Context, done chan<- error) {
 	s.stopTimers()
+	if p := s.pending; p != nil && !s.unstored.Load() {
+		// A turn dropped while it waits has spent tokens all the same:
+		// its charge outlives the session, as every turn's does.
+		if c := s.charge(&p.Turn); c != nil && s.write(ctx, switchboard.TurnWrite{Charge: c}) {
+			s.charged(c)
+		}
+	}
 	s.pending = nil
 	if !s.unstored.Load() {
 		if err := s.m.cfg.Store.DeleteSessions(ctx, []string{s.id}); err != nil {
@@ -126,5 +178,7 @@ func (m *Manager) forget(id string) {
 	}
 }
 
-// ErrBadInput: options that contradict each other.
+// ErrBadInput: options that contradict each other, client tools no
+// provider would take, tool results the session does not wait for; a
+// Refusal says which to the person (Reason).
 var ErrBadInput = errors.New("bad input")

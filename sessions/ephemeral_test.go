@@ -119,3 +119,59 @@ func TestDeleteWhileDrainingAndRunning(t *testing.T) {
 		t.Fatalf("session after Delete while draining: %v", err)
 	}
 }
+
+// A crash while a stateless request's turn runs: its client got an error
+// and nothing of it is to be kept, so the next start deletes the session
+// rather than run its turn again, and tells Forget; loading it by id
+// finds nothing. Attach refuses the key such sessions are marked with.
+func TestEphemeralSessionLeftByACrashIsDeleted(t *testing.T) {
+	var forgotten []string
+	h := newHarness(t, func(c *sessions.Config) { c.Forget = func(ids []string) { forgotten = append(forgotten, ids...) } })
+	gate := make(chan struct{})
+	// A tool step is stored (with the turn's tokens so far), then the
+	// second model call is cut.
+	h.llm.Push(openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "g1", Name: "calculator", Args: `{"expression":"6*7"}`}}},
+		openaitest.Reply{Text: []string{"Half an ", "answer"}, Gate: gate})
+	c := h.attach(sessions.AttachOptions{Ephemeral: true, Author: alice, History: []switchboard.Message{{Role: switchboard.RoleUser, Content: "earlier"}}})
+	c.submit(switchboard.Input{Text: "question", Plain: true})
+	c.until(switchboard.EventDelta, nil)
+	ctx := context.Background()
+	if rec, err := h.db.Session(ctx, c.id); err != nil || rec.Key == "" {
+		t.Fatalf("the running session is stored as %+v, %v: want it stored, with its mark", rec, err)
+	}
+	if _, err := h.m.Attach(ctx, sessions.AttachOptions{Key: "ephemeral:" + c.id, Author: alice}); !errors.Is(err, sessions.ErrBadInput) {
+		t.Fatalf("attach by the mark's key: %v, want ErrBadInput", err)
+	}
+
+	h.restart() // the turn is cut, as by a crash
+
+	if _, err := h.db.Session(ctx, c.id); !errors.Is(err, switchboard.ErrNotFound) {
+		t.Fatalf("the session after the restart: %v, want not found", err)
+	}
+	if evs, err := h.db.EventsAfter(ctx, c.id, 0, 0); err != nil || len(evs) != 0 {
+		t.Fatalf("its events after the restart: %d, %v", len(evs), err)
+	}
+	if unfinished, err := h.db.Unfinished(ctx); err != nil || len(unfinished) != 0 {
+		t.Fatalf("unfinished after the restart: %v, %v", unfinished, err)
+	}
+	if len(forgotten) != 1 || forgotten[0] != c.id {
+		t.Fatalf("Forget was told %v, want %s", forgotten, c.id)
+	}
+	if n := len(h.llm.Requests()); n != 2 {
+		t.Fatalf("the model was called %d times, want twice: the turn was run again", n)
+	}
+	// What its stored step had spent is charged; the charge outlives it.
+	if rows, err := h.db.Spending(ctx, switchboard.SpendQuery{Session: c.id}); err != nil || len(rows) != 1 || rows[0].Usage.TotalTokens == 0 {
+		t.Fatalf("charged %+v, %v: want the first model call's tokens", rows, err)
+	}
+	if _, err := h.m.Submit(ctx, c.id, switchboard.Input{Kind: switchboard.InputText, Author: alice, Text: "hello?"}); !errors.Is(err, switchboard.ErrNotFound) {
+		t.Fatalf("a message to it: %v, want not found", err)
+	}
+	// An ordinary session cut the same way is taken up as ever.
+	d, _ := h.midStream("other question", []string{"cut"}, openaitest.Reply{Text: []string{"The whole answer."}})
+	h.restart()
+	d2 := h.attach(sessions.AttachOptions{SessionID: d.id, Author: alice, AfterSeq: 0})
+	if got := d2.reply().Content; got != "The whole answer." {
+		t.Fatalf("answer after restart = %q", got)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -350,14 +351,20 @@ func (m *Manager) Recover(ctx context.Context) error {
 		return fmt.Errorf("sessions: recover: %w", err)
 	}
 	var errs []error
+	discarded := 0
 	for _, id := range ids {
-		// Another live replica's sessions are its own to run.
-		if _, err := m.loadWith(ctx, id, false, false); err != nil && !errors.Is(err, ErrElsewhere) {
+		// Another live replica's sessions are its own to run; a
+		// stateless request's is deleted (ephemeral.go).
+		_, err := m.loadWith(ctx, id, false, false)
+		switch {
+		case errors.Is(err, errLeftover):
+			discarded++
+		case err != nil && !errors.Is(err, ErrElsewhere):
 			errs = append(errs, err)
 		}
 	}
 	if len(ids) > 0 {
-		m.cfg.Logger.Info("sessions with unfinished work taken up", "sessions", len(ids)-len(errs), "failed", len(errs))
+		m.cfg.Logger.Info("sessions with unfinished work taken up", "sessions", len(ids)-len(errs)-discarded, "failed", len(errs), "stateless_deleted", discarded)
 	}
 	return errors.Join(errs...)
 }
@@ -581,6 +588,9 @@ func (m *Manager) Submit(ctx context.Context, sessionID string, in switchboard.I
 	if err := m.checkFiles(in); err != nil {
 		return nil, err
 	}
+	if err := s.checkOffered(in); err != nil {
+		return nil, err
+	}
 	if s.remote.Load() {
 		return s.forward(ctx, in) // to the replica that runs it
 	}
@@ -595,6 +605,9 @@ func (m *Manager) open(ctx context.Context, opts AttachOptions) (s *session, cre
 	if opts.Ephemeral {
 		s, err = m.openEphemeral(ctx, opts)
 		return s, err == nil, err
+	}
+	if strings.HasPrefix(opts.Key, ephemeralKey) {
+		return nil, false, fmt.Errorf("sessions: attach: %w: the key %q is the sessions' own", ErrBadInput, opts.Key)
 	}
 	if opts.SessionID != "" {
 		s, err = m.load(ctx, opts.SessionID)
@@ -629,10 +642,11 @@ func (m *Manager) create(ctx context.Context, key, guide string, author switchbo
 	return m.createAs(ctx, key, guide, author, false)
 }
 
-// createAs is create; unlimited skips the author's NewPerMinute (an
-// ephemeral session: its listener limits the rate).
-func (m *Manager) createAs(ctx context.Context, key, guide string, author switchboard.Author, unlimited bool) (*session, error) {
-	if !unlimited && !m.mayCreate(author) {
+// createAs is create; an ephemeral session (ephemeral.go) skips the
+// author's NewPerMinute (its listener limits the rate) and is marked so
+// in its key.
+func (m *Manager) createAs(ctx context.Context, key, guide string, author switchboard.Author, ephemeral bool) (*session, error) {
+	if !ephemeral && !m.mayCreate(author) {
 		m.cfg.Metrics.Refused("new_per_minute")
 		return nil, fmt.Errorf("sessions: create: %w", ErrTooFast)
 	}
@@ -647,6 +661,9 @@ func (m *Manager) createAs(ctx context.Context, key, guide string, author switch
 	}
 	rec := switchboard.Session{
 		ID: newID("s_"), Key: key, Guide: guide, Owner: author.Key(), CreatedAt: m.cfg.Now().UTC(),
+	}
+	if ephemeral {
+		rec.Key = ephemeralKey + rec.ID // stored with its first input, as any without a key
 	}
 	if key != "" {
 		// A keyed session is found by its key (the terminal, a thread):

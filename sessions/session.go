@@ -151,6 +151,9 @@ type session struct {
 	// open are the approval requests the session waits for, as listeners
 	// attaching now are told (ReadyData.Pending); kept by setPending.
 	open []switchboard.ConfirmationRequestData
+	// awaiting is what the session waits for from its caller (client
+	// tools, clienttools.go); kept by setPending.
+	awaiting awaiting
 
 	// unstored: a session opened without a key has no row until its first
 	// input (persist), so a page view that sends nothing stores nothing.
@@ -187,6 +190,9 @@ func (m *Manager) restore(ctx context.Context, id string) (*session, error) {
 	st, err := m.loadStored(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	if ephemeral(st.rec) {
+		return nil, m.discardLeftover(ctx, m.newSession(st.rec, st.guide, 1), st.open)
 	}
 	// Room for what was accepted before a restart, and the turn it cut.
 	s := m.newSession(st.rec, st.guide, max(m.cfg.QueueSize, len(st.queued)+1))
@@ -506,6 +512,14 @@ func (s *session) submit(ctx context.Context, in switchboard.Input) (*Receipt, e
 		s.mu.Unlock()
 		return nil, err
 	}
+	if in.Kind == switchboard.InputToolResults {
+		// Refused at once, to the caller who sent them; the session
+		// checks again as it takes them.
+		if err := s.awaiting.check(in); err != nil {
+			s.mu.Unlock()
+			return nil, fmt.Errorf("sessions: submit: %w", err)
+		}
+	}
 	j := job{input: in, receipt: newReceipt()}
 	if stops(in) && s.cancelTurn != nil {
 		s.cancelTurn(nil) // cause: context.Canceled, the user's stop
@@ -800,6 +814,8 @@ func (s *session) handle(j job) {
 		s.confirm(ctx, in)
 	case switchboard.InputAction:
 		s.action(ctx, in)
+	case switchboard.InputToolResults:
+		s.toolResults(ctx, in)
 	case switchboard.InputText:
 		if cmd, ok := commandOf(in); ok {
 			// A command runs at most once: it leaves the inbox first.

@@ -114,7 +114,7 @@ func (s *session) toolSpecs(t *turn) []providers.ToolSpec {
 	if retrieving {
 		specs = append(specs, findToolsSpec(len(all), len(offered)))
 	}
-	return specs
+	return append(specs, s.clientSpecs(t, specs)...)
 }
 
 func findToolsSpec(all, offered int) providers.ToolSpec {

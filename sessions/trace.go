@@ -246,6 +246,9 @@ func (s *session) traceAsked(ctx context.Context, p *pendingTurn) {
 		return
 	}
 	for _, c := range p.Confirmations {
+		if c.Client {
+			continue // no approval: the caller's own tool
+		}
 		call := p.Assistant.ToolCalls[c.CallIndex]
 		tr.Mark(p.Turn.under(ctx), Step{Kind: StepApproval, Session: s.id, Turn: p.Turn.ID, Tool: call.Name, CallID: call.ID,
 			Confirmation: c.ID, ExpiresAt: c.ExpiresAt, Args: call.Args})
