@@ -21,11 +21,6 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		writeRequestError(w, err)
 		return
 	}
-	if len(req.Tools) > 0 || len(req.Results) > 0 {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "tools", "invalid_request",
-			"Client-supplied tools are not supported yet: the guide's own tools run on the gateway. Send the request without tools.")
-		return
-	}
 	if !h.modelAllowed(w, k, req.Model) {
 		return
 	}
@@ -34,7 +29,8 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		writeRequestError(w, err)
 		return
 	}
-	h.runTurn(w, r, k, turnRequest{Model: req.Model, History: req.History, Text: req.Text, Session: r.Header.Get(SessionHeader), Progress: progress},
+	h.runTurn(w, r, k, turnRequest{Model: req.Model, History: req.History, Text: req.Text, Results: req.Results, Tools: req.Tools,
+		Session: r.Header.Get(SessionHeader), Progress: progress},
 		func(id string, stored bool) answer {
 			if stored {
 				w.Header().Set(SessionHeader, id)

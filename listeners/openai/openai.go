@@ -247,6 +247,8 @@ func (h *Handler) sessionError(w http.ResponseWriter, err error) {
 	case errors.Is(err, sessions.ErrFull), errors.Is(err, sessions.ErrBusy):
 		w.Header().Set("Retry-After", "10")
 		writeError(w, http.StatusServiceUnavailable, "server_error", "", "overloaded", "The gateway has too many conversations open: try again in a little while.")
+	case errors.Is(err, sessions.ErrBadInput):
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "invalid_request", sessions.Reason(err, "The request cannot be run")+".")
 	case errors.Is(err, sessions.ErrForbidden):
 		writeError(w, http.StatusForbidden, "permission_error", "", "permission_denied",
 			"This key may not write in that session: "+sessions.Reason(err, "its role there does not allow it")+".")

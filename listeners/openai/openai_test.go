@@ -308,10 +308,10 @@ func TestErrors(t *testing.T) {
 		t.Errorf("param %q, want messages[0].role", e.Param)
 	}
 	_, err = a.client(allKey).Chat.Completions.New(ctx, sdk.ChatCompletionNewParams{Model: "support", Messages: hi,
-		Tools: []sdk.ChatCompletionToolUnionParam{sdk.ChatCompletionFunctionTool(sdk.FunctionDefinitionParam{Name: "lookup"})}})
+		Tools: []sdk.ChatCompletionToolUnionParam{sdk.ChatCompletionFunctionTool(sdk.FunctionDefinitionParam{Name: "look up"})}})
 	e = apiError(t, err, http.StatusBadRequest, "invalid_request")
-	if e.Param != "tools" {
-		t.Errorf("param %q, want tools", e.Param)
+	if e.Param != "tools[0].function.name" {
+		t.Errorf("param %q, want tools[0].function.name", e.Param)
 	}
 	_, err = a.client(allKey).Chat.Completions.New(ctx, sdk.ChatCompletionNewParams{Model: "support",
 		Messages: []sdk.ChatCompletionMessageParamUnion{sdk.UserMessage(strings.Repeat("long ", 300_000))}})
@@ -770,7 +770,7 @@ func TestNoProgressUnlessAskedFor(t *testing.T) {
 // shows the wait to a client that asked for progress, and goes on once a
 // /ws client with the approver role approves.
 func TestAskToolApprovedFromAWebSocketClient(t *testing.T) {
-	a := newAPI(t, listener.Config{KeepAlive: time.Millisecond})
+	a := newAPI(t, listener.Config{KeepAlive: time.Millisecond, ApprovalTimeout: 7 * time.Minute})
 	ctx := context.Background()
 	a.gw.LLM.Push(
 		openaitest.Reply{Text: []string{"Hello."}},
@@ -827,6 +827,13 @@ func TestAskToolApprovedFromAWebSocketClient(t *testing.T) {
 				t.Errorf("a progress chunk with choices: %s", ch.RawJSON())
 			}
 			shown = append(shown, string(raw.Switchboard.Type))
+			// The request's approval_timeout bounds the wait, not the
+			// sessions' (10 minutes).
+			if d, ok := mustPayload(*raw.Switchboard).(*switchboard.ConfirmationRequestData); ok {
+				if left := time.Until(d.ExpiresAt); left > 7*time.Minute || left < 6*time.Minute {
+					t.Errorf("the approval expires in %s, want listeners.openai.approval_timeout (7m)", left)
+				}
+			}
 		}
 	}
 	if err := stream.Err(); err != nil {

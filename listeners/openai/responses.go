@@ -91,7 +91,7 @@ func (h *Handler) responses(w http.ResponseWriter, r *http.Request) {
 		writeRequestError(w, err)
 		return
 	}
-	turn := turnRequest{Model: req.Model, History: req.History, Text: req.Text, Progress: progress}
+	turn := turnRequest{Model: req.Model, History: req.History, Text: req.Text, Results: req.Results, Tools: req.Tools, Progress: progress}
 	if turn.Session, ok = responseSession(w, r, req); !ok {
 		return
 	}
@@ -111,7 +111,7 @@ func (h *Handler) responses(w http.ResponseWriter, r *http.Request) {
 			msgID: "msg_" + randomHex(12)}
 		a.resp = response{
 			ID: responsePrefix + strings.TrimPrefix(id, "s_"), Object: "response", CreatedAt: created, Status: "in_progress",
-			Instructions: req.Instructions, Model: req.Model, Output: []outputMessage{}, ParallelToolCalls: true,
+			Instructions: req.Instructions, Model: req.Model, Output: []any{}, ParallelToolCalls: true,
 			Store: stored, ToolChoice: "auto", Tools: []struct{}{}, Truncation: "disabled", Metadata: json.RawMessage("{}"),
 		}
 		a.resp.Text.Format.Type = "text"
@@ -161,7 +161,7 @@ func responseSession(w http.ResponseWriter, r *http.Request, req responsesReques
 		return "", false
 	case req.Earlier != "":
 		writeError(w, http.StatusBadRequest, "invalid_request_error", req.Earlier, "invalid_request",
-			"A stored conversation takes the user's new message only: its history is the one stored on the gateway. Send the earlier messages in a stateless request (without store, previous_response_id and the session header), or leave them out.")
+			"A stored conversation takes the user's new message, or the function_call_output items of the calls it waits for, only: its history (the calls included) is the one stored on the gateway. Send the earlier items in a stateless request (without store, previous_response_id and the session header), or leave them out.")
 		return "", false
 	}
 	return session, true
@@ -179,17 +179,28 @@ type responseAnswer struct {
 	msgID   string   // the output message's id
 	buf     strings.Builder
 	used    responseUsage
-	seq     int64 // the next event's sequence_number
-	started bool  // the stream's headers and opening events are sent
-	gone    bool  // the client went away: nothing more is written
+	calls   []functionCall // the client's tools the model called
+	seq     int64          // the next event's sequence_number
+	started bool           // the stream's headers and opening events are sent
+	msg     msgState       // the output message, in a stream
+	gone    bool           // the client went away: nothing more is written
 }
+
+// msgState is where a stream is with its output message.
+type msgState int
+
+const (
+	msgNone msgState = iota
+	msgOpen
+	msgClosed
+)
 
 func (a *responseAnswer) text(s string) {
 	a.buf.WriteString(s)
 	if !a.stream || s == "" {
 		return
 	}
-	a.start()
+	a.openMessage()
 	a.event(&textEvent{eventHead: eventHead{Type: "response.output_text.delta"}, ItemID: a.msgID, Delta: &s, Logprobs: []struct{}{}})
 }
 
@@ -235,7 +246,7 @@ func (a *responseAnswer) part() outputText {
 }
 
 // start sends the stream's headers and its opening events, once: the
-// response created and in progress, its message and text part added.
+// response created and in progress.
 func (a *responseAnswer) start() {
 	if a.started {
 		return
@@ -245,9 +256,73 @@ func (a *responseAnswer) start() {
 	created := a.resp
 	a.event(&lifecycleEvent{eventHead: eventHead{Type: "response.created"}, Response: &created})
 	a.event(&lifecycleEvent{eventHead: eventHead{Type: "response.in_progress"}, Response: &created})
+}
+
+// openMessage adds the output message and its text part to the stream,
+// once, before its first text.
+func (a *responseAnswer) openMessage() {
+	if a.msg != msgNone {
+		return
+	}
+	a.msg = msgOpen
+	a.start()
 	a.event(&itemEvent{eventHead: eventHead{Type: "response.output_item.added"}, Item: a.message("in_progress")})
 	a.event(&partEvent{eventHead: eventHead{Type: "response.content_part.added"}, ItemID: a.msgID,
 		Part: outputText{Type: "output_text", Text: "", Annotations: []struct{}{}, Logprobs: []struct{}{}}})
+}
+
+// closeMessage ends the output message in the stream: its text done,
+// its part and the item; it returns the item.
+func (a *responseAnswer) closeMessage() outputMessage {
+	item := a.message("completed", a.part())
+	if a.msg != msgOpen {
+		return item
+	}
+	a.msg = msgClosed
+	text := a.buf.String()
+	a.event(&textEvent{eventHead: eventHead{Type: "response.output_text.done"}, ItemID: a.msgID, Text: &text, Logprobs: []struct{}{}})
+	a.event(&partEvent{eventHead: eventHead{Type: "response.content_part.done"}, ItemID: a.msgID, Part: a.part()})
+	a.event(&itemEvent{eventHead: eventHead{Type: "response.output_item.done"}, Item: item})
+	return item
+}
+
+// toolCalls ends the answer with the model's calls of the client's
+// tools: function_call output items after the message (if any text came).
+func (a *responseAnswer) toolCalls(calls []switchboard.ToolCall) {
+	for _, c := range calls {
+		a.calls = append(a.calls, functionCall{ID: "fc_" + randomHex(12), Type: "function_call", Status: "completed",
+			CallID: c.ID, Name: c.Name, Arguments: string(c.Args)})
+	}
+	if !a.stream {
+		return
+	}
+	a.start()
+	index := 0
+	if a.msg != msgNone {
+		a.closeMessage()
+		index = 1
+	}
+	for i, fc := range a.calls {
+		added := fc
+		added.Status, added.Arguments = "in_progress", ""
+		a.event(&itemEvent{eventHead: eventHead{Type: "response.output_item.added"}, OutputIndex: index + i, Item: added})
+		a.event(&argumentsEvent{eventHead: eventHead{Type: "response.function_call_arguments.delta"}, ItemID: fc.ID, OutputIndex: index + i, Delta: &fc.Arguments})
+		a.event(&argumentsEvent{eventHead: eventHead{Type: "response.function_call_arguments.done"}, ItemID: fc.ID, OutputIndex: index + i, Name: fc.Name, Arguments: &fc.Arguments})
+		a.event(&itemEvent{eventHead: eventHead{Type: "response.output_item.done"}, OutputIndex: index + i, Item: fc})
+	}
+}
+
+// output is the response's output items: the message, unless the model
+// only called tools, then the calls.
+func (a *responseAnswer) output(msg outputMessage) []any {
+	out := []any{}
+	if a.buf.Len() > 0 || a.calls == nil {
+		out = append(out, msg)
+	}
+	for _, c := range a.calls {
+		out = append(out, c)
+	}
+	return out
 }
 
 // event writes one stream event, named by its type, with the next
@@ -277,21 +352,19 @@ func (a *responseAnswer) finish(f *failure) bool {
 	case f != nil:
 		a.resp.Status = "failed"
 		a.resp.Error = &responseError{Code: f.code, Message: f.text}
-		a.resp.Output = []outputMessage{a.message("incomplete", a.part())}
+		a.resp.Output = []any{a.message("incomplete", a.part())}
 		a.event(&lifecycleEvent{eventHead: eventHead{Type: "response.failed"}, Response: &a.resp})
 	case !a.stream:
 		a.resp.Status, a.resp.CompletedAt = "completed", &done
-		a.resp.Output = []outputMessage{a.message("completed", a.part())}
+		a.resp.Output = a.output(a.message("completed", a.part()))
 		writeJSON(a.w, http.StatusOK, a.resp)
 	default:
-		a.start()
-		text := a.buf.String()
-		a.event(&textEvent{eventHead: eventHead{Type: "response.output_text.done"}, ItemID: a.msgID, Text: &text, Logprobs: []struct{}{}})
-		a.event(&partEvent{eventHead: eventHead{Type: "response.content_part.done"}, ItemID: a.msgID, Part: a.part()})
-		item := a.message("completed", a.part())
-		a.event(&itemEvent{eventHead: eventHead{Type: "response.output_item.done"}, Item: item})
+		if a.calls == nil {
+			a.openMessage() // an answer, even an empty one, is a message
+		}
+		item := a.closeMessage()
 		a.resp.Status, a.resp.CompletedAt = "completed", &done
-		a.resp.Output = []outputMessage{item}
+		a.resp.Output = a.output(item)
 		a.event(&lifecycleEvent{eventHead: eventHead{Type: "response.completed"}, Response: &a.resp})
 	}
 	return a.gone

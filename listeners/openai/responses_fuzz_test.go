@@ -20,6 +20,8 @@ func FuzzDecodeResponsesRequest(f *testing.F) {
 		`{"model":"support","input":[{"role":"user","content":[{"type":"input_image","image_url":"x"}]}]}`,
 		`{"model":"support","input":"Hi","tools":[],"tool_choice":"auto","text":{"format":{"type":"text"}}}`,
 		`{"model":"support","input":"Hi","tools":[{"type":"function"}]}`,
+		`{"model":"s","tools":[{"type":"function","name":"lookup","parameters":{"type":"object"}}],"input":[{"role":"user","content":"Hi"},{"type":"function_call","call_id":"c1","name":"lookup","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"42"}]}`,
+		`{"model":"s","previous_response_id":"resp_x","input":[{"type":"function_call_output","call_id":"c1","output":[{"type":"input_text","text":"42"}]}]}`,
 		`{"model":"","input":[]}`, `{"model":"m","input":5}`, `{"model":1}`, `[]`, `{`, `{} {}`, `null`,
 	} {
 		f.Add([]byte(seed))
@@ -29,14 +31,14 @@ func FuzzDecodeResponsesRequest(f *testing.F) {
 		if refused(t, err) {
 			return
 		}
-		if r.Model == "" || strings.TrimSpace(r.Text) == "" {
-			t.Fatalf("accepted %q: model %q, text %q", body, r.Model, r.Text)
+		if r.Model == "" || (strings.TrimSpace(r.Text) == "") == (len(r.Results) == 0) {
+			t.Fatalf("accepted %q: model %q, text %q, %d results: want a model and either a text or results", body, r.Model, r.Text, len(r.Results))
 		}
 		conversational := false
 		for _, m := range r.History {
 			switch m.Role {
 			case switchboard.RoleSystem:
-			case switchboard.RoleUser, switchboard.RoleAssistant:
+			case switchboard.RoleUser, switchboard.RoleAssistant, switchboard.RoleTool:
 				conversational = true
 			default:
 				t.Fatalf("accepted %q: a history message of role %q", body, m.Role)

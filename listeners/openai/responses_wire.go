@@ -28,6 +28,12 @@ type responsesRequest struct {
 	// system message, then every input item but the last.
 	History []switchboard.Message
 	Text    string // the last input item, the user's
+	// Results are the function_call_output items the input ends with: the
+	// client's results of its tools, for the turn to go on (History then
+	// ends with the assistant's calls, from the function_call items).
+	Results []switchboard.ToolResult
+	// Tools are the client's function tools.
+	Tools []switchboard.ClientTool
 	// Earlier names the first user or assistant item before the last
 	// ("" when none): a stored conversation takes none (its history is
 	// the session's own).
@@ -37,18 +43,18 @@ type responsesRequest struct {
 // wireResponsesRequest is the JSON of a Responses API request, as the
 // OpenAI API documents it: the fields the gateway reads or refuses.
 type wireResponsesRequest struct {
-	Model              *string         `json:"model"`
-	Input              json.RawMessage `json:"input"`
-	Instructions       *string         `json:"instructions"`
-	Stream             *bool           `json:"stream"`
-	Store              *bool           `json:"store"`
-	PreviousResponseID *string         `json:"previous_response_id"`
-	Metadata           json.RawMessage `json:"metadata"`
-	Tools              json.RawMessage `json:"tools"`
-	ToolChoice         json.RawMessage `json:"tool_choice"`
-	Background         *bool           `json:"background"`
-	Conversation       json.RawMessage `json:"conversation"`
-	Prompt             json.RawMessage `json:"prompt"`
+	Model              *string             `json:"model"`
+	Input              json.RawMessage     `json:"input"`
+	Instructions       *string             `json:"instructions"`
+	Stream             *bool               `json:"stream"`
+	Store              *bool               `json:"store"`
+	PreviousResponseID *string             `json:"previous_response_id"`
+	Metadata           json.RawMessage     `json:"metadata"`
+	Tools              []wireResponsesTool `json:"tools"`
+	ToolChoice         json.RawMessage     `json:"tool_choice"`
+	Background         *bool               `json:"background"`
+	Conversation       json.RawMessage     `json:"conversation"`
+	Prompt             json.RawMessage     `json:"prompt"`
 	Text               *struct {
 		Format *struct {
 			Type string `json:"type"`
@@ -56,13 +62,29 @@ type wireResponsesRequest struct {
 	} `json:"text"`
 }
 
-// wireInputItem is one item of a request's input list. Messages only:
-// an easy input message ({role, content}, type optional), an input
-// message, or an earlier response's output message sent back.
+// wireResponsesTool is an entry of a request's tools: the Responses API
+// has a function's fields at the top.
+type wireResponsesTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// wireInputItem is one item of a request's input list: a message (an
+// easy input message, {role, content} with the type optional; an input
+// message; an earlier response's output message sent back), a
+// function_call sent back, or a function_call_output, the client's result
+// of one.
 type wireInputItem struct {
 	Type    string          `json:"type"`
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
+	// function_call and function_call_output
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Arguments string          `json:"arguments"`
+	Output    json.RawMessage `json:"output"`
 }
 
 // inputTextTypes are the content parts taken: the user's text and an
@@ -82,10 +104,6 @@ func decodeResponsesRequest(body []byte) (responsesRequest, error) {
 		return r, bad("model", "You must provide a model parameter: the name of a guide (GET /v1/models lists them).")
 	case !hasValue(w.Input):
 		return r, bad("input", "You must provide input: a string, or a list of messages whose last is the user's.")
-	case hasValue(w.Tools) && !bytes.Equal(bytes.TrimSpace(w.Tools), []byte("[]")):
-		return r, bad("tools", "Client-supplied tools are not supported yet: the guide's own tools run on the gateway. Send the request without tools.")
-	case hasValue(w.ToolChoice) && !isString(w.ToolChoice, "auto", "none"):
-		return r, bad("tool_choice", "tool_choice is not supported: the guide's tools run on the gateway. Send auto, or leave it out.")
 	case w.Background != nil && *w.Background:
 		return r, bad("background", "Background responses are not supported: send the request with stream true to follow a long answer.")
 	case hasValue(w.Conversation):
@@ -98,6 +116,21 @@ func decodeResponsesRequest(body []byte) (responsesRequest, error) {
 		return r, bad("metadata", "metadata must be an object.")
 	}
 	r.Model = *w.Model
+	offer, err := toolChoice(w.ToolChoice)
+	if err != nil {
+		return r, err
+	}
+	wt := make([]wireTool, len(w.Tools))
+	for i, t := range w.Tools {
+		wt[i].Type = t.Type
+		wt[i].Function = &wireFunction{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
+	}
+	if r.Tools, err = decodeTools(wt, ""); err != nil {
+		return r, err
+	}
+	if !offer {
+		r.Tools = nil
+	}
 	r.Stream = w.Stream != nil && *w.Stream
 	r.StoreSent = w.Store != nil
 	r.Store = w.Store != nil && *w.Store
@@ -128,36 +161,78 @@ func decodeResponsesRequest(body []byte) (responsesRequest, error) {
 	if len(items) == 0 {
 		return r, bad("input", "input must hold at least one message.")
 	}
+	if onlyOutputs(items) {
+		// Results alone: for a stored conversation, which holds the calls
+		// (a stateless request must send them back before their results).
+		for _, it := range items {
+			out, err := contentText(it.Output, "input[0].output", inputTextTypes...)
+			if err != nil {
+				return r, err
+			}
+			r.Results = append(r.Results, switchboard.ToolResult{CallID: it.CallID, Content: out})
+		}
+		return r, nil
+	}
+	wms, at, err := itemMessages(items)
+	if err != nil {
+		return r, err
+	}
+	param := func(i int) string { return fmt.Sprintf("input[%d]", at[i]) }
+	msgs, err := decodeMessages(wms, param, "call_id", inputTextTypes...)
+	if err != nil {
+		return r, err
+	}
+	var history []switchboard.Message
+	if history, r.Text, r.Results, err = splitLast(msgs, param); err != nil {
+		return r, err
+	}
+	for i, m := range history {
+		if m.Role != switchboard.RoleSystem && r.Earlier == "" {
+			r.Earlier = param(i)
+		}
+	}
+	r.History = append(r.History, history...)
+	return r, nil
+}
+
+// onlyOutputs reports whether the input is function_call_output items
+// alone.
+func onlyOutputs(items []wireInputItem) bool {
+	for _, it := range items {
+		if it.Type != "function_call_output" {
+			return false
+		}
+	}
+	return true
+}
+
+// itemMessages turns input items into chat messages, checked as those
+// are (decodeMessages): function_call items join the assistant message
+// before them (or make one), a function_call_output is a tool message.
+// at is each message's first item, for the params of errors.
+func itemMessages(items []wireInputItem) (wms []wireMessage, at []int, err error) {
 	for i, it := range items {
 		param := fmt.Sprintf("input[%d]", i)
 		switch it.Type {
 		case "", "message":
-		case "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output":
-			return r, bad(param+".type", "Input items of type %q are not supported yet (client-supplied tools are not).", it.Type)
-		default:
-			return r, bad(param+".type", "Input items of type %q are not supported: only messages (role user, system, developer or assistant) with text.", clip(it.Type))
-		}
-		text, err := contentText(it.Content, param+".content", inputTextTypes...)
-		if err != nil {
-			return r, err
-		}
-		role, err := textRole(it.Role, param)
-		if err != nil {
-			return r, err
-		}
-		if i == len(items)-1 {
-			if err := answerable(it.Role, text, param); err != nil {
-				return r, err
+			wms, at = append(wms, wireMessage{Role: it.Role, Content: it.Content}), append(at, i)
+		case "function_call":
+			if it.CallID == "" || it.Name == "" {
+				return nil, nil, bad(param, "A function_call item needs its call_id and name.")
 			}
-			r.Text = text
-			continue
+			if n := len(wms); n == 0 || wms[n-1].Role != "assistant" {
+				wms, at = append(wms, wireMessage{Role: "assistant"}), append(at, i)
+			}
+			c := wireToolCall{ID: it.CallID, Type: "function"}
+			c.Function.Name, c.Function.Arguments = it.Name, it.Arguments
+			wms[len(wms)-1].ToolCalls = append(wms[len(wms)-1].ToolCalls, c)
+		case "function_call_output":
+			wms, at = append(wms, wireMessage{Role: "tool", ToolCallID: it.CallID, Content: it.Output}), append(at, i)
+		default:
+			return nil, nil, bad(param+".type", "Input items of type %q are not supported: only messages, function_call and function_call_output.", clip(it.Type))
 		}
-		if role != switchboard.RoleSystem && r.Earlier == "" {
-			r.Earlier = param
-		}
-		r.History = append(r.History, switchboard.Message{Role: role, Content: text})
 	}
-	return r, nil
+	return wms, at, nil
 }
 
 // isString reports whether raw is one of the JSON strings.
@@ -179,20 +254,20 @@ func isString(raw json.RawMessage, want ...string) bool {
 
 // response is a Responses API response object.
 type response struct {
-	ID                 string          `json:"id"`
-	Object             string          `json:"object"`
-	CreatedAt          int64           `json:"created_at"`
-	CompletedAt        *int64          `json:"completed_at"`
-	Status             string          `json:"status"`
-	Error              *responseError  `json:"error"`
-	IncompleteDetails  *struct{}       `json:"incomplete_details"`
-	Instructions       *string         `json:"instructions"`
-	Model              string          `json:"model"`
-	Output             []outputMessage `json:"output"`
-	ParallelToolCalls  bool            `json:"parallel_tool_calls"`
-	PreviousResponseID *string         `json:"previous_response_id"`
-	Store              bool            `json:"store"`
-	Background         bool            `json:"background"`
+	ID                 string         `json:"id"`
+	Object             string         `json:"object"`
+	CreatedAt          int64          `json:"created_at"`
+	CompletedAt        *int64         `json:"completed_at"`
+	Status             string         `json:"status"`
+	Error              *responseError `json:"error"`
+	IncompleteDetails  *struct{}      `json:"incomplete_details"`
+	Instructions       *string        `json:"instructions"`
+	Model              string         `json:"model"`
+	Output             []any          `json:"output"` // outputMessage, functionCall
+	ParallelToolCalls  bool           `json:"parallel_tool_calls"`
+	PreviousResponseID *string        `json:"previous_response_id"`
+	Store              bool           `json:"store"`
+	Background         bool           `json:"background"`
 	// Temperature and TopP are the guide's, not told: null.
 	Temperature *float64        `json:"temperature"`
 	TopP        *float64        `json:"top_p"`
@@ -274,8 +349,30 @@ type lifecycleEvent struct {
 // itemEvent: response.output_item.added and .done.
 type itemEvent struct {
 	eventHead
-	OutputIndex int           `json:"output_index"`
-	Item        outputMessage `json:"item"`
+	OutputIndex int `json:"output_index"`
+	Item        any `json:"item"` // outputMessage, functionCall
+}
+
+// functionCall is an output item: the model's call of one of the
+// client's tools.
+type functionCall struct {
+	ID        string `json:"id"`
+	Type      string `json:"type"`
+	Status    string `json:"status"`
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// argumentsEvent: response.function_call_arguments.delta (Delta) and
+// .done (Arguments, Name).
+type argumentsEvent struct {
+	eventHead
+	ItemID      string  `json:"item_id"`
+	OutputIndex int     `json:"output_index"`
+	Delta       *string `json:"delta,omitempty"`
+	Name        string  `json:"name,omitempty"`
+	Arguments   *string `json:"arguments,omitempty"`
 }
 
 // partEvent: response.content_part.added and .done.

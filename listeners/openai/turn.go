@@ -25,8 +25,14 @@ const deleteTimeout = 10 * time.Second
 // turnRequest is a request for one turn, whichever endpoint it came by.
 type turnRequest struct {
 	Model   string
-	History []switchboard.Message // stateless: the conversation before Text
+	History []switchboard.Message // stateless: the conversation before Text (or Results)
 	Text    string                // the user's message answered
+	// Results are the client's results of its tools the turn waits for,
+	// sent instead of Text: the turn goes on (stateless: History ends
+	// with the assistant message that called them).
+	Results []switchboard.ToolResult
+	// Tools are the client's own tools, offered beside the guide's.
+	Tools []switchboard.ClientTool
 	// Session is the stored session the turn continues: "" for a
 	// stateless request, NewSession to open one.
 	Session string
@@ -52,6 +58,9 @@ type answer interface {
 	// stream sends something its clients skip, so that proxies and
 	// clients do not give up on a long wait (an approval).
 	keepAlive()
+	// toolCalls ends the answer with the model's calls of the client's
+	// tools: the client runs them and sends the results.
+	toolCalls(calls []switchboard.ToolCall)
 	// finish ends the answer, whole or with the failure (nil when the
 	// turn was answered), and reports whether the client went away
 	// before its end.
@@ -138,7 +147,15 @@ func (h *Handler) runTurn(w http.ResponseWriter, r *http.Request, k *key, req tu
 		return
 	}
 	id := sub.Ready.Session
-	if _, err := h.mgr.Submit(ctx, id, switchboard.Input{Kind: switchboard.InputText, Author: author, Text: req.Text, Plain: true}); err != nil {
+	// The input: the user's message, or the client's tool results. Its
+	// id is the request's own, by which the listener knows its turn in a
+	// session others write in too.
+	in := switchboard.Input{Kind: switchboard.InputText, ClientID: "oai_" + randomHex(12), Author: author,
+		Text: req.Text, Plain: true, ClientTools: req.Tools, WaitTimeout: h.cfg.ApprovalTimeout}
+	if req.Results != nil {
+		in.Kind, in.Text, in.ToolResults = switchboard.InputToolResults, "", req.Results
+	}
+	if _, err := h.mgr.Submit(ctx, id, in); err != nil {
 		h.end(sub, id, stored)
 		h.sessionError(w, err)
 		return
@@ -146,7 +163,10 @@ func (h *Handler) runTurn(w http.ResponseWriter, r *http.Request, k *key, req tu
 	out := newAnswer(id, stored)
 	var mine *turnOf
 	if stored {
-		mine = &turnOf{author: author, text: req.Text, gone: r.Context().Done()}
+		// Tool results go on the turn that waits for them: it is the
+		// request's from the start (the session takes nothing else
+		// meanwhile).
+		mine = &turnOf{author: author, clientID: in.ClientID, started: req.Results != nil, gone: r.Context().Done()}
 	}
 	failure := h.follow(ctx, sub, k, author, mine, out, req.Progress)
 	// A stateless session is deleted before the answer ends: a client
@@ -231,11 +251,11 @@ type failure struct {
 
 // turnOf recognizes the turn a request on a stored session started, in a
 // session others may be writing in: its user message is the author's,
-// with the request's text. Until it starts, the events are others'.
+// with the request's client id. Until it starts, the events are others'.
 type turnOf struct {
-	author  switchboard.Author
-	text    string
-	started bool
+	author   switchboard.Author
+	clientID string
+	started  bool
 	// gone is the request's end: a client that goes away before its turn
 	// started (queued behind others') is waited for no longer; the turn
 	// runs when its time comes, as any queued message.
@@ -263,7 +283,7 @@ func (t *turnOf) before(p any) (bool, *failure) {
 	}
 	switch d := p.(type) {
 	case *switchboard.MessageData:
-		if d.Role == switchboard.RoleUser && d.Channel == t.author.Channel && d.AuthorID == t.author.ID && d.Content == t.text {
+		if d.Role == switchboard.RoleUser && d.Channel == t.author.Channel && d.AuthorID == t.author.ID && d.ClientID == t.clientID {
 			t.started = true
 		}
 	case *switchboard.ErrorData:
@@ -327,12 +347,24 @@ func (h *Handler) follow(ctx context.Context, sub *sessions.Subscription, k *key
 			out.text(d.Content)
 		case *switchboard.UsageData:
 			out.usage(d.Usage)
+		case *switchboard.ToolsRequestedData:
+			if d.For == author.Key() {
+				// The turn waits for the client's tools: the answer ends
+				// here with the calls (the guide's own calls of the same
+				// step are not the client's to see).
+				out.toolCalls(d.Calls)
+				return failed
+			}
 		case *switchboard.ConfirmationRequestData:
 			if err := h.approval(ctx, sub, k, author, stored, ev.Session, d); err != nil {
 				h.log.Warn("answering an approval request failed", "tool", d.ToolName, "err", err)
 				return restarting()
 			}
 		case *switchboard.ErrorData:
+			if d.For == author.Key() && (d.Code == switchboard.ErrCodeBadInput || d.Code == switchboard.ErrCodeForbidden) {
+				// Tool results the session would not take: nothing ran.
+				return resultsRefused(d)
+			}
 			if f := turnFailure(d); f != nil {
 				if d.Code == switchboard.ErrCodeRestarting {
 					return f // the turn was cut: no idle follows
@@ -395,6 +427,14 @@ func turnFailure(d *switchboard.ErrorData) *failure {
 	default:
 		return &failure{http.StatusInternalServerError, "server_error", d.Code, d.Message}
 	}
+}
+
+// resultsRefused is the failure of tool results the session did not take.
+func resultsRefused(d *switchboard.ErrorData) *failure {
+	if d.Code == switchboard.ErrCodeForbidden {
+		return &failure{http.StatusForbidden, "permission_error", "permission_denied", d.Message}
+	}
+	return &failure{http.StatusBadRequest, "invalid_request_error", "invalid_request", d.Message}
 }
 
 // write answers the request with the failure, when nothing of the

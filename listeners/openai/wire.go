@@ -28,24 +28,10 @@ type chatRequest struct {
 	Text string
 	// Results are the tool messages the request ends with: the client's
 	// results of the tools the model called, for the turn to go on.
-	Results []toolResult
+	Results []switchboard.ToolResult
 	// Tools are the client's own tools (tools, of type function), offered
 	// to the model beside the guide's.
-	Tools []clientTool
-}
-
-// clientTool is a function the client offers the model; when the model
-// calls it, the client runs it.
-type clientTool struct {
-	Name        string
-	Description string
-	Parameters  json.RawMessage
-}
-
-// toolResult is a tool message: the client's result of one call.
-type toolResult struct {
-	CallID  string
-	Content string
+	Tools []switchboard.ClientTool
 }
 
 // wireRequest is the JSON of a request, as the OpenAI API documents it.
@@ -70,12 +56,14 @@ type wireMessage struct {
 
 // wireTool is an entry of a request's tools.
 type wireTool struct {
-	Type     string `json:"type"`
-	Function *struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		Parameters  json.RawMessage `json:"parameters"`
-	} `json:"function"`
+	Type     string        `json:"type"`
+	Function *wireFunction `json:"function"`
+}
+
+type wireFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
 }
 
 // wireToolCall is a tool call, in an assistant message of a request and
@@ -132,42 +120,50 @@ func decodeRequest(body []byte) (chatRequest, error) {
 	if err != nil {
 		return r, err
 	}
-	if r.Tools, err = decodeTools(w.Tools); err != nil {
+	if r.Tools, err = decodeTools(w.Tools, ".function"); err != nil {
 		return r, err
 	}
 	if !offer {
 		r.Tools = nil // tool_choice none: the model is offered the guide's own only
 	}
-	msgs, err := decodeMessages(w.Messages)
+	msgs, err := decodeMessages(w.Messages, messageParam, "tool_call_id", "text")
 	if err != nil {
 		return r, err
 	}
+	r.History, r.Text, r.Results, err = splitLast(msgs, messageParam)
+	return r, err
+}
+
+func messageParam(i int) string { return fmt.Sprintf("messages[%d]", i) }
+
+// splitLast splits a conversation at what is answered: the last message,
+// the user's; or the tool results it ends with, the history then ending
+// with the assistant message that called them. param names a message in
+// errors.
+func splitLast(msgs []switchboard.Message, param func(int) string) (history []switchboard.Message, text string, results []switchboard.ToolResult, err error) {
 	last := len(msgs) - 1
 	switch m := msgs[last]; m.Role {
 	case switchboard.RoleUser:
-		if err := answerable("user", m.Content, fmt.Sprintf("messages[%d]", last)); err != nil {
-			return r, err
+		if err := answerable("user", m.Content, param(last)); err != nil {
+			return nil, "", nil, err
 		}
-		r.History, r.Text = msgs[:last], m.Content
+		return msgs[:last], m.Content, nil, nil
 	case switchboard.RoleTool:
-		// The request ends with the client's tool results: the turn goes
-		// on from the assistant message that called them.
 		first := last
 		for first > 0 && msgs[first-1].Role == switchboard.RoleTool {
 			first--
 		}
 		calls := msgs[first-1].ToolCalls // decodeMessages: a tool message follows its call
 		if len(calls) != last-first+1 {
-			return r, bad(fmt.Sprintf("messages[%d]", first-1), "The assistant message with tool_calls must be followed by one tool message for each of its calls (%d calls, %d tool messages).", len(calls), last-first+1)
+			return nil, "", nil, bad(param(first-1), "The assistant's tool calls must each be followed by their result (%d calls, %d results).", len(calls), last-first+1)
 		}
 		for _, m := range msgs[first:] {
-			r.Results = append(r.Results, toolResult{CallID: m.ToolCallID, Content: m.Content})
+			results = append(results, switchboard.ToolResult{CallID: m.ToolCallID, Content: m.Content})
 		}
-		r.History = msgs[:first]
+		return msgs[:first], "", results, nil
 	default:
-		return r, bad(fmt.Sprintf("messages[%d].role", last), "The last message must be the user's (role user) or tool results (role tool), not %s: it is the one answered.", w.Messages[last].Role)
+		return nil, "", nil, bad(param(last)+".role", "The last message must be the user's (role user) or tool results, not %s: it is the one answered.", m.Role)
 	}
-	return r, nil
 }
 
 // toolChoice reads tool_choice: whether the client's tools are offered.
@@ -190,8 +186,10 @@ func toolChoice(raw json.RawMessage) (bool, error) {
 }
 
 // decodeTools reads the client's tools: functions, each with a name.
-func decodeTools(tools []wireTool) ([]clientTool, error) {
-	var out []clientTool
+// nest is where a tool's function fields are in its JSON (".function" in
+// chat completions, "" in the Responses API), for the params of errors.
+func decodeTools(tools []wireTool, nest string) ([]switchboard.ClientTool, error) {
+	var out []switchboard.ClientTool
 	seen := map[string]bool{}
 	for i, t := range tools {
 		param := fmt.Sprintf("tools[%d]", i)
@@ -199,20 +197,20 @@ func decodeTools(tools []wireTool) ([]clientTool, error) {
 		case t.Type != "function":
 			return nil, bad(param+".type", "Tools of type %q are not supported: only function.", clip(t.Type))
 		case t.Function == nil || t.Function.Name == "":
-			return nil, bad(param+".function.name", "A function tool needs a name.")
+			return nil, bad(param+nest+".name", "A function tool needs a name.")
 		case !validToolName(t.Function.Name):
-			return nil, bad(param+".function.name", "%q is not a valid function name: letters, digits, _ and -, at most 64.", clip(t.Function.Name))
+			return nil, bad(param+nest+".name", "%q is not a valid function name: letters, digits, _ and -, at most 64.", clip(t.Function.Name))
 		case seen[t.Function.Name]:
-			return nil, bad(param+".function.name", "The function %q is offered twice.", t.Function.Name)
+			return nil, bad(param+nest+".name", "The function %q is offered twice.", t.Function.Name)
 		}
 		seen[t.Function.Name] = true
 		params := t.Function.Parameters
 		if !hasValue(params) {
 			params = json.RawMessage(`{"type":"object","properties":{}}`)
 		} else if bytes.TrimSpace(params)[0] != '{' {
-			return nil, bad(param+".function.parameters", "parameters must be a JSON Schema object.")
+			return nil, bad(param+nest+".parameters", "parameters must be a JSON Schema object.")
 		}
-		out = append(out, clientTool{Name: t.Function.Name, Description: t.Function.Description, Parameters: params})
+		out = append(out, switchboard.ClientTool{Name: t.Function.Name, Description: t.Function.Description, Parameters: params})
 	}
 	return out, nil
 }
@@ -232,13 +230,15 @@ func validToolName(s string) bool {
 
 // decodeMessages reads the conversation. A tool message must answer a
 // call of the assistant message before it (or of the tool messages that
-// follow that one), once.
-func decodeMessages(wms []wireMessage) ([]switchboard.Message, error) {
+// follow that one), once. param names a message in errors, callID the
+// field of a tool message's call id; textTypes are the content parts
+// taken.
+func decodeMessages(wms []wireMessage, param func(int) string, callID string, textTypes ...string) ([]switchboard.Message, error) {
 	var msgs []switchboard.Message
 	var open map[string]string // the calls of the last assistant message not answered yet: id → name
 	for i, m := range wms {
-		param := fmt.Sprintf("messages[%d]", i)
-		text, err := contentText(m.Content, param+".content", "text")
+		param := param(i)
+		text, err := contentText(m.Content, param+".content", textTypes...)
 		if err != nil {
 			return nil, err
 		}
@@ -250,7 +250,7 @@ func decodeMessages(wms []wireMessage) ([]switchboard.Message, error) {
 		case "tool":
 			name, ok := open[m.ToolCallID]
 			if !ok {
-				return nil, bad(param+".tool_call_id", "A tool message must answer a call of the assistant message before it: %q is not one (or is answered twice).", clip(m.ToolCallID))
+				return nil, bad(param+"."+callID, "A tool message must answer a call of the assistant message before it: %q is not one (or is answered twice).", clip(m.ToolCallID))
 			}
 			delete(open, m.ToolCallID)
 			msg.Role, msg.ToolCallID, msg.ToolName = switchboard.RoleTool, m.ToolCallID, name
