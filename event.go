@@ -34,6 +34,20 @@ const (
 	// For (InputToolResults) until ExpiresAt. Other channels see the
 	// calls' tool_call events and the state executing_tool.
 	EventToolsRequested EventType = "tools_requested"
+	// EventHandoff: the conversation passed from one guide to another (a
+	// guide's handoff tool, issue 30): from then on the other guide's
+	// prompt, tools and policies apply. Every channel shows it ("Passed
+	// to billing: …").
+	EventHandoff EventType = "handoff"
+	// EventPlan: the model's plan for the work under way, as it now
+	// stands (the built-in plan tool); each one replaces the last.
+	// Channels show it natively: a checklist, a Slack plan, a Discord
+	// container.
+	EventPlan EventType = "plan"
+	// EventGuardrail: a rule of the guide's guardrails applied to a
+	// person's message or to an answer: which rule, what it did, how
+	// often; never what it matched.
+	EventGuardrail EventType = "guardrail"
 )
 
 // Event is the envelope every listener consumes. Seq is per session, starts
@@ -96,6 +110,12 @@ func (e Event) Payload() (any, error) {
 		v = &CompactionData{}
 	case EventToolsRequested:
 		v = &ToolsRequestedData{}
+	case EventHandoff:
+		v = &HandoffData{}
+	case EventPlan:
+		v = &PlanData{}
+	case EventGuardrail:
+		v = &GuardrailData{}
 	default:
 		return nil, fmt.Errorf("event %d: unknown type %q", e.Seq, e.Type)
 	}
@@ -119,6 +139,45 @@ type ToolsRequestedData struct {
 	For       string     `json:"for"`
 	Calls     []ToolCall `json:"calls"`
 	ExpiresAt time.Time  `json:"expires_at"`
+}
+
+// HandoffData is EventHandoff: the guide the conversation passed from,
+// the one it passed to, and the reason the model gave.
+type HandoffData struct {
+	From   string `json:"from"`
+	To     string `json:"to"`
+	Reason string `json:"reason"`
+}
+
+// PlanData is EventPlan: the plan's steps, in order, as they now stand.
+type PlanData struct {
+	Steps []PlanStep `json:"steps"`
+}
+
+// PlanStep is one step of a plan.
+type PlanStep struct {
+	Title  string `json:"title"`
+	Status string `json:"status"` // PlanPending, PlanInProgress, PlanDone, PlanFailed
+}
+
+// A plan step's status.
+const (
+	PlanPending    = "pending"
+	PlanInProgress = "in_progress"
+	PlanDone       = "done"
+	PlanFailed     = "failed"
+)
+
+// GuardrailData is EventGuardrail: a guardrail's decision. Side is
+// "input" (a person's message, before the model saw it) or "output" (an
+// answer, before people saw it); Action "block" or "mask"; For, on the
+// input side, is whose message it was (Author.Key()).
+type GuardrailData struct {
+	Side   string `json:"side"`
+	Rule   string `json:"rule"`
+	Action string `json:"action"`
+	Count  int    `json:"count"`
+	For    string `json:"for,omitempty"`
 }
 
 // ReadyData answers a listener attaching to a session.

@@ -1,6 +1,8 @@
 package switchboard_test
 
 import (
+	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/switchboard-gw/switchboard"
@@ -26,6 +28,24 @@ func TestConfirmationResolvedWhy(t *testing.T) {
 	} {
 		if got := tt.d.Why(); got != tt.want {
 			t.Errorf("%+v.Why() = %q, want %q", tt.d, got, tt.want)
+		}
+	}
+}
+
+// Every event type issue 30 adds decodes to its payload type.
+func TestPayloadOfCooperationEvents(t *testing.T) {
+	for _, c := range []struct {
+		typ  switchboard.EventType
+		data string
+		want any
+	}{
+		{switchboard.EventHandoff, `{"from":"support","to":"billing","reason":"a refund"}`, &switchboard.HandoffData{From: "support", To: "billing", Reason: "a refund"}},
+		{switchboard.EventPlan, `{"steps":[{"title":"Find the order","status":"done"}]}`, &switchboard.PlanData{Steps: []switchboard.PlanStep{{Title: "Find the order", Status: switchboard.PlanDone}}}},
+		{switchboard.EventGuardrail, `{"side":"input","rule":"email","action":"mask","count":2,"for":"slack:U1"}`, &switchboard.GuardrailData{Side: "input", Rule: "email", Action: "mask", Count: 2, For: "slack:U1"}},
+	} {
+		p, err := switchboard.Event{Seq: 1, Type: c.typ, Data: json.RawMessage(c.data)}.Payload()
+		if err != nil || !reflect.DeepEqual(p, c.want) {
+			t.Errorf("%s: %#v, %v; want %#v", c.typ, p, err, c.want)
 		}
 	}
 }
