@@ -12,21 +12,8 @@ import (
 
 // chat answers POST /v1/chat/completions.
 func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
-	k, body, ok := h.readTurnRequest(w, r)
+	k, req, progress, ok := readRequest(h, w, r, decodeRequest, func(c chatRequest) string { return c.Model })
 	if !ok {
-		return
-	}
-	req, err := decodeRequest(body)
-	if err != nil {
-		writeRequestError(w, err)
-		return
-	}
-	if !h.modelAllowed(w, k, req.Model) {
-		return
-	}
-	progress, err := wantsProgress(r)
-	if err != nil {
-		writeRequestError(w, err)
 		return
 	}
 	h.runTurn(w, r, k, turnRequest{Model: req.Model, History: req.History, Text: req.Text, Results: req.Results, Tools: req.Tools,

@@ -344,8 +344,9 @@ func TestRateLimitPerKey(t *testing.T) {
 	}
 }
 
-// A guide's ask tool cannot wait for an approver in this slice: it is
-// denied at once, and the model answers without it.
+// A stateless request's ask tool, from a key that may not approve: no
+// one else can reach its session to answer, so it is denied at once, and
+// the model answers without it.
 func TestAskToolIsDenied(t *testing.T) {
 	a := newAPI(t, listener.Config{})
 	a.gw.LLM.Push(

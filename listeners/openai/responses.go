@@ -74,21 +74,8 @@ func responseNotFound(id string) func(http.ResponseWriter) {
 
 // responses answers POST /v1/responses.
 func (h *Handler) responses(w http.ResponseWriter, r *http.Request) {
-	k, body, ok := h.readTurnRequest(w, r)
+	k, req, progress, ok := readRequest(h, w, r, decodeResponsesRequest, func(q responsesRequest) string { return q.Model })
 	if !ok {
-		return
-	}
-	req, err := decodeResponsesRequest(body)
-	if err != nil {
-		writeRequestError(w, err)
-		return
-	}
-	if !h.modelAllowed(w, k, req.Model) {
-		return
-	}
-	progress, err := wantsProgress(r)
-	if err != nil {
-		writeRequestError(w, err)
 		return
 	}
 	turn := turnRequest{Model: req.Model, History: req.History, Text: req.Text, Results: req.Results, Tools: req.Tools, Progress: progress}

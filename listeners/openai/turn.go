@@ -91,6 +91,30 @@ func (h *Handler) readTurnRequest(w http.ResponseWriter, r *http.Request) (*key,
 	return k, body, true
 }
 
+// readRequest reads, decodes and checks a request for a turn: its key
+// may run turns, its body decodes, its model is a guide the key may use,
+// and the progress header (ProgressHeader) is one it takes. When not, it
+// answers the request itself and returns false.
+func readRequest[R any](h *Handler, w http.ResponseWriter, r *http.Request, decode func([]byte) (R, error), model func(R) string) (k *key, req R, progress, ok bool) {
+	k, body, ok := h.readTurnRequest(w, r)
+	if !ok {
+		return nil, req, false, false
+	}
+	req, err := decode(body)
+	if err != nil {
+		writeRequestError(w, err)
+		return nil, req, false, false
+	}
+	if !h.modelAllowed(w, k, model(req)) {
+		return nil, req, false, false
+	}
+	if progress, err = wantsProgress(r); err != nil {
+		writeRequestError(w, err)
+		return nil, req, false, false
+	}
+	return k, req, progress, true
+}
+
 // writeRequestError answers a request that decoding refused.
 func writeRequestError(w http.ResponseWriter, err error) {
 	var re *requestError
