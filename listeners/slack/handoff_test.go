@@ -58,4 +58,3 @@ func TestHandoffIsAContextLine(t *testing.T) {
 		})
 	}
 }
-
