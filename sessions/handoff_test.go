@@ -13,6 +13,8 @@ import (
 	"github.com/switchboard-gw/switchboard/guides"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
 	"github.com/switchboard-gw/switchboard/sessions"
+	"github.com/switchboard-gw/switchboard/telemetry"
+	"github.com/switchboard-gw/switchboard/telemetry/otlptest"
 )
 
 // The guides of a help desk that pass conversations around: support hands
@@ -147,6 +149,14 @@ func TestHandoffPassesTheTurnToTheOtherGuide(t *testing.T) {
 	}
 	if g := c.guide(); g != "billing" {
 		t.Errorf("the session's guide is %q after the handoff, want billing", g)
+	}
+
+	// /guide says who has the conversation, and to whom it passes.
+	c.say("/guide")
+	if m := c.until(switchboard.EventMessage, func(p any) bool {
+		return p.(*switchboard.MessageData).Role == switchboard.RoleSystem
+	}).(*switchboard.MessageData); !strings.HasPrefix(m.Content, "Guide: billing") || !strings.Contains(m.Content, "passes to: support, sales, refunds") {
+		t.Errorf("/guide says %q", m.Content)
 	}
 
 	// The next message is billing's too.
@@ -320,5 +330,54 @@ func TestAHandoffWaitsForTheStepsApproval(t *testing.T) {
 	}
 	if got := handoffs(t, c.storedEvents()); len(got) != 1 || got[0].To != "billing" {
 		t.Errorf("stored handoffs %+v", got)
+	}
+}
+
+// A handoff made and one refused are lines of the trace log and events on
+// their turn's span: from, to, why one was refused; the model's reason
+// only with captured content.
+func TestHandoffsAreTraced(t *testing.T) {
+	for _, content := range []bool{false, true} {
+		tr, h := newTraced(t, content, withHelpDesk(t))
+		h.llm.Push(
+			openaitest.Reply{ToolCalls: []openaitest.ToolCall{handoffCall("h1", "billing", "invoices")}},
+			openaitest.Reply{ToolCalls: []openaitest.ToolCall{handoffCall("h2", "support", "back")}},
+			openaitest.Reply{Text: []string{"Billing answers."}},
+		)
+		c := h.newSession(alice)
+		c.say("Was my invoice paid?")
+		c.reply()
+		c.idle()
+		spans, lines := tr.flush(t, h)
+		var got []telemetry.Line
+		for _, l := range lines {
+			if l.Type == "handoff" {
+				got = append(got, l)
+			}
+		}
+		reason := ""
+		if content {
+			reason = "invoices"
+		}
+		if len(got) != 2 ||
+			got[0].From != "support" || got[0].To != "billing" || got[0].Guide != "billing" || got[0].Refused != "" || got[0].Reason != reason ||
+			got[1].From != "billing" || got[1].To != "support" || got[1].Refused != "cycle" || got[1].Reason != "" {
+			t.Fatalf("content %v: handoff lines %+v", content, got)
+		}
+		var turn otlptest.Span
+		for _, s := range spans {
+			if s.SpanID == got[0].SpanID {
+				turn = s
+			}
+		}
+		var events []map[string]any
+		for _, e := range turn.Events {
+			if e.Name == "handoff" {
+				events = append(events, e.Attrs)
+			}
+		}
+		if len(events) != 2 || events[0]["switchboard.handoff.to"] != "billing" || events[1]["switchboard.handoff.refused"] != "cycle" {
+			t.Fatalf("the turn's span %q has handoff events %v", turn.Name, events)
+		}
 	}
 }
