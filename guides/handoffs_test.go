@@ -12,6 +12,20 @@ const (
 	billingHandoffs = "---\ndescription: Billing\nhandoffs:\n  - support\n---\nYou are billing.\n"
 )
 
+// handingOff is a catalog of support and billing, which hand off to each
+// other, and its folder.
+func handingOff(t *testing.T) (string, *Catalog) {
+	t.Helper()
+	dir := t.TempDir()
+	writeGuide(t, dir, "support.md", supportHandoffs)
+	writeGuide(t, dir, "billing.md", billingHandoffs)
+	c, err := LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, c
+}
+
 func TestParseHandoffs(t *testing.T) {
 	g, err := Parse("guides/support.md", []byte("---\nhandoffs: [billing, sales]\n---\nYou help.\n"))
 	if err != nil {
@@ -36,19 +50,13 @@ func TestParseHandoffs(t *testing.T) {
 // Every guide named in handoffs must be in the folder: start-up refuses a
 // catalog that names one that is not, at the file and line that names it.
 func TestLoadDirChecksHandoffsAreGuides(t *testing.T) {
-	dir := t.TempDir()
-	writeGuide(t, dir, "support.md", supportHandoffs)
-	writeGuide(t, dir, "billing.md", billingHandoffs)
-	c, err := LoadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, c := handingOff(t)
 	if g, _ := c.Get("billing"); !slices.Equal(g.Handoffs, []string{"support"}) {
 		t.Fatalf("billing hands off to %v", g.Handoffs)
 	}
 
 	writeGuide(t, dir, "sales.md", "---\nhandoffs: [support, biling]\n---\nYou sell.\n")
-	_, err = LoadDir(dir)
+	_, err := LoadDir(dir)
 	want := filepath.Join(dir, "sales.md") + `:2: handoffs: no guide "biling" is in the folder (have: billing, support): did you mean "billing"?`
 	if err == nil || err.Error() != want {
 		t.Fatalf("LoadDir = %v, want %s", err, want)
@@ -59,13 +67,7 @@ func TestLoadDirChecksHandoffsAreGuides(t *testing.T) {
 // any broken edit does; a guide handed off to whose new file is broken
 // runs on in its last version, so handing off to it stays good.
 func TestReloadChecksHandoffs(t *testing.T) {
-	dir := t.TempDir()
-	writeGuide(t, dir, "support.md", supportHandoffs)
-	writeGuide(t, dir, "billing.md", billingHandoffs)
-	c, err := LoadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, c := handingOff(t)
 	writeGuide(t, dir, "support.md", "---\ndescription: Support, edited\nhandoffs: [billing, refunds]\n---\nYou are support.\n")
 	writeGuide(t, dir, "billing.md", "---\ndescription: Billing\ntemprature: 1\n---\nYou are billing.\n")
 	res, err := c.Reload("support", nil)

@@ -29,7 +29,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/providers"
@@ -43,8 +42,9 @@ const handoffName = "handoff"
 // maxHandoffs is how often one turn may pass between guides.
 const maxHandoffs = 3
 
-// maxHandoffReason bounds the reason every channel shows.
-const maxHandoffReason = 300 // characters
+// maxHandoffReason bounds the reason every channel is sent (each shows
+// less: places.MaxHandoffReason).
+const maxHandoffReason = 1000 // bytes
 
 // handoffTo is an accepted handoff of a step, taking effect as the step
 // is stored (pendingTurn.Handoff).
@@ -102,10 +102,7 @@ func (s *session) handoffCall(ctx context.Context, p *pendingTurn, i int) {
 		refuse("invalid", fmt.Sprintf(`%s takes {"guide": one of %s, "reason": "why"}`, handoffName, strings.Join(s.guide.Handoffs, ", ")))
 		return
 	}
-	in.Reason = strings.Join(strings.Fields(in.Reason), " ")
-	if utf8.RuneCountInString(in.Reason) > maxHandoffReason {
-		in.Reason = string([]rune(in.Reason)[:maxHandoffReason-1]) + "…"
-	}
+	in.Reason = preview(strings.Join(strings.Fields(in.Reason), " "), maxHandoffReason)
 	chain := p.Turn.guides(s.guide.Name)
 	_, exists := s.m.cfg.Guides.Get(in.Guide)
 	switch {
