@@ -141,7 +141,10 @@ func (t *turn) guides(current string) []string {
 // EventHandoff returned goes in the step's write. A handoff that cannot
 // be made now (the guide went in a reload while the step waited, or the
 // change could not be stored) turns its call's result into an error the
-// model reads, and the turn goes on with this guide.
+// model reads, and the turn goes on with this guide. The guide is stored
+// just before the step's write (SetSessionGuide is a write of its own): a
+// crash between the two leaves the new guide to run the turn again from
+// before the step, without the handoff in its history or its event.
 func (s *session) handOff(ctx context.Context, t *turn, p *pendingTurn) []switchboard.Event {
 	h := p.Handoff
 	if h == nil {
