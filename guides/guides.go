@@ -176,6 +176,11 @@ type Guide struct {
 	// (Input) and the model's answers before people see them (Output);
 	// nil guards let everything through (docs/guardrails.md).
 	Guardrails Guardrails
+	// Handoffs are the guides this one may pass a conversation to (its
+	// model's handoff tool, handoffs.go); handoffLines are where each is
+	// named, for the catalog's errors.
+	Handoffs     []string
+	handoffLines []int
 	// Prompt is the Markdown body, trimmed.
 	Prompt string
 	// File is the path the guide was read from, for error messages.
@@ -191,6 +196,7 @@ func (g Guide) clone() Guide {
 	g.Tools = slices.Clone(g.Tools)
 	g.ToolsPinned = slices.Clone(g.ToolsPinned)
 	g.Suggestions = slices.Clone(g.Suggestions)
+	g.Handoffs = slices.Clone(g.Handoffs)
 	g.Approval.Auto = slices.Clone(g.Approval.Auto)
 	g.Approval.Ask = slices.Clone(g.Approval.Ask)
 	g.Approval.Deny = slices.Clone(g.Approval.Deny)
@@ -271,7 +277,7 @@ func (p parser) frontMatter(g *Guide, src string) error {
 	if root.Kind != yaml.MappingNode {
 		return p.errorf(root, "front matter must be a mapping of keys (name: …, tools: […])")
 	}
-	var nameNode, approvalNode, pinnedNode *yaml.Node
+	var nameNode, approvalNode, pinnedNode, handoffsNode *yaml.Node
 	err := p.mapping(root, "", func(key string, k, v *yaml.Node) error {
 		var err error
 		switch key {
@@ -324,6 +330,9 @@ func (p parser) frontMatter(g *Guide, src string) error {
 			}
 		case "guardrails":
 			err = p.guardrails(v, &g.Guardrails)
+		case "handoffs":
+			handoffsNode = v
+			err = p.handoffs(v, g)
 		default:
 			return p.errorf(k, "unknown key %q", key)
 		}
@@ -333,6 +342,9 @@ func (p parser) frontMatter(g *Guide, src string) error {
 		return err
 	}
 	if err := p.checkName(g, nameNode); err != nil {
+		return err
+	}
+	if err := p.notSelf(handoffsNode, g); err != nil {
 		return err
 	}
 	if pinnedNode != nil {
@@ -664,6 +676,7 @@ func LoadDir(dir string) (*Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
+	problems = append(problems, linkHandoffs(found, nil)...)
 	if err := errors.Join(problems...); err != nil {
 		return nil, err
 	}

@@ -60,6 +60,7 @@ func (c *Catalog) Reload(def string, check func(Guide) error) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	problems = append(problems, linkHandoffs(found, prev.runsOn(def, found))...)
 	next := &snapshot{generation: prev.generation, guides: map[string]Guide{}, retired: map[string]Guide{}}
 	var res Result
 	for name, g := range found {

@@ -51,6 +51,9 @@ type turn struct {
 	// Wait is how long the turn waits on people or the caller
 	// (Input.WaitTimeout); 0: Limits.ApprovalTimeout.
 	Wait time.Duration `json:"wait,omitempty"`
+	// Guides are the guides the turn passed through by handoffs, the one
+	// it began with first; empty until its first handoff (handoff.go).
+	Guides []string `json:"guides,omitempty"`
 	// started is when the user's message arrived, for the turn-duration
 	// metric; a turn resumed after an approval does not count the wait.
 	started time.Time
@@ -346,6 +349,8 @@ func (s *session) triage(ctx context.Context, p *pendingTurn) []int {
 		s.emit(ctx, switchboard.EventToolCall, switchboard.ToolCallData{ID: call.ID, Name: call.Name, Args: call.Args})
 		policy := s.guide.Approval.For(call.Name)
 		switch {
+		case call.Name == handoffName && len(s.guide.Handoffs) > 0:
+			s.handoffCall(ctx, p, i) // handoff.go
 		case call.Name == findToolsName && retrieving:
 			content, isError := s.findTools(&p.Turn, call.Args)
 			s.setResult(ctx, p, i, content, isError)
@@ -453,14 +458,20 @@ func (s *session) setResult(ctx context.Context, p *pendingTurn, i int, content 
 // one transaction, with the turn's progress (the waiting state, if any,
 // gives way to it).
 func (s *session) finishStep(ctx context.Context, t *turn, p *pendingTurn) error {
+	evs := s.handOff(ctx, t, p) // handoff.go: before the results are copied, which it may change
 	msgs := make([]switchboard.Message, 0, 1+len(p.Results))
 	msgs = append(msgs, p.Assistant)
 	for _, r := range p.Results {
 		msgs = append(msgs, *r)
 	}
+	w := switchboard.TurnWrite{Messages: msgs, Events: evs}
+	if len(evs) > 0 {
+		w.Published = s.onCommit
+	}
 	next := *t
 	next.Iteration++
-	if _, err := s.store(ctx, switchboard.TurnWrite{Messages: msgs, Turn: running(next)}); err != nil {
+	w.Turn = running(next)
+	if _, err := s.store(ctx, w); err != nil {
 		return fmt.Errorf("sessions: store tool step: %w", err)
 	}
 	s.remember(msgs...)

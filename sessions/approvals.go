@@ -26,6 +26,9 @@ type pendingTurn struct {
 	Confirmations []*confirmation `json:"confirmations"`
 	// Stopped: the user stopped the turn; finish storing it, call no model.
 	Stopped bool `json:"stopped,omitempty"`
+	// Handoff is the step's accepted handoff, taking effect as the step
+	// is stored (handoff.go).
+	Handoff *handoffTo `json:"handoff,omitempty"`
 	// ranBy is who ran the call by hand (/tool args); nil when the model
 	// asked for it.
 	ranBy *switchboard.Author

@@ -247,6 +247,9 @@ func (s *session) describeGuide() string {
 	if len(g.Tools) > 0 {
 		fmt.Fprintf(&b, "  tools:   %s (/tools for their approval policy)\n", strings.Join(g.Tools, ", "))
 	}
+	if len(g.Handoffs) > 0 {
+		fmt.Fprintf(&b, "  passes to: %s (when a question is theirs)\n", strings.Join(g.Handoffs, ", "))
+	}
 	fmt.Fprintf(&b, "Available guides: %s. /guide <name> switches (owner or approver).", strings.Join(s.m.cfg.Guides.Names(), ", "))
 	return b.String()
 }

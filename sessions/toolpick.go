@@ -114,6 +114,7 @@ func (s *session) toolSpecs(t *turn) []providers.ToolSpec {
 	if retrieving {
 		specs = append(specs, findToolsSpec(len(all), len(offered)))
 	}
+	specs = append(specs, s.handoffSpecs()...) // handoff.go
 	return append(specs, s.clientSpecs(t, specs)...)
 }
 

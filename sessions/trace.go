@@ -52,7 +52,7 @@ const (
 	StepTool       StepKind = "tool"       // execute_tool: one per tool run
 	StepApproval   StepKind = "approval"   // Mark: requested; Begin/End: the wait, from request to decision
 	StepCompaction StepKind = "compaction" // Mark: the conversation was summarised
-	StepHandoff    StepKind = "handoff"    // reserved: a turn handed to another guide (not built yet)
+	StepHandoff    StepKind = "handoff"    // Mark: a turn handed to another guide, or a handoff refused
 )
 
 // TraceRef is a span's identity, as hex strings; stored with the turn.
@@ -108,6 +108,12 @@ type Step struct {
 
 	// Compaction.
 	Summarised, Kept int
+
+	// Handoff: the guide the turn passed from and to (Guide is the one
+	// it runs with after it), why one was refused (cycle, depth,
+	// not_listed, …; "" when made), and the model's reason (content).
+	From, To, Refused string
+	Reason            string
 
 	// End: how it ended. Outcome is the turn's (answered, stopped, error,
 	// interrupted, awaiting_approval); ErrType and Err say why it failed,

@@ -29,16 +29,17 @@ type traced struct {
 	log string
 }
 
-// newTraced is a harness whose turns are traced, with content or not.
-func newTraced(t *testing.T, content bool) (*traced, *harness) {
+// newTraced is a harness whose turns are traced, with content or not,
+// and opts.
+func newTraced(t *testing.T, content bool, opts ...option) (*traced, *harness) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "trace.jsonl")
 	tr := otlptest.StartTraced(t, telemetry.Config{Sampler: 1, CaptureContent: content,
 		TraceLog: telemetry.TraceLogConfig{Path: path, MaxBytes: 1 << 20, MaxFiles: 2}})
-	return &traced{tr, path}, newHarness(t, func(c *sessions.Config) {
+	return &traced{tr, path}, newHarness(t, append(opts, func(c *sessions.Config) {
 		c.Tracer = tr.Telemetry
 		c.Providers["main"].Kind, c.Providers["main"].Model = "openai", "gpt-test"
-	})
+	})...)
 }
 
 // flush stops the sessions, then exports every span and writes every

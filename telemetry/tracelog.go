@@ -32,7 +32,7 @@ type TraceLogConfig struct {
 // Line is one line of the trace log: one step of a turn. Type is one of
 // turn_start, turn_end, model_request, model_response, tool_call,
 // tool_result, approval_requested, approval_decided, compaction, handoff
-// (reserved) and error; the fields each type carries are listed in
+// and error; the fields each type carries are listed in
 // docs/telemetry.md. Contents (System, Input, Output, Args, Result) are
 // written only with telemetry.capture_content.
 type Line struct {
@@ -69,6 +69,11 @@ type Line struct {
 
 	Summarised int `json:"summarised,omitempty"`
 	Kept       int `json:"kept,omitempty"`
+
+	From    string `json:"from,omitempty"`    // handoff: the guide passed from
+	To      string `json:"to,omitempty"`      // handoff: the guide passed (or refused) to
+	Refused string `json:"refused,omitempty"` // handoff: why it was refused
+	Reason  string `json:"reason,omitempty"`  // handoff: the model's reason (content)
 
 	DurationMS float64 `json:"duration_ms,omitempty"`
 	Step       string  `json:"step,omitempty"` // error: the step that failed

@@ -97,7 +97,17 @@ func (t *Telemetry) Mark(ctx context.Context, st sessions.Step) {
 			attribute.Int("switchboard.compaction.kept_messages", st.Kept)))
 		t.line("compaction", st, ref, now, func(l *Line) { l.Summarised, l.Kept = st.Summarised, st.Kept })
 	case sessions.StepHandoff:
-		t.line("handoff", st, ref, now, func(l *Line) { l.Guide = st.Guide })
+		attrs := []attribute.KeyValue{attribute.String("switchboard.handoff.from", st.From), attribute.String("switchboard.handoff.to", st.To)}
+		if st.Refused != "" {
+			attrs = append(attrs, attribute.String("switchboard.handoff.refused", st.Refused))
+		}
+		span.AddEvent("handoff", trace.WithTimestamp(now), trace.WithAttributes(attrs...))
+		t.line("handoff", st, ref, now, func(l *Line) {
+			l.Guide, l.From, l.To, l.Refused = st.Guide, st.From, st.To, st.Refused
+			if t.content {
+				l.Reason = st.Reason
+			}
+		})
 	}
 }
 

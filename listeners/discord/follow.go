@@ -138,6 +138,9 @@ func (f *follow) Show(ctx context.Context, ev switchboard.Event, p any) bool {
 		}
 	case *switchboard.ErrorData:
 		f.notice(ctx, ev, d)
+	case *switchboard.HandoffData:
+		f.endReply(ctx)
+		f.send(ctx, handoffMessage(*d)) // handoff.go
 	case *switchboard.StateData:
 		if d.State == switchboard.StateThinking || d.State == switchboard.StateExecutingTool {
 			f.typing = time.Time{}

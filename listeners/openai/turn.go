@@ -422,11 +422,12 @@ func (h *Handler) approval(ctx context.Context, sub *sessions.Subscription, k *k
 }
 
 // shownAsProgress are the events a client that asked for progress is
-// shown: the guide's tools as they run, and approvals asked and answered.
+// shown: the guide's tools as they run, approvals asked and answered,
+// and the conversation passed to another guide.
 func shownAsProgress(t switchboard.EventType) bool {
 	switch t {
 	case switchboard.EventToolCall, switchboard.EventToolResponse,
-		switchboard.EventConfirmationRequest, switchboard.EventConfirmationResolved:
+		switchboard.EventConfirmationRequest, switchboard.EventConfirmationResolved, switchboard.EventHandoff:
 		return true
 	}
 	return false

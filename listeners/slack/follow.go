@@ -204,6 +204,8 @@ func (f *follow) show(ctx context.Context, ev switchboard.Event, p any) bool {
 		}
 	case *switchboard.ErrorData:
 		f.notice(ctx, ev, d)
+	case *switchboard.HandoffData:
+		f.handoff(ctx, d) // handoff.go
 	case *switchboard.StateData:
 		f.status(ctx, d)
 		if d.State == switchboard.StateIdle && ev.Seq > 0 {

@@ -1130,6 +1130,8 @@ func (v *view) render(ev switchboard.Event) {
 		v.membersLocked(d.Members)
 	case *switchboard.CompactionData:
 		v.writeLocked(v.dim(fmt.Sprintf("· %d earlier messages summarised for the assistant (all still stored)", d.Messages)) + "\n")
+	case *switchboard.HandoffData:
+		v.writeLocked(v.handoffLine(*d)) // handoff.go
 	case *switchboard.UI:
 		v.writeLocked(v.renderUILocked(d))
 	case *switchboard.ErrorData:

@@ -76,6 +76,8 @@
     copyLink: "Copy this link",
     left: "You left this conversation.",
     compacted: "Earlier messages were summarised for the assistant; they are all still here.",
+    passedTo: "Passed to {to}.",
+    passedToWhy: "Passed to {to}: {reason}",
     inviteUnusable: "This invite link cannot be used: {reason}.",
     inviteUnusableShort: "This invite link cannot be used.",
     suggestions: "Suggestions",
@@ -239,7 +241,7 @@ button.chosen { outline: 2px solid var(--sb-fg); opacity: 1; }
 .card select, .card input, .card textarea { width: 100%; padding: 6px; border: 1px solid var(--sb-border); border-radius: 6px; margin: 2px 0 6px; background: var(--sb-bg); }
 .card label { display: block; font-size: 13px; }
 .notice { font-size: 13px; color: var(--sb-danger); align-self: center; text-align: center; }
-.compaction { font-size: 12px; color: var(--sb-muted); align-self: center; text-align: center; }
+.compaction, .handoff { font-size: 12px; color: var(--sb-muted); align-self: center; text-align: center; }
 .state { min-height: 20px; padding: 0 12px; font-size: 13px; color: var(--sb-muted); }
 form.compose { display: flex; gap: 8px; padding: 10px 12px; border-top: 1px solid var(--sb-border); }
 form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; padding: 9px; border: 1px solid var(--sb-border); border-radius: 8px; background: var(--sb-bg); }
@@ -800,8 +802,17 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
         case "error": return this.onError(ev, d);
         case "members": return this.onMembers(d);
         case "compaction": return this.show(el("div", { class: "compaction", text: this.t("compacted") }));
+        case "handoff": return this.onHandoff(d);
         case "file_saved": return this.onFileSaved(d);
       }
+    }
+
+    // onHandoff shows the conversation passing to another guide as a
+    // line of the transcript, as text (the model's reason is never HTML).
+    onHandoff(d) {
+      const reason = (d.reason || "").trim();
+      const text = reason ? this.t("passedToWhy", { to: d.to, reason }) : this.t("passedTo", { to: d.to });
+      return this.show(el("div", { class: "handoff", text }));
     }
 
     onReady(d) {
