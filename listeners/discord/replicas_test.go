@@ -455,6 +455,20 @@ func TestReplyUnderWayFinishedByTheOtherReplica(t *testing.T) {
 	c.eventually("the reply under way in both places", func() bool {
 		return strings.Contains(c.slackThread("C1", root), "First part.") && strings.Contains(allContent(c.botMessages(dm)), "First part.")
 	})
+	// A message is noted with its place just after it is posted; a crash
+	// between the two would leave the other replica nothing to edit (it
+	// posts again). The test crashes a once the reply is noted: what this
+	// test shows is that a noted reply is edited, not posted twice.
+	c.eventually("the DM's reply under way noted with its place", func() bool {
+		id := ""
+		for _, m := range c.botMessages(dm) {
+			if strings.Contains(m.Content, "First part.") {
+				id = m.ID
+			}
+		}
+		b, err := a.gw.PG.Binding(context.Background(), "discord", dm)
+		return err == nil && id != "" && strings.Contains(b.State, id)
+	})
 
 	a.crash()
 	c.rs.RunOut("a")
