@@ -346,6 +346,8 @@ func (s *session) triage(ctx context.Context, p *pendingTurn) []int {
 		s.emit(ctx, switchboard.EventToolCall, switchboard.ToolCallData{ID: call.ID, Name: call.Name, Args: call.Args})
 		policy := s.guide.Approval.For(call.Name)
 		switch {
+		case s.isPlanCall(call):
+			s.runPlan(ctx, p, i) // plan.go: shown now, no approval
 		case call.Name == findToolsName && retrieving:
 			content, isError := s.findTools(&p.Turn, call.Args)
 			s.setResult(ctx, p, i, content, isError)

@@ -30,7 +30,9 @@ const PresentTool = "present"
 // tool's result is for people in any case: it is written for the model
 // (summarize's instructions, a denial's or an error's wording), so a
 // channel shows at most that a tool was used, never what it returned.
-func ShownAsCard(name string) bool { return name == PresentTool }
+//
+// The plan tool's output is the plan (PlanTool), shown the same way.
+func ShownAsCard(name string) bool { return name == PresentTool || name == PlanTool }
 
 // Action kinds, as they appear in action ids.
 const (
