@@ -63,6 +63,17 @@ func (p *ShownPlan) Task(ev any) bool {
 	return false
 }
 
+// Take notes what an event says of the turn's plan, and reports whether
+// the plan shown changes: a new version (*switchboard.PlanData) replaces
+// its steps; once there are steps, a tool run is a task of it (Task).
+func (p *ShownPlan) Take(ev any) bool {
+	if d, ok := ev.(*switchboard.PlanData); ok {
+		p.Steps = d.Steps
+		return true
+	}
+	return len(p.Steps) > 0 && p.Task(ev)
+}
+
 // Heading is the plan's title with its progress: "Plan · 1/3 done".
 func (p *ShownPlan) Heading() string {
 	done := 0

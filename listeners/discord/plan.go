@@ -55,24 +55,17 @@ func planMark(status string) string {
 	return planMarks[switchboard.PlanPending]
 }
 
-// showPlan shows a new version of the plan, in the message of the turn's
-// plan if there is one.
-func (f *follow) showPlan(ctx context.Context, d *switchboard.PlanData) {
-	if f.plan == nil {
+// planEvent shows what an event changes of the turn's plan: a new
+// version of it (in the message of the turn's plan if there is one, kept
+// with the binding across a restart), or a tool run as a task of it
+// (places.ShownPlan.Take).
+func (f *follow) planEvent(ctx context.Context, ev any) {
+	if _, ok := ev.(*switchboard.PlanData); ok && f.plan == nil {
 		f.plan = &discordPlan{id: f.state.Plan}
 	}
-	f.plan.Steps = d.Steps
-	f.renderPlan(ctx)
-}
-
-// planTool shows a tool run as a task of the plan under way, reporting
-// whether it did.
-func (f *follow) planTool(ctx context.Context, p any) bool {
-	if f.plan == nil || !f.plan.Task(p) {
-		return false
+	if f.plan != nil && f.plan.Take(ev) {
+		f.renderPlan(ctx)
 	}
-	f.renderPlan(ctx)
-	return true
 }
 
 // endPlan ends the turn's plan: it stays as it was last shown.

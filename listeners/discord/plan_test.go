@@ -22,18 +22,25 @@ func planMessage(msgs []discordtest.Message) (discordtest.Message, int) {
 	return plan, n
 }
 
+// planTurn runs openaitest.PlanTurn in a new thread and returns the
+// bot's messages there once it is answered.
+func (r *rig) planTurn() []discordtest.Message {
+	r.t.Helper()
+	r.gw.LLM.Push(openaitest.PlanTurn("Refunded nothing, sorry.")...)
+	_, thread := r.mention(alice, "refund my order")
+	r.eventually("the answer", func() bool {
+		return strings.Contains(allContent(r.botMessages(thread)), "Refunded nothing, sorry.")
+	})
+	return r.botMessages(thread)
+}
+
 // The plan in Discord: a Components V2 container edited in place as the
 // plan changes, the calculator's run a task of it and no tool line under
 // the answer; Discord's limits checked by the fake on every send and
 // edit.
 func TestPlanInDiscord(t *testing.T) {
 	r := newRig(t, nil)
-	r.gw.LLM.Push(openaitest.PlanTurn("Refunded nothing, sorry.")...)
-	_, thread := r.mention(alice, "refund my order")
-	r.eventually("the answer", func() bool {
-		return strings.Contains(allContent(r.botMessages(thread)), "Refunded nothing, sorry.")
-	})
-	msgs := r.botMessages(thread)
+	msgs := r.planTurn()
 	plan, n := planMessage(msgs)
 	if n != 1 {
 		t.Fatalf("%d plan messages, want one edited in place: %s", n, allContent(msgs))
@@ -65,12 +72,7 @@ func TestPlanInDiscordWithoutComponentsV2(t *testing.T) {
 	r := newRig(t, nil)
 	r.fake.FailNext(discordtest.RouteCreateMessage, 400,
 		`{"code":50035,"message":"Invalid Form Body","errors":{"flags":{"_errors":[{"code":"MESSAGE_FLAGS_INVALID","message":"Invalid flags"}]}}}`)
-	r.gw.LLM.Push(openaitest.PlanTurn("Refunded nothing, sorry.")...)
-	_, thread := r.mention(alice, "refund my order")
-	r.eventually("the answer", func() bool {
-		return strings.Contains(allContent(r.botMessages(thread)), "Refunded nothing, sorry.")
-	})
-	msgs := r.botMessages(thread)
+	msgs := r.planTurn()
 	plan, n := planMessage(msgs)
 	if n != 1 || plan.Flags&discordtest.FlagIsComponentsV2 != 0 {
 		t.Fatalf("%d plan messages, flags %d: %s", n, plan.Flags, allContent(msgs))

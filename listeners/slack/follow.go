@@ -186,12 +186,11 @@ func (f *follow) show(ctx context.Context, ev switchboard.Event, p any) bool {
 		return false
 	case *switchboard.MessageData:
 		f.message(ctx, d)
-	case *switchboard.ToolCallData, *switchboard.ToolResponseData:
-		// Shown as a line of the next reply (places.ToolNotes), never
-		// alone; or as a task of the plan under way (plan.go).
-		f.planTool(ctx, d)
-	case *switchboard.PlanData:
-		f.showPlan(ctx, d)
+	case *switchboard.ToolCallData, *switchboard.ToolResponseData, *switchboard.PlanData:
+		// A tool call is shown as a line of the next reply
+		// (places.ToolNotes), never alone; or, under the turn's plan, as
+		// a task of it (plan.go).
+		f.planEvent(ctx, d)
 	case *switchboard.ConfirmationRequestData:
 		text, blocks := approvalBlocks(*d, "")
 		f.curCard = d

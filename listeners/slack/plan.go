@@ -32,28 +32,22 @@ type slackPlan struct {
 	title string
 }
 
-// showPlan shows a new version of the plan, in the message of the turn's
-// plan if there is one.
-func (f *follow) showPlan(ctx context.Context, d *switchboard.PlanData) {
-	if f.plan != nil && f.plan.native && len(d.Steps) < len(f.plan.Steps) {
-		// A stream cannot take a task back: a shorter plan is a new one.
-		f.endPlan(ctx)
+// planEvent shows what an event changes of the turn's plan: a new
+// version of it (in the message of the turn's plan if there is one), or a
+// tool run as a task of it (places.ShownPlan.Take).
+func (f *follow) planEvent(ctx context.Context, ev any) {
+	if d, ok := ev.(*switchboard.PlanData); ok {
+		if f.plan != nil && f.plan.native && len(d.Steps) < len(f.plan.Steps) {
+			// A stream cannot take a task back: a shorter plan is a new one.
+			f.endPlan(ctx)
+		}
+		if f.plan == nil {
+			f.plan = &slackPlan{}
+		}
 	}
-	if f.plan == nil {
-		f.plan = &slackPlan{}
+	if f.plan != nil && f.plan.Take(ev) {
+		f.renderPlan(ctx)
 	}
-	f.plan.Steps = d.Steps
-	f.renderPlan(ctx)
-}
-
-// planTool shows a tool run as a task of the plan under way, reporting
-// whether it did (there is a plan, and the run is a task of it).
-func (f *follow) planTool(ctx context.Context, p any) bool {
-	if f.plan == nil || !f.plan.Task(p) {
-		return false
-	}
-	f.renderPlan(ctx)
-	return true
 }
 
 // endPlan ends the turn's plan: a stream is stopped as it stands.
