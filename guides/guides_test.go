@@ -17,7 +17,7 @@ func TestShippedGuides(t *testing.T) {
 	if got := c.Names(); !slices.Equal(got, []string{"assistant", "support"}) {
 		t.Fatalf("Names() = %v", got)
 	}
-	builtins := []string{"current_time", "calculator", "present", "remember", "forget", "memory_search"} // tools.Builtins, MemoryTools, RecallTool
+	builtins := []string{"current_time", "calculator", "present", "plan", "remember", "forget", "memory_search"} // tools.Builtins, MemoryTools, RecallTool
 	err = c.Check(nil, builtins, nil)
 	if err != nil {
 		t.Fatalf("shipped guides must not name a provider and only use built-in tools: %v", err)

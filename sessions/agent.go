@@ -351,6 +351,8 @@ func (s *session) triage(ctx context.Context, p *pendingTurn) []int {
 		switch {
 		case call.Name == handoffName && len(s.guide.Handoffs) > 0:
 			s.handoffCall(ctx, p, i) // handoff.go
+		case s.isPlanCall(call):
+			s.runPlan(ctx, p, i) // plan.go: shown now, no approval
 		case call.Name == findToolsName && retrieving:
 			content, isError := s.findTools(&p.Turn, call.Args)
 			s.setResult(ctx, p, i, content, isError)

@@ -32,12 +32,13 @@ import (
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/providers"
+	"github.com/switchboard-gw/switchboard/tools"
 )
 
 // handoffName is the built-in tool of a guide with handoffs. No
 // registered tool has its name (built-ins are named here, an MCP
 // server's are "server.tool").
-const handoffName = "handoff"
+const handoffName = tools.HandoffTool
 
 // maxHandoffs is how often one turn may pass between guides.
 const maxHandoffs = 3

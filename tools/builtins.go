@@ -8,10 +8,11 @@ import (
 	_ "time/tzdata" // zones must resolve on a bare machine or container
 )
 
-// Builtins returns the tools every gateway has: current_time, calculator
-// and present. now is the clock current_time reads, so tests can fix it.
+// Builtins returns the tools every gateway has: current_time, calculator,
+// present and plan. now is the clock current_time reads, so tests can fix
+// it.
 func Builtins(now func() time.Time) []Tool {
-	return []Tool{currentTime(now), calculator(), present()}
+	return []Tool{currentTime(now), calculator(), present(), Plan()}
 }
 
 func currentTime(now func() time.Time) Tool {

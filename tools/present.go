@@ -30,7 +30,14 @@ const PresentTool = "present"
 // tool's result is for people in any case: it is written for the model
 // (summarize's instructions, a denial's or an error's wording), so a
 // channel shows at most that a tool was used, never what it returned.
-func ShownAsCard(name string) bool { return name == PresentTool }
+//
+// The plan tool's output is the plan (PlanTool), shown the same way; a
+// handoff's (HandoffTool) is the line "Passed to …" its event shows.
+func ShownAsCard(name string) bool { return name == PresentTool || name == PlanTool || name == HandoffTool }
+
+// HandoffTool is the name of the built-in tool that passes a
+// conversation to another guide (sessions/handoff.go).
+const HandoffTool = "handoff"
 
 // Action kinds, as they appear in action ids.
 const (

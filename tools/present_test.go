@@ -261,8 +261,10 @@ func TestDescribeAction(t *testing.T) {
 // present's card is its output: channels show neither its call nor its
 // result, which is written for the model.
 func TestShownAsCard(t *testing.T) {
-	if !ShownAsCard(PresentTool) {
-		t.Errorf("present is not shown as its card")
+	for _, name := range []string{PresentTool, PlanTool, HandoffTool} {
+		if !ShownAsCard(name) {
+			t.Errorf("%s is not shown by its own card, plan or line", name)
+		}
 	}
 	for _, name := range []string{"current_time", "calculator", "", "presents"} {
 		if ShownAsCard(name) {

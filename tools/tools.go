@@ -46,6 +46,9 @@ type Result struct {
 	// Images are pictures the tool made (a chart a sandboxed run drew),
 	// inline (Data and MIMEType): shown to the users in every channel.
 	Images []switchboard.UIImage
+	// Plan, when set, is the plan the model now shows people (the plan
+	// tool): the session emits it as an EventPlan.
+	Plan *switchboard.PlanData
 }
 
 // Errors callers tell apart with errors.Is: the model asked for a tool that

@@ -53,7 +53,7 @@ func TestNewRegistryRejects(t *testing.T) {
 
 func TestRegistryNamesAndLookup(t *testing.T) {
 	r := newTestRegistry(t, echo("zeta"), echo("alpha"))
-	want := []string{"alpha", "calculator", "current_time", "present", "zeta"}
+	want := []string{"alpha", "calculator", "current_time", "plan", "present", "zeta"}
 	if got := r.Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -81,7 +81,7 @@ func TestRunUnknownTool(t *testing.T) {
 	if !errors.Is(err, ErrUnknownTool) {
 		t.Fatalf("err = %v, want ErrUnknownTool", err)
 	}
-	if want := `unknown tool "weather"; available: calculator, current_time, present`; err.Error() != want {
+	if want := `unknown tool "weather"; available: calculator, current_time, plan, present`; err.Error() != want {
 		t.Fatalf("err = %q, want %q", err, want)
 	}
 	if err := r.Validate("weather", nil); !errors.Is(err, ErrUnknownTool) {

@@ -141,6 +141,10 @@ type Listener struct {
 	// after this replica gave the role up is closed again, and what it
 	// delivers meanwhile is left to the replica that holds the role.
 	leading atomic.Bool
+
+	// noV2: Discord refused a Components V2 message; plans are shown as
+	// embeds until a restart (plan.go).
+	noV2 atomic.Bool
 }
 
 type interactionToken struct {

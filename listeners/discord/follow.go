@@ -44,6 +44,7 @@ type follow struct {
 	state  placeState
 	reqs   map[string]switchboard.ConfirmationRequestData // open requests, for their answered card
 	typing time.Time                                      // when the typing indicator was last sent; zero: off
+	plan   *discordPlan                                   // the turn's plan, shown since its first version (plan.go)
 }
 
 // newRoom is the Room of a place (places.Config.NewRoom).
@@ -58,6 +59,7 @@ type placeState struct {
 	Pieces []string          `json:"pieces,omitempty"` // its messages
 	Cards  map[string]string `json:"cards,omitempty"`  // open approval cards: confirmation id → message id
 	Tools  places.ToolNotes  `json:"tools,omitempty"`  // tool calls whose line is not shown yet, or shown by the reply under way
+	Plan   string            `json:"plan,omitempty"`   // the turn's plan's message (plan.go)
 }
 
 // streamed is an assistant reply being shown.
@@ -95,7 +97,7 @@ func (f *follow) Finish(ctx context.Context) { f.endReply(ctx) }
 // it (not in the middle of a reply).
 func (f *follow) Show(ctx context.Context, ev switchboard.Event, p any) bool {
 	done := true
-	if ev.Seq > 0 && f.state.Tools.Note(p, ev.Time, toolLine) {
+	if ev.Seq > 0 && f.plan == nil && f.state.Tools.Note(p, ev.Time, toolLine) { // a plan shows them as tasks
 		f.save(ctx) // before the place is recorded as shown past it
 	}
 	switch d := p.(type) {
@@ -112,8 +114,11 @@ func (f *follow) Show(ctx context.Context, ev switchboard.Event, p any) bool {
 		done = false
 	case *switchboard.MessageData:
 		f.message(ctx, d)
-	case *switchboard.ToolCallData, *switchboard.ToolResponseData:
-		// Shown as a line of the next reply (places.ToolNotes), never alone.
+	case *switchboard.ToolCallData, *switchboard.ToolResponseData, *switchboard.PlanData:
+		// A tool call is shown as a line of the next reply
+		// (places.ToolNotes), never alone; or, under the turn's plan, as
+		// a task of it (plan.go).
+		f.planEvent(ctx, d)
 	case *switchboard.ConfirmationRequestData:
 		f.reqs[d.ConfirmationID] = *d
 		if _, ok := f.state.Cards[d.ConfirmationID]; !ok { // not posted before a restart
@@ -150,6 +155,7 @@ func (f *follow) Show(ctx context.Context, ev switchboard.Event, p any) bool {
 		}
 		if d.State == switchboard.StateIdle && ev.Seq > 0 {
 			f.endTools(ctx)
+			f.endPlan(ctx)
 		}
 		done = f.reply == nil
 	default:

@@ -423,11 +423,11 @@ func (h *Handler) approval(ctx context.Context, sub *sessions.Subscription, k *k
 
 // shownAsProgress are the events a client that asked for progress is
 // shown: the guide's tools as they run, approvals asked and answered,
-// and the conversation passed to another guide.
+// the conversation passed to another guide, and the plan.
 func shownAsProgress(t switchboard.EventType) bool {
 	switch t {
 	case switchboard.EventToolCall, switchboard.EventToolResponse,
-		switchboard.EventConfirmationRequest, switchboard.EventConfirmationResolved, switchboard.EventHandoff:
+		switchboard.EventConfirmationRequest, switchboard.EventConfirmationResolved, switchboard.EventHandoff, switchboard.EventPlan:
 		return true
 	}
 	return false

@@ -51,6 +51,8 @@ type follow struct {
 	asker string
 	// stream is what the place knows for native streaming (stream.go).
 	stream streamPlace
+	// plan is the turn's plan, shown since its first version (plan.go).
+	plan *slackPlan
 	// replayTo is the session's last event when this run attached: events
 	// up to it may have been posted before a restart recorded progress;
 	// shown is what the thread already holds of them.
@@ -138,8 +140,8 @@ func (f *follow) Finish(ctx context.Context) { f.endReply(ctx) }
 func (f *follow) Show(ctx context.Context, ev switchboard.Event, p any) bool {
 	done := true
 	f.cur = ev.Seq
-	if ev.Seq > 0 {
-		f.tools.Note(p, ev.Time, toolLine) // shown or replayed: the same lines
+	if ev.Seq > 0 && f.plan == nil {
+		f.tools.Note(p, ev.Time, toolLine) // shown or replayed: the same lines; a plan shows them as tasks
 	}
 	adopted := false
 	if ev.Seq > 0 && ev.Seq <= f.replayTo && f.shown != nil {
@@ -149,6 +151,8 @@ func (f *follow) Show(ctx context.Context, ev switchboard.Event, p any) bool {
 			switch d := p.(type) {
 			case *switchboard.ConfirmationRequestData:
 				f.cards[d.ConfirmationID] = card{ts: ts, req: *d}
+			case *switchboard.PlanData:
+				f.adoptPlan(ts, d)
 			case *switchboard.ErrorData:
 				f.tools.Take() // it showed them
 			case *switchboard.StateData:
@@ -182,8 +186,11 @@ func (f *follow) show(ctx context.Context, ev switchboard.Event, p any) bool {
 		return false
 	case *switchboard.MessageData:
 		f.message(ctx, d)
-	case *switchboard.ToolCallData, *switchboard.ToolResponseData:
-		// Shown as a line of the next reply (places.ToolNotes), never alone.
+	case *switchboard.ToolCallData, *switchboard.ToolResponseData, *switchboard.PlanData:
+		// A tool call is shown as a line of the next reply
+		// (places.ToolNotes), never alone; or, under the turn's plan, as
+		// a task of it (plan.go).
+		f.planEvent(ctx, d)
 	case *switchboard.ConfirmationRequestData:
 		text, blocks := approvalBlocks(*d, "")
 		f.curCard = d
@@ -210,6 +217,7 @@ func (f *follow) show(ctx context.Context, ev switchboard.Event, p any) bool {
 		f.status(ctx, d)
 		if d.State == switchboard.StateIdle && ev.Seq > 0 {
 			f.endTools(ctx)
+			f.endPlan(ctx)
 		}
 		return f.reply == nil
 	default:

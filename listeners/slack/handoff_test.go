@@ -40,8 +40,9 @@ func TestHandoffIsAContextLine(t *testing.T) {
 				}
 			}
 			want := "Passed to billing: an invoice &lt;question&gt; &amp; more"
-			if len(texts) != 3 || !strings.HasPrefix(texts[0], "Let me pass you on.") || texts[1] != want || !strings.HasPrefix(texts[2], "Billing here") {
-				t.Fatalf("the thread reads %q, want support's reply, %q, billing's answer", texts, want)
+			if len(texts) != 3 || !strings.HasPrefix(texts[0], "Let me pass you on.") || texts[1] != want || !strings.HasPrefix(texts[2], "Billing here") ||
+				strings.Contains(strings.Join(texts, "\n"), "handoff") {
+				t.Fatalf("the thread reads %q, want support's reply, %q, billing's answer (and no line for the handoff tool)", texts, want)
 			}
 			var blocks []struct {
 				Type     string `json:"type"`

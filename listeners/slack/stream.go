@@ -44,15 +44,12 @@ type nativeStream struct {
 // reports false when the reply is to be posted and edited instead.
 func (f *follow) flushNative(ctx context.Context, r *streamed) bool {
 	if r.native == nil {
-		if r.tried || len(r.posted) > 0 || !f.l.nativeOK.Load() || f.stream.refused != "" || (!isDM(f.at.channel) && f.asker == "") {
+		if r.tried || len(r.posted) > 0 {
 			return false
 		}
-		thread := f.at.threadTS
+		thread := f.streamThread()
 		if thread == "" {
-			thread = f.stream.answering // a DM's top level: under the message answered
-		}
-		if thread == "" {
-			return false // nothing to stream under: Slack streams only replies
+			return false
 		}
 		r.tried = true
 		r.native = &nativeStream{thread: thread}
@@ -94,7 +91,7 @@ func (f *follow) flushNative(ctx context.Context, r *streamed) bool {
 			if n.fenceOpen {
 				head = "```\n"
 			}
-			ts, err := f.startStream(ctx, n.thread, head+chunk)
+			ts, err := f.startStream(ctx, n.thread, slackapi.MsgOptionMarkdownText(head+chunk))
 			if err != nil {
 				var se slackapi.SlackErrorResponse
 				if errors.As(err, &se) && n.sent == 0 {
@@ -138,8 +135,24 @@ func (f *follow) append(ctx context.Context, n *nativeStream, chunk string) erro
 	return nil
 }
 
-func (f *follow) startStream(ctx context.Context, thread, text string) (string, error) {
-	opts := []slackapi.MsgOption{slackapi.MsgOptionMarkdownText(text), slackapi.MsgOptionTS(thread)}
+// streamThread is the thread_ts a stream in the place goes under now, ""
+// where none may be started: the app or the place does not take streams,
+// a channel's reply has no one in particular to stream to, or there is
+// nothing to stream under (Slack streams only replies).
+func (f *follow) streamThread() string {
+	if !f.l.nativeOK.Load() || f.stream.refused != "" || (!isDM(f.at.channel) && f.asker == "") {
+		return ""
+	}
+	if f.at.threadTS != "" {
+		return f.at.threadTS
+	}
+	return f.stream.answering // a DM's top level: under the message answered
+}
+
+// startStream starts a stream under thread with what content gives
+// (markdown_text, chunks) and returns its ts.
+func (f *follow) startStream(ctx context.Context, thread string, content ...slackapi.MsgOption) (string, error) {
+	opts := append(content[:len(content):len(content)], slackapi.MsgOptionTS(thread))
 	if !isDM(f.at.channel) {
 		opts = append(opts, slackapi.MsgOptionRecipientUserID(f.asker), slackapi.MsgOptionRecipientTeamID(f.l.teamID))
 	}

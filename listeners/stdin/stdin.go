@@ -1101,10 +1101,13 @@ func (v *view) render(ev switchboard.Event) {
 			v.writeLocked(v.fit(d.Content) + "\n")
 		}
 	case *switchboard.ToolCallData:
+		if d.Name == tools.PlanTool {
+			return // the plan it shows is printed (plan.go)
+		}
 		v.writeLocked(fmt.Sprintf("  → %s %s\n", d.Name, compact(d.Args)))
 	case *switchboard.ToolResponseData:
-		if d.Name == tools.PresentTool && !d.IsError {
-			return // the card it showed is printed; its result speaks to the model
+		if tools.ShownAsCard(d.Name) && !d.IsError {
+			return // the card or plan it showed is printed; its result speaks to the model
 		}
 		mark := "←"
 		if d.IsError {
@@ -1134,6 +1137,8 @@ func (v *view) render(ev switchboard.Event) {
 		v.writeLocked(v.handoffLine(*d)) // handoff.go
 	case *switchboard.UI:
 		v.writeLocked(v.renderUILocked(d))
+	case *switchboard.PlanData:
+		v.writeLocked(planText(d))
 	case *switchboard.ErrorData:
 		if d.Code == sessions.NoticeInfo {
 			v.writeLocked(d.Message + "\n") // an answer (/who, /share), no error

@@ -43,6 +43,12 @@
     toolFailed: "failed",
     toolDone: "done",
     toolError: "error: {text}",
+    plan: "Plan",
+    planProgress: "Plan · {done}/{total} done",
+    planPending: "to do",
+    planInProgress: "in progress",
+    planDone: "done",
+    planFailed: "failed",
     approvalFor: "Approval for {tool}",
     allowTool: "Allow {tool}?",
     approve: "Approve",
@@ -213,6 +219,15 @@ header h2 { flex: 1; min-width: 0; margin: 0; font-size: 16px; font-weight: 600;
 .tool summary { cursor: pointer; }
 .tool pre, .confirm pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: 4px 0; font-size: 12px; }
 .tool.error { border-left-color: var(--sb-danger); }
+.plan { border: 1px solid var(--sb-border); border-radius: var(--sb-radius); padding: 8px 10px; font-size: 14px; }
+.plan .title { font-weight: 600; margin: 0 0 4px; }
+.plan ol, .plan ul { margin: 0; padding-left: 0; list-style: none; }
+.plan li { display: flex; gap: 6px; align-items: baseline; overflow-wrap: anywhere; }
+.plan ul.tasks li { padding-left: 22px; font-size: 13px; color: var(--sb-muted); }
+.plan .mark { flex: none; width: 16px; text-align: center; }
+.plan [data-status="done"] .mark { color: var(--sb-link); }
+.plan [data-status="failed"] .mark, .plan [data-status="failed"] { color: var(--sb-danger); }
+.plan [data-status="in_progress"] { font-weight: 600; }
 .welcome { display: flex; flex-direction: column; gap: 8px; }
 .welcome .greeting { align-self: flex-start; max-width: 88%; margin: 0; padding: 8px 11px; border-radius: var(--sb-radius); background: var(--sb-bubble); white-space: pre-wrap; overflow-wrap: anywhere; }
 .suggestions { display: flex; flex-wrap: wrap; gap: 6px; }
@@ -293,6 +308,10 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
     image: ["M4 5h16v14H4z", "M4 17l5-5 4 4 3-3 4 4", "M14.5 9a1.5 1.5 0 1 0 3 0a1.5 1.5 0 1 0-3 0"],
     clip: ["M20.5 11.5l-8.2 8.2a5 5 0 0 1-7.1-7.1l8.5-8.5a3.3 3.3 0 0 1 4.7 4.7l-8.5 8.5a1.7 1.7 0 0 1-2.4-2.4l7.8-7.8"],
     file: ["M14 3H7a2 2 0 0 0-2 2v14a2 2 0 0 0 2 2h10a2 2 0 0 0 2-2V8z", "M14 3v5h5"],
+    // A plan step's states: to do, in progress, failed (done is check).
+    pending: ["M12 5a7 7 0 1 0 0 14a7 7 0 1 0 0-14z"],
+    progress: ["M12 5a7 7 0 1 0 0 14a7 7 0 1 0 0-14z", "M12 8v4l3 2"],
+    cross: ["M6 6l12 12", "M18 6L6 18"],
   };
 
   // icon is a decorative SVG (hidden from screen readers), 1em square.
@@ -795,6 +814,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
         case "delta": return this.onDelta(d);
         case "tool_call": return this.onToolCall(d);
         case "tool_response": return this.onToolResponse(d);
+        case "plan": return this.onPlan(d);
         case "confirmation_request": return this.onConfirmationRequest(d);
         case "confirmation_resolved": return this.onConfirmationResolved(d);
         case "ui": return this.onUI(d);
@@ -1210,7 +1230,49 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
       return s;
     }
 
+    // onPlan shows the model's plan as a checklist, replaced in place by
+    // each new version within the turn; the turn's tool runs are tasks
+    // under it (planTask). A turn's end (idle) closes it: the next turn's
+    // plan is a checklist of its own.
+    onPlan(d) {
+      const steps = Array.isArray(d.steps) ? d.steps : [];
+      if (!this.plan || !this.plan.isConnected) {
+        this.plan = el("div", { class: "plan", role: "group", "aria-label": this.t("plan") },
+          el("p", { class: "title" }), el("ol", { class: "steps" }), el("ul", { class: "tasks" }));
+        this.show(this.plan);
+      }
+      const done = steps.filter((s) => s.status === "done").length;
+      this.plan.querySelector(".title").textContent = this.t("planProgress", { done, total: steps.length });
+      this.plan.querySelector(".steps").replaceChildren(...steps.map((s, i) => this.planRow(String(i + 1) + ". " + (s.title || ""), s.status)));
+      this.scrollDown();
+    }
+
+    planRow(text, status) {
+      const marks = { pending: "pending", in_progress: "progress", done: "check", failed: "cross" };
+      const words = { pending: "planPending", in_progress: "planInProgress", done: "planDone", failed: "planFailed" };
+      const st = marks[status] ? status : "pending";
+      return el("li", { "data-status": st },
+        el("span", { class: "mark" }, icon(marks[st])),
+        el("span", { class: "text", text }),
+        el("span", { class: "sr-only", text: " (" + this.t(words[st]) + ")" }));
+    }
+
+    // planTask shows a tool run as a task of the plan under way, reporting
+    // whether there is one: its row goes from in progress to done or failed.
+    planTask(id, name, status) {
+      if (!this.plan || !this.plan.isConnected) return false;
+      const tasks = this.plan.querySelector(".tasks");
+      const row = this.planRow(name || "", status);
+      row.dataset.call = id || "";
+      const old = tasks.querySelector(`li[data-call="${CSS.escape(id || "")}"]`);
+      if (old) old.replaceWith(row);
+      else tasks.append(row);
+      return true;
+    }
+
     onToolCall(d) {
+      if (d.name === "plan") return; // the plan it shows is its output
+      if (this.planTask(d.id, d.name, "in_progress")) return;
       const box = el("details", { class: "tool", "data-call": d.id },
         this.toolSummary(d.name),
         el("pre", { class: "args", text: pretty(d.args) }));
@@ -1218,6 +1280,8 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
     }
 
     onToolResponse(d) {
+      if (d.name === "plan" && !d.is_error) return;
+      if (d.name !== "plan" && this.planTask(d.tool_call_id, d.name, d.is_error ? "failed" : "done")) return;
       let box = this.log.querySelector(`.tool[data-call="${CSS.escape(d.tool_call_id || "")}"]`);
       if (!box) {
         box = el("details", { class: "tool", "data-call": d.tool_call_id }, this.toolSummary(d.name));
@@ -1421,6 +1485,7 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
     }
 
     onState(d) {
+      if (d.state === "idle") this.plan = null; // the turn's plan is complete as shown
       const key = STATE_TEXT[d.state];
       this.setStatus(key ? this.t(key, { tool: d.tool || this.t("aTool") }) : "");
     }

@@ -109,6 +109,12 @@ type Message struct {
 	Streaming      bool // started with chat.startStream and not yet stopped
 	Deleted        bool
 	History        []Revision
+
+	// TaskDisplayMode is how a streamed message shows its tasks
+	// (chat.startStream's task_display_mode): "timeline" or "plan".
+	TaskDisplayMode string
+	PlanTitle       string // the last plan_update chunk's title
+	Tasks           []Task // the task_update chunks' tasks, by first appearance
 }
 
 // Edits is the number of times the message's content changed after posting.
@@ -122,6 +128,7 @@ func (m Message) clone() Message {
 	m.Attachments = cloneRaw(m.Attachments)
 	m.Metadata = cloneRaw(m.Metadata)
 	m.Files = slices.Clone(m.Files)
+	m.Tasks = slices.Clone(m.Tasks)
 	if m.Reactions != nil {
 		r := make(map[string][]string, len(m.Reactions))
 		for k, v := range m.Reactions {

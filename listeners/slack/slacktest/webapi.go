@@ -2,6 +2,7 @@ package slacktest
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"io"
@@ -838,18 +839,19 @@ func (s *Server) chatDelete(p url.Values) apiResult {
 }
 
 // streamText validates markdown_text and chunks of a streaming call and
-// returns the text they add.
-func streamText(p url.Values) (string, *apiResult) {
+// returns the text they add, and the task and plan updates (tasks.go).
+func streamText(p url.Values) (string, []taskUpdate, *apiResult) {
 	text := p.Get("markdown_text")
 	if utf8.RuneCountInString(text) > MaxMarkdownTextChars {
 		r := errResult("msg_too_long")
-		return "", &r
+		return "", nil, &r
 	}
+	var tasks []taskUpdate
 	if raw := p.Get("chunks"); raw != "" {
 		var chunks []map[string]json.RawMessage
 		if json.Unmarshal([]byte(raw), &chunks) != nil {
 			r := errResult("invalid_chunks")
-			return "", &r
+			return "", nil, &r
 		}
 		for _, ch := range chunks {
 			var typ string
@@ -859,27 +861,33 @@ func streamText(p url.Values) (string, *apiResult) {
 				var t string
 				if json.Unmarshal(ch["text"], &t) != nil {
 					r := errResult("invalid_chunks")
-					return "", &r
+					return "", nil, &r
 				}
 				text += t
 			case "blocks":
 				var blocks []json.RawMessage
 				if json.Unmarshal(ch["blocks"], &blocks) != nil {
 					r := errResult("invalid_chunks")
-					return "", &r
+					return "", nil, &r
 				}
 				if len(blocks) > 50 {
 					r := errResult("msg_blocks_too_many")
-					return "", &r
+					return "", nil, &r
 				}
 			case "task_update", "plan_update":
+				u, ok := parseTaskChunk(typ, ch)
+				if !ok {
+					r := errResult("invalid_chunks")
+					return "", nil, &r
+				}
+				tasks = append(tasks, u)
 			default:
 				r := errResult("invalid_chunks")
-				return "", &r
+				return "", nil, &r
 			}
 		}
 	}
-	return text, nil
+	return text, tasks, nil
 }
 
 func (s *Server) chatStartStream(p url.Values) apiResult {
@@ -889,9 +897,13 @@ func (s *Server) chatStartStream(p url.Values) apiResult {
 	if streamErr != "" {
 		return errResult(streamErr)
 	}
-	text, fail := streamText(p)
+	text, tasks, fail := streamText(p)
 	if fail != nil {
 		return *fail
+	}
+	mode := p.Get("task_display_mode")
+	if mode != "" && mode != "timeline" && mode != "plan" {
+		return errResult("invalid_arguments")
 	}
 	// A streamed message is always a reply to a person's request: Slack
 	// requires thread_ts, in DMs too, and answers its absence as it does
@@ -922,7 +934,8 @@ func (s *Server) chatStartStream(p url.Values) apiResult {
 		}
 	}
 	m := &Message{Channel: ch.ID, TS: s.newTSLocked(), ThreadTS: threadTS, User: s.cfg.botUserID,
-		BotID: s.cfg.botID, Text: text, MarkdownText: true, Streaming: true}
+		BotID: s.cfg.botID, Text: text, MarkdownText: true, Streaming: true, TaskDisplayMode: cmp.Or(mode, "timeline")}
+	applyTasks(m, tasks)
 	s.storeMessageLocked(m, "chat.startStream")
 	return okResult(map[string]any{"channel": ch.ID, "ts": m.TS})
 }
@@ -939,7 +952,7 @@ func (s *Server) streamingMessageLocked(p url.Values) (*Message, string) {
 }
 
 func (s *Server) chatAppendStream(p url.Values) apiResult {
-	text, fail := streamText(p)
+	text, tasks, fail := streamText(p)
 	if fail != nil {
 		return *fail
 	}
@@ -953,12 +966,13 @@ func (s *Server) chatAppendStream(p url.Values) apiResult {
 		return errResult(code)
 	}
 	m.Text += text
+	applyTasks(m, tasks)
 	s.reviseLocked(m, "chat.appendStream")
 	return okResult(map[string]any{"channel": m.Channel, "ts": m.TS})
 }
 
 func (s *Server) chatStopStream(p url.Values) apiResult {
-	text, fail := streamText(p)
+	text, tasks, fail := streamText(p)
 	if fail != nil {
 		return *fail
 	}
@@ -979,6 +993,7 @@ func (s *Server) chatStopStream(p url.Values) apiResult {
 		return errResult(code)
 	}
 	m.Text += text
+	applyTasks(m, tasks)
 	if c.hasBlocks {
 		m.Blocks = c.blocks
 	}
