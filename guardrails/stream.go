@@ -31,13 +31,14 @@ func (g *Guard) NewStream() *Stream { return &Stream{g: g} }
 // Write adds a piece and returns the text that may be shown now (masked),
 // possibly empty. After a block, nothing more is shown.
 func (s *Stream) Write(piece string) string {
+	s.raw = append(s.raw, piece...) // kept for Close, guard or not
 	if s.g == nil {
+		s.shown = len(s.raw)
 		return piece
 	}
 	if s.blocked != nil {
 		return ""
 	}
-	s.raw = append(s.raw, piece...)
 	text := string(s.raw)
 	if res := s.g.Check(text); res.Blocked != nil {
 		s.blocked = &res

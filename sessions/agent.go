@@ -90,6 +90,10 @@ func (s *session) userTurn(ctx context.Context, j job, text string) {
 	if s.refusedByBudget(ctx, j) {
 		return
 	}
+	text, ok := s.guardInput(ctx, j, text) // guardrails.go
+	if !ok {
+		return
+	}
 	msg := switchboard.Message{Role: switchboard.RoleUser, Content: text, Files: in.Files}
 	if s.memberCount() > 1 {
 		msg.Author = in.Author.DisplayName() // several people: tell the model who spoke
@@ -272,6 +276,7 @@ func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (
 	var text strings.Builder
 	var calls []switchboard.ToolCall
 	t.tail = ""
+	out := s.outputStream()    // what people may see of the text (guardrails.go)
 	var span Span              // the call's, for the tracer (trace.go)
 	var used switchboard.Usage // the call's tokens
 	var stop string
@@ -292,10 +297,12 @@ func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (
 			switch ev.Kind {
 			case providers.EventTextDelta:
 				text.WriteString(ev.Text)
-				s.emit(ctx, switchboard.EventDelta, switchboard.DeltaData{MessageID: id, Content: ev.Text})
+				if shown := out.Write(ev.Text); shown != "" {
+					s.emit(ctx, switchboard.EventDelta, switchboard.DeltaData{MessageID: id, Content: shown})
+				}
 			case textTail:
 				text.WriteString(ev.Text)
-				t.tail = ev.Text
+				t.tail = out.Write(ev.Text)
 			case providers.EventToolCall:
 				calls = append(calls, ev.ToolCall)
 			case providers.EventUsage:
@@ -325,6 +332,7 @@ func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (
 		t.Model = req.Model
 	}
 	reply := switchboard.Message{Role: switchboard.RoleAssistant, Content: text.String(), ToolCalls: calls}
+	s.guardReply(ctx, t, out, &reply)
 	s.traceModelEnd(span, t, used, stop, &reply, nil)
 	if reply.Content == "" {
 		return reply, nil, nil

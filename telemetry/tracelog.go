@@ -32,7 +32,7 @@ type TraceLogConfig struct {
 // Line is one line of the trace log: one step of a turn. Type is one of
 // turn_start, turn_end, model_request, model_response, tool_call,
 // tool_result, approval_requested, approval_decided, compaction, handoff
-// (reserved) and error; the fields each type carries are listed in
+// (reserved), guardrail and error; the fields each type carries are listed in
 // docs/telemetry.md. Contents (System, Input, Output, Args, Result) are
 // written only with telemetry.capture_content.
 type Line struct {
@@ -69,6 +69,13 @@ type Line struct {
 
 	Summarised int `json:"summarised,omitempty"`
 	Kept       int `json:"kept,omitempty"`
+
+	// guardrail: which side, which rule, what it did and how often;
+	// never what it matched.
+	Side   string `json:"side,omitempty"`
+	Rule   string `json:"rule,omitempty"`
+	Action string `json:"action,omitempty"`
+	Count  int    `json:"count,omitempty"`
 
 	DurationMS float64 `json:"duration_ms,omitempty"`
 	Step       string  `json:"step,omitempty"` // error: the step that failed

@@ -98,6 +98,8 @@ func (t *Telemetry) Mark(ctx context.Context, st sessions.Step) {
 		t.line("compaction", st, ref, now, func(l *Line) { l.Summarised, l.Kept = st.Summarised, st.Kept })
 	case sessions.StepHandoff:
 		t.line("handoff", st, ref, now, func(l *Line) { l.Guide = st.Guide })
+	case sessions.StepGuardrail:
+		t.guardrail(span, st, ref, now)
 	}
 }
 

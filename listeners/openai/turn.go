@@ -287,7 +287,7 @@ func (t *turnOf) before(p any) (bool, *failure) {
 			t.started = true
 		}
 	case *switchboard.ErrorData:
-		if d.For == t.author.Key() && (d.Code == switchboard.ErrCodeBusy || d.Code == switchboard.ErrCodeBudget) {
+		if d.For == t.author.Key() && (d.Code == switchboard.ErrCodeBusy || d.Code == switchboard.ErrCodeBudget || d.Code == switchboard.ErrCodeGuardrail) {
 			return true, turnFailure(d)
 		}
 	}
@@ -420,6 +420,9 @@ func turnFailure(d *switchboard.ErrorData) *failure {
 		return &failure{http.StatusConflict, "invalid_request_error", "session_busy", d.Message}
 	case switchboard.ErrCodeBudget:
 		return &failure{http.StatusTooManyRequests, "insufficient_quota", "budget_exceeded", d.Message}
+	case switchboard.ErrCodeGuardrail:
+		// The guide's guardrails refused the message (docs/guardrails.md).
+		return &failure{http.StatusBadRequest, "invalid_request_error", "guardrail_blocked", d.Message}
 	case switchboard.ErrCodeStorage:
 		return &failure{http.StatusServiceUnavailable, "server_error", "storage_unavailable", d.Message}
 	case switchboard.ErrCodeProvider:
