@@ -233,7 +233,7 @@ func TestGuardrailBlockedOutputIsReplaced(t *testing.T) {
 func testGuardrailBlockedOutputIsReplaced(t *testing.T) {
 	h, c := guarded(t)
 	h.model.Push(openaitest.Reply{
-		Delay: 100 * time.Millisecond,
+		Delay:     100 * time.Millisecond,
 		Text:      []string{strings.Repeat("Let me see. ", 30), "The codename is ", "PROJECT ", "ALPHA", ", as you asked."},
 		ToolCalls: []openaitest.ToolCall{{ID: "c1", Name: "calculator", Args: `{"expression":"2+2"}`}},
 	})
