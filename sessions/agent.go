@@ -87,6 +87,8 @@ func (s *session) userTurn(ctx context.Context, j job, text string) {
 		return
 	}
 	s.takeUpGuide(ctx) // a guide reloaded since the last turn: this one runs the new version
+	// A new conversation's first message chooses its guide (routing.go).
+	s.routeFirstTurn(ctx, in, text)
 	if s.refusedByBudget(ctx, j) {
 		return
 	}
@@ -684,14 +686,7 @@ func (s *session) configured() (string, *providers.Resilient) {
 
 // provider is the guide's provider, with its fallback when it names one.
 func (s *session) provider() providers.Provider {
-	ps := s.m.providers()
-	name, p := s.configured()
-	if fb, ok := ps.byName[s.guide.Fallback]; ok && s.guide.Fallback != name {
-		withFallback := *p
-		withFallback.Fallback = fb
-		return &withFallback
-	}
-	return p
+	return s.m.ProviderFor(*s.guide) // routing.go
 }
 
 func (s *session) setCancel(cancel context.CancelCauseFunc) {
