@@ -73,26 +73,25 @@ func TestSIGHUPSwapsTheRouting(t *testing.T) {
 	defer llm.Close()
 	g, _ := editableGateway(t, llm)
 	s := g.serve([]string{"TEST_OPENAI_KEY=k"})
-	wsTurn(t, wsClient(t, s), "m1", "my widget is broken")
-	if p := lastSystemPrompt(t, llm); strings.Contains(p, "Acme Widgets") {
-		t.Fatalf("routed before any rule: %q", p)
+	// support answers a new conversation about a widget, or not.
+	support := func(when string, want bool) {
+		t.Helper()
+		wsTurn(t, wsClient(t, s), "m1", "my widget is broken")
+		if p := lastSystemPrompt(t, llm); strings.Contains(p, "Acme Widgets") != want {
+			t.Fatalf("%s, a new conversation about a widget got %q", when, p)
+		}
 	}
+	support("before any rule", false)
 
 	replaceIn(t, g.config, "guides:\n", "routing:\n  rules:\n    - { match: '(?i)widget', guide: support }\nguides:\n")
 	s.hup()
 	s.waitReloads("config", "ok", 1)
-	wsTurn(t, wsClient(t, s), "m1", "my widget is broken")
-	if p := lastSystemPrompt(t, llm); !strings.Contains(p, "Acme Widgets") {
-		t.Fatalf("after the reload, a new conversation about a widget got %q", p)
-	}
+	support("after the reload", true)
 
 	replaceIn(t, g.config, "guide: support", "guide: billing")
 	s.hup()
 	s.waitReloads("config", "error", 1)
-	wsTurn(t, wsClient(t, s), "m1", "another widget")
-	if p := lastSystemPrompt(t, llm); !strings.Contains(p, "Acme Widgets") {
-		t.Fatalf("a refused reload changed the routing: %q", p)
-	}
+	support("after a refused reload", true)
 	s.stop()
 	if logs := s.logs.String(); !strings.Contains(logs, `routing.rules[0].guide: no guide \"billing\"`) {
 		t.Fatalf("the refused reload does not name the rule:\n%s", logs)
