@@ -309,6 +309,7 @@ func (t *turnOf) before(p any) (bool, *failure) {
 // the connection.
 func (h *Handler) follow(ctx context.Context, sub *sessions.Subscription, k *key, author switchboard.Author, mine *turnOf, out answer, progress bool) *failure {
 	var failed *failure
+	streamed := streamedText{}
 	tick := time.NewTicker(h.cfg.KeepAlive)
 	defer tick.Stop()
 	stored := mine != nil
@@ -345,6 +346,11 @@ func (h *Handler) follow(ctx context.Context, sub *sessions.Subscription, k *key
 		switch d := p.(type) {
 		case *switchboard.DeltaData:
 			out.text(d.Content)
+			streamed.delta(d)
+		case *switchboard.MessageData:
+			if rest := streamed.rest(d); rest != "" {
+				out.text(rest) // replaced.go
+			}
 		case *switchboard.UsageData:
 			out.usage(d.Usage)
 		case *switchboard.ToolsRequestedData:
@@ -364,6 +370,11 @@ func (h *Handler) follow(ctx context.Context, sub *sessions.Subscription, k *key
 			if d.For == author.Key() && (d.Code == switchboard.ErrCodeBadInput || d.Code == switchboard.ErrCodeForbidden) {
 				// Tool results the session would not take: nothing ran.
 				return resultsRefused(d)
+			}
+			if d.For == author.Key() && d.Code == switchboard.ErrCodeGuardrail {
+				// The message was refused before its turn: none runs,
+				// and no idle follows (docs/guardrails.md).
+				return turnFailure(d)
 			}
 			if f := turnFailure(d); f != nil {
 				if d.Code == switchboard.ErrCodeRestarting {
