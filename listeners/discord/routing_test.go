@@ -7,7 +7,7 @@ import (
 	"github.com/switchboard-gw/switchboard/listeners/discord/discordtest"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
 	"github.com/switchboard-gw/switchboard/routing"
-	"github.com/switchboard-gw/switchboard/sessions"
+	"github.com/switchboard-gw/switchboard/sessions/sessionstest"
 )
 
 // A thread opened by a mention in a server's channel is routed by the
@@ -15,18 +15,11 @@ import (
 // them in with the first message, since the thread's own id is the place.
 func TestRoutingByTheDiscordServerAndChannel(t *testing.T) {
 	for _, place := range []string{discordtest.DefaultGuildID, discordtest.DefaultChannelID} {
-		r := newTunedRig(t, func(cfg *sessions.Config) {
-			table, err := routing.New([]routing.RuleSpec{{Guide: "support", Channel: "discord", Place: place}}, nil, cfg.DefaultGuide)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg.Router = table
-		})
+		r := newTunedRig(t, sessionstest.Routed(t, routing.RuleSpec{Guide: "support", Channel: "discord", Place: place}))
 		r.gw.LLM.Push(openaitest.Reply{Text: []string{"Routed."}})
 		_, thread := r.mention(alice, "hello")
 		r.eventually("the answer", func() bool { return strings.Contains(allContent(r.botMessages(thread)), "Routed.") })
-		reqs := r.gw.LLM.Requests()
-		if system := openaitest.Text(reqs[len(reqs)-1].Messages[0].Content); !strings.Contains(system, "Acme Widgets") {
+		if system, _ := r.gw.LLM.LastSystem(); !strings.Contains(system, "Acme Widgets") {
 			t.Errorf("a rule on place %s: the thread's conversation was answered with %q, want support's prompt", place, system)
 		}
 	}

@@ -7,52 +7,22 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	sdk "github.com/openai/openai-go/v3"
 
-	"github.com/switchboard-gw/switchboard/guides"
 	listener "github.com/switchboard-gw/switchboard/listeners/openai"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
-	"github.com/switchboard-gw/switchboard/sessions"
 	"github.com/switchboard-gw/switchboard/sessions/sessionstest"
 )
-
-// guardedGuide refuses passwords in what people send and a codename in
-// its answers (docs/guardrails.md).
-const guardedGuide = `---
-name: guarded
-description: Keeps a secret
-guardrails:
-  input:
-    block:
-      - { name: password, pattern: '(?i)password\s*[:=]', message: Please never send passwords here. }
-  output:
-    block:
-      - { name: codename, pattern: 'PROJECT [A-Z]{5}', message: That answer cannot be shown. }
----
-You keep a secret.
-`
 
 // guardedAPI is the API over sessions whose one guide is guardedGuide.
 func guardedAPI(t *testing.T) *api {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	gw := sessionstest.NewTuned(t, "../../guides", log, func(cfg *sessions.Config) {
-		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "guarded.md"), []byte(guardedGuide), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		catalog, err := guides.LoadDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Guides, cfg.DefaultGuide = catalog, "guarded"
-	})
+	gw := sessionstest.NewTuned(t, "../../guides", log, sessionstest.OnlyGuide(t, "guarded", sessionstest.GuardedGuide))
 	ctx, cancel := context.WithCancel(context.Background())
 	mux := http.NewServeMux()
 	rec := &seen{Manager: gw.Manager, deleted: make(chan string, 100)}
@@ -92,7 +62,7 @@ func TestGuardrailBlockedAnswerEndsWithTheRulesMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := res.Choices[0].Message.Content; !strings.HasSuffix(got, "That answer cannot be shown.") || strings.Contains(got, "PROJECT") {
+	if got := res.Choices[0].Message.Content; !strings.HasSuffix(got, sessionstest.GuardedMessage) || strings.Contains(got, "PROJECT") {
 		t.Fatalf("the answer is %q, want it to end with the block's message", got)
 	}
 
@@ -105,7 +75,7 @@ func TestGuardrailBlockedAnswerEndsWithTheRulesMessage(t *testing.T) {
 	if err := stream.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if got := acc.Choices[0].Message.Content; !strings.HasSuffix(got, "That answer cannot be shown.") || strings.Contains(got, "PROJECT") {
+	if got := acc.Choices[0].Message.Content; !strings.HasSuffix(got, sessionstest.GuardedMessage) || strings.Contains(got, "PROJECT") {
 		t.Fatalf("the streamed answer is %q, want it to end with the block's message", got)
 	}
 }

@@ -1,57 +1,27 @@
 package slack_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/switchboard-gw/switchboard/guides"
 	"github.com/switchboard-gw/switchboard/listeners/slack/slacktest"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
-	"github.com/switchboard-gw/switchboard/sessions"
+	"github.com/switchboard-gw/switchboard/sessions/sessionstest"
 )
-
-// guardedGuide blocks a codename in its answers (docs/guardrails.md).
-const guardedGuide = `---
-name: guarded
-description: Keeps a secret
-guardrails:
-  output:
-    block:
-      - { name: codename, pattern: 'PROJECT [A-Z]{5}', message: That answer cannot be shown. }
----
-You keep a secret.
-`
-
-// withGuarded makes the guarded guide the sessions' default.
-func withGuarded(t *testing.T) func(*sessions.Config) {
-	return func(cfg *sessions.Config) {
-		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "guarded.md"), []byte(guardedGuide), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		catalog, err := guides.LoadDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Guides, cfg.DefaultGuide = catalog, "guarded"
-	}
-}
 
 // An answer a guardrail blocked after part of it streamed natively ends
 // as the block's message: the streamed message is stopped and edited, so
 // the text that streamed does not stay in the thread.
 func TestABlockedAnswerReplacesWhatStreamed(t *testing.T) {
-	r := newTunedRig(t, withGuarded(t), nil)
+	r := newTunedRig(t, sessionstest.OnlyGuide(t, "guarded", sessionstest.GuardedGuide), nil)
 	prefix := strings.Repeat("Let me look that up for you. ", 20)
 	r.gw.LLM.Push(openaitest.Reply{Delay: 50 * time.Millisecond,
 		Text: []string{prefix, "More words to push it out. ", "And more. ", "The codename is ", "PROJECT ", "ALPHA", "."}})
 	ev := r.fake.AppMentionEvent(slacktest.UserMessage{Channel: "C1", User: alice.ID, Text: "the codename?"})
 	r.send(ev)
 	root := ev["ts"].(string)
-	msgs := r.answered("C1", root, "That answer cannot be shown.")
+	msgs := r.answered("C1", root, sessionstest.GuardedMessage)
 	streamed := false
 	for _, q := range append(r.fake.Requests("chat.startStream"), r.fake.Requests("chat.appendStream")...) {
 		if strings.Contains(q.Params.Get("markdown_text"), "Let me look") {
