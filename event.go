@@ -399,4 +399,9 @@ const (
 	// it resets; a turn stopped half way also ends with a stored error
 	// event of this code.
 	ErrCodeBudget = "budget_exceeded"
+	// ErrCodeGuardrail: a rule of the guide's guardrails refused a
+	// person's message before the model saw it (issue 30); the message
+	// is the rule's. Sent as a notice to its writer; nothing of the
+	// message is stored.
+	ErrCodeGuardrail = "guardrail_blocked"
 )

@@ -32,6 +32,11 @@ type Input struct {
 	// session in several places ("slack:T1:C1:1700000000.000100"): those
 	// places show it to the others, and not back where it came from.
 	Place string
+	// Where are ids the place is known by besides its address, from the
+	// widest (a Discord server, then the channel a thread was opened
+	// in), for routing a new conversation (docs/routing.md); a Slack
+	// address names its workspace and channel itself.
+	Where []string `json:",omitempty"`
 	// Grant is a role the channel vouches for, for a person its
 	// configuration names ("approver": Slack's or Discord's approvers).
 	// It raises the person's role in the session, never lowers it, and

@@ -12,8 +12,8 @@ import (
 type detector struct {
 	pattern *regexp.Regexp
 	valid   func(match string) bool // nil: every match counts
-	// maxLen bounds a match's length in bytes (a stream holds back as
-	// much, see Stream).
+	// maxLen bounds a match's length in bytes, as the pattern allows it
+	// (a stream holds back as much, see Stream).
 	maxLen int
 }
 
@@ -28,20 +28,20 @@ func newDetector(name string) (detector, bool) {
 	case "email":
 		// RFC 5322's common form; quoted local parts and IP literals are
 		// not personal data worth the complexity.
-		return detector{pattern: regexp.MustCompile(`[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)*\.[A-Za-z]{2,24}`), maxLen: 254}, true
+		return detector{pattern: regexp.MustCompile(`[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?){0,3}\.[A-Za-z]{2,24}`), maxLen: 345}, true
 	case "phone":
 		// International (+49 30 1234567) and national numbers with
 		// separators, 7 to 15 digits (E.164's bound); dates and amounts
 		// are told apart by needing a + or a leading 0 or parentheses.
-		return detector{pattern: regexp.MustCompile(`(?:\+[1-9]\d{0,2}|\(0\d{1,4}\)|\b0\d{1,4})(?:[ .\-/]?\(?\d{1,5}\)?){2,6}\b`), valid: phoneDigits, maxLen: 32}, true
+		return detector{pattern: regexp.MustCompile(`(?:\+[1-9]\d{0,2}|\(0\d{1,4}\)|\b0\d{1,4})(?:[ .\-/]?\(?\d{1,5}\)?){2,6}\b`), valid: phoneDigits, maxLen: 56}, true
 	case "iban":
-		return detector{pattern: regexp.MustCompile(`\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{1,4}){3,8}\b`), valid: validIBAN, maxLen: 42}, true
+		return detector{pattern: regexp.MustCompile(`\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{1,4}){3,8}\b`), valid: validIBAN, maxLen: 44}, true
 	case "credit_card":
 		return detector{pattern: regexp.MustCompile(`\b\d(?:[ \-]?\d){12,18}\b`), valid: luhn, maxLen: 40}, true
 	case "secret":
 		// API keys and tokens by their vendors' prefixes, and private
 		// keys' PEM headers.
-		return detector{pattern: regexp.MustCompile(`\b(?:sk-(?:proj-|ant-)?[A-Za-z0-9_\-]{20,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,}|xox[abprs]-[A-Za-z0-9\-]{10,}|AIza[0-9A-Za-z_\-]{35}|glpat-[A-Za-z0-9_\-]{20,})|-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----`), maxLen: 200}, true
+		return detector{pattern: regexp.MustCompile(`\b(?:sk-(?:proj-|ant-)?[A-Za-z0-9_\-]{20,255}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{40,255}|xox[abprs]-[A-Za-z0-9\-]{10,255}|AIza[0-9A-Za-z_\-]{35}|glpat-[A-Za-z0-9_\-]{20,255})|-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----`), maxLen: 270}, true
 	}
 	return detector{}, false
 }

@@ -150,6 +150,12 @@ func TestANilGuardLetsEverythingThrough(t *testing.T) {
 	if got := s.Write("abc"); got != "abc" {
 		t.Errorf("write %q", got)
 	}
+	s.Write("def")
+	// The whole is the text (a caller takes its answer from it), and
+	// nothing is left to show.
+	if rest, whole := s.Close(); rest != "" || whole.Text != "abcdef" || whole.Blocked != nil || !s.Shown() {
+		t.Errorf("close: rest %q, whole %+v, shown %v", rest, whole, s.Shown())
+	}
 	if New() != nil {
 		t.Error("New() of no rules is not nil")
 	}

@@ -1,6 +1,9 @@
 package guardrails
 
-import "unicode/utf8"
+import (
+	"slices"
+	"unicode/utf8"
+)
 
 // A Stream checks text that arrives in pieces (a model's streamed answer)
 // before any of it is shown: Write takes a piece and returns what may be
@@ -31,20 +34,42 @@ func (g *Guard) NewStream() *Stream { return &Stream{g: g} }
 // Write adds a piece and returns the text that may be shown now (masked),
 // possibly empty. After a block, nothing more is shown.
 func (s *Stream) Write(piece string) string {
+	s.raw = append(s.raw, piece...) // kept for Close, guard or not
 	if s.g == nil {
+		s.shown = len(s.raw)
 		return piece
 	}
 	if s.blocked != nil {
 		return ""
 	}
-	s.raw = append(s.raw, piece...)
 	text := string(s.raw)
-	if res := s.g.Check(text); res.Blocked != nil {
-		s.blocked = &res
-		return ""
+	// Only the window can hold a match not found by an earlier Write: a
+	// new match ends in the new piece, so it starts at most hold before
+	// the text's old end, past what was shown. The window starts a hold
+	// before that, and a match found at its very start is left out (its
+	// \b or ^ may be the cut's, not the text's). Each Write so scans what
+	// is new and a hold, not the whole answer again.
+	from := max(0, s.shown-s.g.hold)
+	window := text[from:]
+	inWindow := func(start int) bool { return from == 0 || start > 0 }
+	for i := range s.g.blocks {
+		b := &s.g.blocks[i]
+		if n := countFunc(b.find(window), func(m []int) bool { return inWindow(m[0]) }); n > 0 {
+			msg := b.Message
+			if msg == "" {
+				msg = DefaultBlockMessage
+			}
+			s.blocked = &Result{Text: msg, Blocked: b, Decisions: []Decision{{Rule: b.Name, Action: Block, Count: n}}}
+			return ""
+		}
+	}
+	spans, _ := s.g.maskSpans(window)
+	spans = slices.DeleteFunc(spans, func(sp span) bool { return !inWindow(sp.start) })
+	for i := range spans {
+		spans[i].start += from
+		spans[i].end += from
 	}
 	safe := len(text) - s.g.hold
-	spans, _ := s.g.maskSpans(text)
 	for _, sp := range spans {
 		if sp.start < safe && safe < sp.end {
 			safe = sp.start // never cut a match
@@ -59,6 +84,16 @@ func (s *Stream) Write(piece string) string {
 	out := apply(text, spans, s.shown, safe)
 	s.shown = safe
 	return out
+}
+
+func countFunc(ms [][]int, keep func([]int) bool) int {
+	n := 0
+	for _, m := range ms {
+		if keep(m) {
+			n++
+		}
+	}
+	return n
 }
 
 // Close ends the text: it returns what is left to show, and the whole

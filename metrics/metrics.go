@@ -32,6 +32,8 @@ type Metrics struct {
 
 	// What turns spent, and budgets refused (spend.go).
 	tokens, cost, unpriced, budgetRefusals *prometheus.CounterVec
+	// Guardrails' decisions (guardrails.go).
+	guardrails *prometheus.CounterVec
 
 	// Registered by Cluster, on PostgreSQL only.
 	leasesLost prometheus.Counter
@@ -92,8 +94,9 @@ func New() *Metrics {
 		}),
 	}
 	m.tokens, m.cost, m.unpriced, m.budgetRefusals = spendCounters()
+	m.guardrails = guardrailCounter()
 	m.reg.MustRegister(
-		m.tokens, m.cost, m.unpriced, m.budgetRefusals,
+		m.tokens, m.cost, m.unpriced, m.budgetRefusals, m.guardrails,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.events, m.turns, m.turnSeconds, m.resumed, m.refused, m.writeFails, m.wsConnections, m.wsFrames, m.wsClosed,

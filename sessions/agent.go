@@ -90,7 +90,13 @@ func (s *session) userTurn(ctx context.Context, j job, text string) {
 		return
 	}
 	s.takeUpGuide(ctx) // a guide reloaded since the last turn: this one runs the new version
+	// A new conversation's first message chooses its guide (routing.go).
+	s.routeFirstTurn(ctx, in, text)
 	if s.refusedByBudget(ctx, j) {
+		return
+	}
+	text, ok := s.guardInput(ctx, j, text) // guardrails.go
+	if !ok {
 		return
 	}
 	msg := switchboard.Message{Role: switchboard.RoleUser, Content: text, Files: in.Files}
@@ -275,6 +281,7 @@ func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (
 	var text strings.Builder
 	var calls []switchboard.ToolCall
 	t.tail = ""
+	out := s.outputStream()    // what people may see of the text (guardrails.go)
 	var span Span              // the call's, for the tracer (trace.go)
 	var used switchboard.Usage // the call's tokens
 	var stop string
@@ -295,10 +302,12 @@ func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (
 			switch ev.Kind {
 			case providers.EventTextDelta:
 				text.WriteString(ev.Text)
-				s.emit(ctx, switchboard.EventDelta, switchboard.DeltaData{MessageID: id, Content: ev.Text})
+				if shown := out.Write(ev.Text); shown != "" {
+					s.emit(ctx, switchboard.EventDelta, switchboard.DeltaData{MessageID: id, Content: shown})
+				}
 			case textTail:
 				text.WriteString(ev.Text)
-				t.tail = ev.Text
+				t.tail = out.Write(ev.Text)
 			case providers.EventToolCall:
 				calls = append(calls, ev.ToolCall)
 			case providers.EventUsage:
@@ -328,6 +337,7 @@ func (s *session) callModel(ctx, turnCtx context.Context, t *turn, final bool) (
 		t.Model = req.Model
 	}
 	reply := switchboard.Message{Role: switchboard.RoleAssistant, Content: text.String(), ToolCalls: calls}
+	s.guardReply(ctx, t, out, &reply)
 	s.traceModelEnd(span, t, used, stop, &reply, nil)
 	if reply.Content == "" {
 		return reply, nil, nil
@@ -689,14 +699,7 @@ func (s *session) configured() (string, *providers.Resilient) {
 
 // provider is the guide's provider, with its fallback when it names one.
 func (s *session) provider() providers.Provider {
-	ps := s.m.providers()
-	name, p := s.configured()
-	if fb, ok := ps.byName[s.guide.Fallback]; ok && s.guide.Fallback != name {
-		withFallback := *p
-		withFallback.Fallback = fb
-		return &withFallback
-	}
-	return p
+	return s.m.ProviderFor(*s.guide) // routing.go
 }
 
 func (s *session) setCancel(cancel context.CancelCauseFunc) {

@@ -99,6 +99,9 @@ type Config struct {
 	Guides *guides.Catalog
 	// DefaultGuide is used when a session is opened without naming one.
 	DefaultGuide string
+	// Router, when set, chooses the guide of a session opened without
+	// naming one, at its first message (routing.go; SetRouter swaps it).
+	Router Router
 	// Providers by configured name; DefaultProvider serves guides that
 	// name none.
 	Providers       map[string]*providers.Resilient
@@ -285,6 +288,8 @@ type Manager struct {
 	// lims, the limits in force (SetLimits).
 	provs atomic.Pointer[providerSet]
 	lims  atomic.Pointer[Limits]
+	// routes choose new conversations' guides (routing.go, SetRouter).
+	routes atomic.Pointer[routes]
 
 	loadMu    sync.Mutex // serialises loading, never held on the hot path
 	liveCount atomic.Int64
@@ -624,6 +629,9 @@ func (m *Manager) open(ctx context.Context, opts AttachOptions) (s *session, cre
 		}
 	}
 	s, err = m.create(ctx, opts.Key, opts.Guide, opts.Author)
+	if err == nil && opts.Guide == "" {
+		s.routeFirst.Store(true) // the channel asked for none: routing.go
+	}
 	if opts.Key != "" && errors.Is(err, switchboard.ErrExists) {
 		// Made a moment ago by another attach, here or on another
 		// replica (two messages of a new thread): that one it is.

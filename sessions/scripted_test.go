@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/providers"
@@ -19,7 +20,7 @@ import (
 // since a goroutine waiting on the network is not durably blocked and the
 // bubble's clock would never move. It answers from the same script as
 // openaitest (its Text and ToolCalls, streamed in that order, then usage
-// and done) and records the requests it was given.
+// and done; Delay between two pieces of text) and records the requests it was given.
 type scripted struct {
 	mu        sync.Mutex
 	script    []openaitest.Reply
@@ -64,11 +65,14 @@ func (s *scripted) Stream(ctx context.Context, req providers.Request) iter.Seq2[
 			r = openaitest.Reply{Text: []string{"ok"}}
 		}
 		s.mu.Unlock()
-		if r.Status != 0 || r.Cut || r.Hang || r.Gate != nil || r.Delay != 0 {
-			yield(providers.Event{}, fmt.Errorf("scripted model: only Text and ToolCalls are scripted in process, not %+v", r))
+		if r.Status != 0 || r.Cut || r.Hang || r.Gate != nil {
+			yield(providers.Event{}, fmt.Errorf("scripted model: only Text, ToolCalls and Delay are scripted in process, not %+v", r))
 			return
 		}
-		for _, t := range r.Text {
+		for i, t := range r.Text {
+			if i > 0 && r.Delay > 0 {
+				time.Sleep(r.Delay) // in a bubble, the text before goes out first
+			}
 			if ctx.Err() != nil {
 				yield(providers.Event{}, context.Cause(ctx))
 				return

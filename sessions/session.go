@@ -159,6 +159,9 @@ type session struct {
 	// input (persist), so a page view that sends nothing stores nothing.
 	persistMu sync.Mutex
 	unstored  atomic.Bool
+	// routeFirst: the session was opened without a guide; its first
+	// message chooses one (routing.go).
+	routeFirst atomic.Bool
 
 	// remote: another replica runs the session; this one mirrors it
 	// (cluster.go). promoteMu orders taking it over; pullMu, reading the

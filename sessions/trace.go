@@ -53,6 +53,7 @@ const (
 	StepApproval   StepKind = "approval"   // Mark: requested; Begin/End: the wait, from request to decision
 	StepCompaction StepKind = "compaction" // Mark: the conversation was summarised
 	StepHandoff    StepKind = "handoff"    // Mark: a turn handed to another guide, or a handoff refused
+	StepGuardrail  StepKind = "guardrail"  // Mark: a guardrail applied (Side, Rule, Decision: block | mask, Count, By)
 )
 
 // TraceRef is a span's identity, as hex strings; stored with the turn.
@@ -114,6 +115,11 @@ type Step struct {
 	// not_listed, …; "" when made), and the model's reason (content).
 	From, To, Refused string
 	Reason            string
+
+	// Guardrail: the side (input | output) and the rule; Decision is its
+	// action, Count how often it applied, By whose message (input).
+	Side, Rule string
+	Count      int
 
 	// End: how it ended. Outcome is the turn's (answered, stopped, error,
 	// interrupted, awaiting_approval); ErrType and Err say why it failed,

@@ -32,7 +32,7 @@ type TraceLogConfig struct {
 // Line is one line of the trace log: one step of a turn. Type is one of
 // turn_start, turn_end, model_request, model_response, tool_call,
 // tool_result, approval_requested, approval_decided, compaction, handoff
-// and error; the fields each type carries are listed in
+// guardrail and error; the fields each type carries are listed in
 // docs/telemetry.md. Contents (System, Input, Output, Args, Result) are
 // written only with telemetry.capture_content.
 type Line struct {
@@ -74,6 +74,13 @@ type Line struct {
 	To      string `json:"to,omitempty"`      // handoff: the guide passed (or refused) to
 	Refused string `json:"refused,omitempty"` // handoff: why it was refused
 	Reason  string `json:"reason,omitempty"`  // handoff: the model's reason (content)
+
+	// guardrail: which side, which rule, what it did and how often;
+	// never what it matched.
+	Side   string `json:"side,omitempty"`
+	Rule   string `json:"rule,omitempty"`
+	Action string `json:"action,omitempty"`
+	Count  int    `json:"count,omitempty"`
 
 	DurationMS float64 `json:"duration_ms,omitempty"`
 	Step       string  `json:"step,omitempty"` // error: the step that failed

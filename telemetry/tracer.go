@@ -108,6 +108,8 @@ func (t *Telemetry) Mark(ctx context.Context, st sessions.Step) {
 				l.Reason = st.Reason
 			}
 		})
+	case sessions.StepGuardrail:
+		t.guardrail(span, st, ref, now)
 	}
 }
 

@@ -33,7 +33,9 @@ const PresentTool = "present"
 //
 // The plan tool's output is the plan (PlanTool), shown the same way; a
 // handoff's (HandoffTool) is the line "Passed to …" its event shows.
-func ShownAsCard(name string) bool { return name == PresentTool || name == PlanTool || name == HandoffTool }
+func ShownAsCard(name string) bool {
+	return name == PresentTool || name == PlanTool || name == HandoffTool
+}
 
 // HandoffTool is the name of the built-in tool that passes a
 // conversation to another guide (sessions/handoff.go).

@@ -172,7 +172,7 @@ func (d *doctor) run(ctx context.Context, sets []string) []checkResult {
 
 	provs, _, buildErr := buildProviders(d.cfg, d.environ, slog.New(slog.DiscardHandler))
 	catalog, guidesResult := d.checkGuides(provs, buildErr)
-	results = append(results, guidesResult)
+	results = append(results, guidesResult, d.checkRouting(catalog)) // routing.go
 
 	// Providers answer in parallel; their rows keep the config's order.
 	provResults := make([]checkResult, len(d.cfg.Providers))

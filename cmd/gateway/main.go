@@ -225,6 +225,9 @@ Flags:
 	if _, ok := catalog.Get(cfg.Guides.Default); !ok {
 		return fmt.Errorf("guides.default: no guide %q in %s (have: %s)", cfg.Guides.Default, cfg.Guides.Dir, strings.Join(catalog.Names(), ", "))
 	}
+	if _, err := routingTable(cfg, catalog, nil); err != nil { // routing.go
+		return err
+	}
 
 	if err := checkWebSocket(cfg, environ); err != nil {
 		return err
@@ -293,6 +296,10 @@ Flags:
 			}
 		},
 	})
+	if err := startRouting(cfg, catalog, manager); err != nil { // routing.go
+		stopSessions()
+		return err
+	}
 	// Sessions stop after the listeners, so a turn in flight can still be
 	// stored; then the store flushes on Close.
 	defer func() {
@@ -325,6 +332,7 @@ Flags:
 	// on SIGHUP (reload.go).
 	rl := newReloader(*configFile, sets, environ, cfg, catalog, tb, manager, provs, parts, mets, log)
 	rl.handle(listenerAccess(slackListener, discordListener))
+	rl.handle(routingReload(catalog, manager)) // routing.go
 	rl.follow(ctx, hup)
 
 	// What a crash or the last shutdown left under way goes on now.
@@ -419,8 +427,8 @@ Flags:
 		// prompt only for a person's terminal that shows them.
 		l := &stdin.Listener{
 			In: in, Out: out, Interactive: interactive, Author: localUser(environ),
-			Styled: interactive && isTerminal(out) && termName != "dumb",
-			Guide:  cfg.Guides.Default, Sessions: manager, Logger: log,
+			Styled:   interactive && isTerminal(out) && termName != "dumb",
+			Sessions: manager, Logger: log, // no guide: routing's, else guides.default
 			ImageDir: dataDir(cfg, "images"),
 			Session:  *session, Notices: notices, LogNote: logNote,
 		}

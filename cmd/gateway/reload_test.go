@@ -122,16 +122,11 @@ func wsTurn(t *testing.T, c *gws.Conn, id, text string) {
 // lastSystemPrompt is the system message of the model's last request.
 func lastSystemPrompt(t *testing.T, llm *openaitest.Server) string {
 	t.Helper()
-	reqs := llm.Requests()
-	if len(reqs) == 0 {
+	system, ok := llm.LastSystem()
+	if !ok {
 		t.Fatal("the model was never called")
 	}
-	for _, m := range reqs[len(reqs)-1].Messages {
-		if m.Role == "system" {
-			return openaitest.Text(m.Content)
-		}
-	}
-	return ""
+	return system
 }
 
 // A guide edited on disk is the next turn's system prompt, on a /ws

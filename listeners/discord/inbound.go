@@ -71,7 +71,7 @@ func (l *Listener) onMessage(ctx context.Context, m *discordgo.Message) {
 			l.submitFiles(place, b, author, roles, text, m.ID, m.Attachments)
 			return
 		}
-		l.submitText(ctx, b, author, roles, cmp.Or(text, "Hello!"), m.ID)
+		l.submitText(ctx, b, author, roles, cmp.Or(text, "Hello!"), m.ID, whereOf(m))
 	})
 }
 
@@ -155,8 +155,8 @@ func threadName(text string) string {
 
 // submitText gives a place's session a message or command; a refusal is
 // told to its writer.
-func (l *Listener) submitText(ctx context.Context, b switchboard.Binding, author switchboard.Author, roles []string, text, clientID string) {
-	in := switchboard.Input{Author: author, Text: text, ClientID: clientID, Grant: string(l.role(author.ID, roles))}
+func (l *Listener) submitText(ctx context.Context, b switchboard.Binding, author switchboard.Author, roles []string, text, clientID string, where []string) {
+	in := switchboard.Input{Author: author, Text: text, ClientID: clientID, Grant: string(l.role(author.ID, roles)), Where: where}
 	if err := l.places.SubmitText(ctx, b, in); err != nil {
 		l.refused(ctx, b.Address, author.ID, err)
 	}
@@ -521,7 +521,7 @@ func (l *Listener) onCommand(ctx context.Context, i *discordgo.Interaction, plac
 				return
 			}
 		}
-		l.submitText(ctx, b, author, roles, text, "cmd:"+i.ID)
+		l.submitText(ctx, b, author, roles, text, "cmd:"+i.ID, nil)
 	})
 }
 
@@ -561,4 +561,15 @@ func commandText(sub *discordgo.ApplicationCommandInteractionDataOption) string 
 		add(arg("id"))
 	}
 	return text
+}
+
+// whereOf are the ids a message's place is known by besides its own
+// (switchboard.Input.Where), for routing a conversation it starts
+// (docs/routing.md): in a server, the server and the channel the message
+// was written in; a thread it opens is the place.
+func whereOf(m *discordgo.Message) []string {
+	if m.GuildID == "" {
+		return nil
+	}
+	return []string{m.GuildID, m.ChannelID}
 }

@@ -311,7 +311,7 @@ func (t *turnOf) before(p any) (bool, *failure) {
 			t.started = true
 		}
 	case *switchboard.ErrorData:
-		if d.For == t.author.Key() && (d.Code == switchboard.ErrCodeBusy || d.Code == switchboard.ErrCodeBudget) {
+		if d.For == t.author.Key() && (d.Code == switchboard.ErrCodeBusy || d.Code == switchboard.ErrCodeBudget || d.Code == switchboard.ErrCodeGuardrail) {
 			return true, turnFailure(d)
 		}
 	}
@@ -333,6 +333,7 @@ func (t *turnOf) before(p any) (bool, *failure) {
 // the connection.
 func (h *Handler) follow(ctx context.Context, sub *sessions.Subscription, k *key, author switchboard.Author, mine *turnOf, out answer, progress bool) *failure {
 	var failed *failure
+	streamed := streamedText{}
 	tick := time.NewTicker(h.cfg.KeepAlive)
 	defer tick.Stop()
 	stored := mine != nil
@@ -369,6 +370,11 @@ func (h *Handler) follow(ctx context.Context, sub *sessions.Subscription, k *key
 		switch d := p.(type) {
 		case *switchboard.DeltaData:
 			out.text(d.Content)
+			streamed.delta(d)
+		case *switchboard.MessageData:
+			if rest := streamed.rest(d); rest != "" {
+				out.text(rest) // replaced.go
+			}
 		case *switchboard.UsageData:
 			out.usage(d.Usage)
 		case *switchboard.ToolsRequestedData:
@@ -388,6 +394,11 @@ func (h *Handler) follow(ctx context.Context, sub *sessions.Subscription, k *key
 			if d.For == author.Key() && (d.Code == switchboard.ErrCodeBadInput || d.Code == switchboard.ErrCodeForbidden) {
 				// Tool results the session would not take: nothing ran.
 				return resultsRefused(d)
+			}
+			if d.For == author.Key() && d.Code == switchboard.ErrCodeGuardrail {
+				// The message was refused before its turn: none runs,
+				// and no idle follows (docs/guardrails.md).
+				return turnFailure(d)
 			}
 			if f := turnFailure(d); f != nil {
 				if d.Code == switchboard.ErrCodeRestarting {
@@ -445,6 +456,9 @@ func turnFailure(d *switchboard.ErrorData) *failure {
 		return &failure{http.StatusConflict, "invalid_request_error", "session_busy", d.Message}
 	case switchboard.ErrCodeBudget:
 		return &failure{http.StatusTooManyRequests, "insufficient_quota", "budget_exceeded", d.Message}
+	case switchboard.ErrCodeGuardrail:
+		// The guide's guardrails refused the message (docs/guardrails.md).
+		return &failure{http.StatusBadRequest, "invalid_request_error", "guardrail_blocked", d.Message}
 	case switchboard.ErrCodeStorage:
 		return &failure{http.StatusServiceUnavailable, "server_error", "storage_unavailable", d.Message}
 	case switchboard.ErrCodeProvider:

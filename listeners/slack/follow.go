@@ -246,6 +246,9 @@ func (f *follow) message(ctx context.Context, d *switchboard.MessageData) {
 			f.endReply(ctx)
 			f.reply = f.newReply(d.ID)
 		}
+		if replacesStream(f.reply, d.Content) {
+			f.unstream(ctx, f.reply) // replaced.go
+		}
 		f.reply.text.Reset()
 		f.reply.text.WriteString(d.Content)
 		f.reply.dirty = true

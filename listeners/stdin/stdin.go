@@ -767,7 +767,7 @@ type view struct {
 	confirms []switchboard.ConfirmationRequestData
 	warned   map[string]bool // confirmation ids whose warning was shown
 	choices  map[int]choice
-	streamed map[string]bool // message ids whose deltas were printed
+	streamed map[string]string // message ids whose deltas were printed: what they printed
 	// Events with 0 < seq <= recapThrough are the recap: stored messages
 	// shown on start, before the live ones.
 	recapThrough int64
@@ -800,7 +800,7 @@ func (v *view) start(r switchboard.ReadyData, recap bool) {
 	v.confirms = nil
 	v.warned = map[string]bool{}
 	v.choices = nil
-	v.streamed = map[string]bool{}
+	v.streamed = map[string]string{}
 	v.recapThrough, v.recapShown = 0, false
 	if recap {
 		v.recapThrough = r.LastSeq
@@ -1073,14 +1073,20 @@ func (v *view) render(ev switchboard.Event) {
 		if d.Content != "" {
 			v.midLine = !strings.HasSuffix(d.Content, "\n")
 		}
-		v.streamed[d.MessageID] = true
+		v.streamed[d.MessageID] += d.Content
 	case *switchboard.MessageData:
 		switch {
-		case d.Role == switchboard.RoleAssistant && v.streamed[d.ID]:
+		case d.Role == switchboard.RoleAssistant && v.wasStreamed(d.ID):
+			printed := v.streamed[d.ID]
 			delete(v.streamed, d.ID)
 			if v.midLine && v.shown == "" {
 				io.WriteString(v.out, "\n")
 				v.midLine = false
+			}
+			if printed != d.Content {
+				// Not what streamed: replaced (a guardrail blocked the
+				// answer, docs/guardrails.md). The answer as it stands.
+				v.writeLocked(markdown(d.Content, v.styled, "") + "\n")
 			}
 			if v.waiting {
 				v.showPromptLocked()
@@ -1434,4 +1440,10 @@ func firstNonEmpty(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// wasStreamed reports whether a message's deltas were printed.
+func (v *view) wasStreamed(id string) bool {
+	_, ok := v.streamed[id]
+	return ok
 }

@@ -916,10 +916,10 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
         this.notice(d.message || d.code || this.t("error"));
         return;
       }
-      if ((d.code === "busy" || d.code === "forbidden" || d.code === "file_refused") && this.attached) {
+      if ((d.code === "busy" || d.code === "forbidden" || d.code === "file_refused" || d.code === "guardrail_blocked") && this.attached) {
         // Refused, not taken (a tool call waits for approval, a full
-        // queue): the oldest message sent is the one refused. It is not
-        // sent again by itself; the notice says why.
+        // queue, the guide's guardrails): the oldest message sent is the
+        // one refused. It is not sent again by itself; the notice says why.
         const i = this.pending.findIndex((p) => p.sent);
         if (i >= 0) this.failPending(i);
       }

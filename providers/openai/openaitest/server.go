@@ -170,6 +170,21 @@ func (s *Server) ToolResults() []string {
 	return out
 }
 
+// LastSystem is the system message of the last request ("" when it had
+// none), and whether there was a request at all.
+func (s *Server) LastSystem() (string, bool) {
+	reqs := s.Requests()
+	if len(reqs) == 0 {
+		return "", false
+	}
+	for _, m := range reqs[len(reqs)-1].Messages {
+		if m.Role == "system" {
+			return Text(m.Content), true
+		}
+	}
+	return "", true
+}
+
 // Text returns a message's content as a string (it may be a string or a
 // list of parts on the wire).
 func Text(raw json.RawMessage) string {
