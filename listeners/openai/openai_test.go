@@ -921,3 +921,28 @@ func TestAWaitingStreamSendsComments(t *testing.T) {
 		t.Errorf("stream ended (done %v) with %q", done, text.String())
 	}
 }
+
+// A budget reached refuses a stateless request at once, with 429
+// budget_exceeded: its turn never starts, and the request does not wait
+// for one.
+func TestBudgetRefusesAStatelessRequest(t *testing.T) {
+	a := newAPI(t, listener.Config{})
+	a.gw.Manager.SetSpending(&sessions.Spending{Budgets: []sessions.Budget{
+		{Scope: switchboard.ScopePerson, Period: switchboard.PeriodDay, Tokens: 1},
+	}})
+	a.gw.LLM.Push(openaitest.Reply{Text: []string{"Spent."}})
+	if _, err := a.client(allKey).Chat.Completions.New(context.Background(), sdk.ChatCompletionNewParams{
+		Model: "assistant", Messages: []sdk.ChatCompletionMessageParamUnion{sdk.UserMessage("Hi")},
+	}); err != nil {
+		t.Fatal(err) // the first turn is under the budget when it starts
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := a.client(allKey).Chat.Completions.New(ctx, sdk.ChatCompletionNewParams{
+		Model: "assistant", Messages: []sdk.ChatCompletionMessageParamUnion{sdk.UserMessage("Again")},
+	})
+	apiError(t, err, http.StatusTooManyRequests, "budget_exceeded")
+	if n := len(a.gw.LLM.Requests()); n != 1 {
+		t.Errorf("the model was called %d times, want once: the second turn was refused", n)
+	}
+}

@@ -333,6 +333,7 @@ func (t *turnOf) before(p any) (bool, *failure) {
 // the connection.
 func (h *Handler) follow(ctx context.Context, sub *sessions.Subscription, k *key, author switchboard.Author, mine *turnOf, out answer, progress bool) *failure {
 	var failed *failure
+	running := false // the turn started: its states came
 	streamed := streamedText{}
 	tick := time.NewTicker(h.cfg.KeepAlive)
 	defer tick.Stop()
@@ -395,9 +396,10 @@ func (h *Handler) follow(ctx context.Context, sub *sessions.Subscription, k *key
 				// Tool results the session would not take: nothing ran.
 				return resultsRefused(d)
 			}
-			if d.For == author.Key() && d.Code == switchboard.ErrCodeGuardrail {
+			if d.For == author.Key() && (d.Code == switchboard.ErrCodeGuardrail || d.Code == switchboard.ErrCodeBudget && !running) {
 				// The message was refused before its turn: none runs,
-				// and no idle follows (docs/guardrails.md).
+				// and no idle follows (docs/guardrails.md). (A budget
+				// reached during the turn ends it, with an idle.)
 				return turnFailure(d)
 			}
 			if f := turnFailure(d); f != nil {
@@ -407,6 +409,7 @@ func (h *Handler) follow(ctx context.Context, sub *sessions.Subscription, k *key
 				failed = f
 			}
 		case *switchboard.StateData:
+			running = true
 			if d.State == switchboard.StateIdle {
 				return failed
 			}
