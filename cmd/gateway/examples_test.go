@@ -641,6 +641,16 @@ func loadExampleGuide(t *testing.T, b docBlock) {
 	if err := os.WriteFile(filepath.Join(dir, name+".md"), []byte(b.text), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The guides it hands off to are its colleagues in the folder: each
+	// is there, as the reader's folder would have it.
+	if m := regexp.MustCompile(`(?m)^handoffs:\s*\[([^\]]*)\]`).FindStringSubmatch(b.text); m != nil {
+		for _, other := range strings.Split(m[1], ",") {
+			other = strings.TrimSpace(other)
+			if err := os.WriteFile(filepath.Join(dir, other+".md"), []byte("---\ndescription: a colleague\n---\nYou help.\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	c, err := guides.LoadDir(dir)
 	if err != nil {
 		t.Fatalf("%s does not load as a guide: %v", b, err)
