@@ -175,6 +175,19 @@ type Binding struct {
 	ByInvite bool
 }
 
+// EphemeralKey begins the key of a stateless request's session (the
+// OpenAI-compatible API's): stored for the request alone, listed to no
+// one, and deleted at the next start if a crash left it.
+const EphemeralKey = "ephemeral:"
+
+// MemberSession is a session as a list of one member's sessions shows
+// it: its id and guide, the member's role there, and when it was created
+// and last active.
+type MemberSession struct {
+	ID, Guide, Role     string
+	CreatedAt, ActiveAt time.Time
+}
+
 // Member is a person in a session: their role and the name they last
 // wrote or attached under. LastSeen is when they last wrote or left; a
 // member attached now is "here" (presence comes from attachments).

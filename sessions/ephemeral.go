@@ -32,7 +32,7 @@ import (
 // start: sessions.retention deletes it.
 
 // ephemeralKey starts the key of every ephemeral session.
-const ephemeralKey = "ephemeral:"
+const ephemeralKey = switchboard.EphemeralKey
 
 // ephemeral reports whether a stored session is an ephemeral one.
 func ephemeral(rec switchboard.Session) bool { return strings.HasPrefix(rec.Key, ephemeralKey) }

@@ -40,6 +40,7 @@ type Store interface {
 	RemoveMember(ctx context.Context, sessionID, authorKey string) error
 	SeenMembers(ctx context.Context, sessionID string, seen map[string]time.Time) error
 	Members(ctx context.Context, sessionID string) ([]switchboard.Member, error)
+	SessionsOf(ctx context.Context, authorKey string, limit int) ([]switchboard.MemberSession, error)
 	Decisions(ctx context.Context, sessionID string, n int) ([]switchboard.Decision, error)
 	Invite(ctx context.Context, codeHash string) (switchboard.Invite, error)
 

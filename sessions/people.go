@@ -302,3 +302,14 @@ func (s *session) approvals(ctx context.Context, by switchboard.Author) {
 	}
 	s.tell(by, NoticeInfo, b.String())
 }
+
+// SessionsOf lists the sessions author is a member of, the most recently
+// active first, at most limit: the conversations a person may go back
+// to (a stateless request's session is none of them).
+func (m *Manager) SessionsOf(ctx context.Context, author switchboard.Author, limit int) ([]switchboard.MemberSession, error) {
+	list, err := m.cfg.Store.SessionsOf(ctx, author.Key(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("sessions: sessions of %s: %w", author.Key(), err)
+	}
+	return list, nil
+}

@@ -263,3 +263,31 @@ func (db *DB) Members(ctx context.Context, sessionID string) ([]switchboard.Memb
 	}
 	return ms, nil
 }
+
+// SessionsOf lists the sessions a person (an author's key) is a member
+// of, the most recently active first, at most limit; a stateless
+// request's session (switchboard.EphemeralKey) is none of them.
+func (db *DB) SessionsOf(ctx context.Context, authorKey string, limit int) ([]switchboard.MemberSession, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT s.id, s.guide, m.role, s.created_at, s.active_at
+		FROM members m JOIN sessions s ON s.id = m.session_id
+		WHERE m.author_key = ? AND (s.key IS NULL OR substr(s.key, 1, ?) <> ?)
+		ORDER BY s.active_at DESC, s.id LIMIT ?`, authorKey, len(switchboard.EphemeralKey), switchboard.EphemeralKey, limit)
+	if err != nil {
+		return nil, fmt.Errorf("storage: sessions of %s: %w", authorKey, err)
+	}
+	defer rows.Close()
+	var out []switchboard.MemberSession
+	for rows.Next() {
+		var s switchboard.MemberSession
+		var created, active int64
+		if err := rows.Scan(&s.ID, &s.Guide, &s.Role, &created, &active); err != nil {
+			return nil, fmt.Errorf("storage: sessions of %s: %w", authorKey, err)
+		}
+		s.CreatedAt, s.ActiveAt = time.UnixMilli(created).UTC(), time.UnixMilli(active).UTC()
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: sessions of %s: %w", authorKey, err)
+	}
+	return out, nil
+}

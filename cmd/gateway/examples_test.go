@@ -530,6 +530,16 @@ func runOpenAISessionExample(t *testing.T, cmds []string) {
 		!strings.Contains(string(out), `"object":"chat.completion"`) || !strings.Contains(string(out), "48") {
 		t.Errorf("the second request, in session %s:\n%s", m[1], out)
 	}
+	// The list, the output's last line, names the session.
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var list struct {
+		Object string
+		Data   []struct{ ID, Model string }
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &list); err != nil || list.Object != "list" || len(list.Data) != 1 ||
+		list.Data[0].ID != string(m[1]) || list.Data[0].Model != "assistant" {
+		t.Errorf("the sessions listed: %v\n%s", err, lines[len(lines)-1])
+	}
 }
 
 // runOpenAIProgressExample runs docs/openai-api.md's stream with the

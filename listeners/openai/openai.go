@@ -44,6 +44,7 @@ type Sessions interface {
 	Attach(ctx context.Context, opts sessions.AttachOptions) (*sessions.Subscription, error)
 	Submit(ctx context.Context, sessionID string, in switchboard.Input) (*sessions.Receipt, error)
 	Delete(ctx context.Context, sessionID string) error
+	SessionsOf(ctx context.Context, author switchboard.Author, limit int) ([]switchboard.MemberSession, error)
 }
 
 // Guides are the models: the guide catalog's names, read at each request
@@ -136,6 +137,7 @@ func New(ctx context.Context, cfg Config, mgr Sessions, guides Guides, log *slog
 			limiter: rate.NewLimiter(rate.Every(time.Minute/time.Duration(cfg.RequestsPerMinute)), cfg.RequestsPerMinute)})
 	}
 	h.mux.HandleFunc("GET /v1/models", h.models)
+	h.mux.HandleFunc("GET /v1/sessions", h.sessions)
 	h.mux.HandleFunc("POST /v1/chat/completions", h.chat)
 	h.mux.HandleFunc("POST /v1/responses", h.responses)
 	notKept := func(w http.ResponseWriter, r *http.Request) {
@@ -146,7 +148,7 @@ func New(ctx context.Context, cfg Config, mgr Sessions, guides Guides, log *slog
 	h.mux.HandleFunc("/v1/responses/", notKept)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "", "unknown_url",
-			"Unknown request URL: "+r.Method+" "+clip(r.URL.Path)+". This gateway serves GET /v1/models, POST /v1/chat/completions and POST /v1/responses.")
+			"Unknown request URL: "+r.Method+" "+clip(r.URL.Path)+". This gateway serves GET /v1/models, POST /v1/chat/completions, POST /v1/responses and GET /v1/sessions.")
 	})
 	return h
 }

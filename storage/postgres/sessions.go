@@ -238,3 +238,27 @@ func (db *DB) Members(ctx context.Context, sessionID string) ([]switchboard.Memb
 	}
 	return ms, nil
 }
+
+// SessionsOf lists the sessions a person (an author's key) is a member
+// of, the most recently active first, at most limit; a stateless
+// request's session (switchboard.EphemeralKey) is none of them.
+func (db *DB) SessionsOf(ctx context.Context, authorKey string, limit int) ([]switchboard.MemberSession, error) {
+	rows, err := db.pool.Query(ctx, `SELECT s.id, s.guide, m.role, s.created_at, s.active_at
+		FROM members m JOIN sessions s ON s.id = m.session_id
+		WHERE m.author_key = $1 AND (s.key IS NULL OR left(s.key, $2) <> $3)
+		ORDER BY s.active_at DESC, s.id COLLATE "C" LIMIT $4`, authorKey, len(switchboard.EphemeralKey), switchboard.EphemeralKey, limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: sessions of %s: %w", authorKey, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (switchboard.MemberSession, error) {
+		var s switchboard.MemberSession
+		var created, active int64
+		err := row.Scan(&s.ID, &s.Guide, &s.Role, &created, &active)
+		s.CreatedAt, s.ActiveAt = fromMillis(created), fromMillis(active)
+		return s, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: sessions of %s: %w", authorKey, err)
+	}
+	return out, nil
+}

@@ -191,3 +191,47 @@ func testAllowedToolsStoredWithTheTurn(t *testing.T, db Store) {
 		t.Fatalf("after clearing: %q", got.AllowedTools)
 	}
 }
+
+// A person's sessions are listed most recently active first, with their
+// role in each, at most as many as asked; others' sessions and stateless
+// requests' sessions are not.
+func testSessionsOf(t *testing.T, db Store) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	for i, s := range []switchboard.Session{
+		{ID: "s_old", Guide: "support", Owner: "openai:ci"},
+		{ID: "s_new", Guide: "assistant", Owner: "web:ann"},
+		{ID: "s_eph", Key: switchboard.EphemeralKey + "s_eph", Guide: "assistant", Owner: "openai:ci"},
+		{ID: "s_other", Guide: "assistant", Owner: "web:bob"},
+	} {
+		s.CreatedAt = at.Add(time.Duration(i) * time.Minute)
+		if err := db.CreateSession(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range []struct{ session, key, role string }{
+		{"s_old", "openai:ci", "owner"}, {"s_new", "openai:ci", "member"}, {"s_new", "web:ann", "owner"},
+		{"s_eph", "openai:ci", "owner"}, {"s_other", "web:bob", "owner"},
+	} {
+		if err := db.SetMember(ctx, m.session, switchboard.Member{Key: m.key, Role: m.role}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := db.SessionsOf(ctx, "openai:ci", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []switchboard.MemberSession{
+		{ID: "s_new", Guide: "assistant", Role: "member", CreatedAt: at.Add(time.Minute), ActiveAt: at.Add(time.Minute)},
+		{ID: "s_old", Guide: "support", Role: "owner", CreatedAt: at, ActiveAt: at},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("SessionsOf = %+v\nwant %+v", got, want)
+	}
+	if got, err := db.SessionsOf(ctx, "openai:ci", 1); err != nil || len(got) != 1 || got[0].ID != "s_new" {
+		t.Errorf("SessionsOf, at most 1: %+v, %v", got, err)
+	}
+	if got, err := db.SessionsOf(ctx, "web:nobody", 10); err != nil || len(got) != 0 {
+		t.Errorf("SessionsOf a stranger: %+v, %v", got, err)
+	}
+}

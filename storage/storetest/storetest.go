@@ -32,6 +32,7 @@ type Store interface {
 	SeenMembers(ctx context.Context, sessionID string, seen map[string]time.Time) error
 	Member(ctx context.Context, sessionID, authorKey string) (string, error)
 	Members(ctx context.Context, sessionID string) ([]switchboard.Member, error)
+	SessionsOf(ctx context.Context, authorKey string, limit int) ([]switchboard.MemberSession, error)
 
 	// Retention.
 	Expired(ctx context.Context, before time.Time, limit int) ([]string, error)
@@ -108,6 +109,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"SessionNotFound", testSessionNotFound},
 		{"SessionKeyIsUniqueUntilCleared", testSessionKeyIsUniqueUntilCleared},
 		{"Members", testMembers},
+		{"SessionsOf", testSessionsOf},
 		{"AllowedToolsStoredWithTheTurn", testAllowedToolsStoredWithTheTurn},
 
 		{"EventsFromManySessionsLandInOrder", testEventsFromManySessionsLandInOrder},
