@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-gw/switchboard"
 	"github.com/switchboard-gw/switchboard/listeners/websocket"
 	"github.com/switchboard-gw/switchboard/providers/openai/openaitest"
+	"github.com/switchboard-gw/switchboard/sessions"
 	"github.com/switchboard-gw/switchboard/sessions/sessionstest"
 	"github.com/switchboard-gw/switchboard/web"
 )
@@ -35,5 +37,25 @@ func TestGuardrailsInBrowser(t *testing.T) {
 	p.waitFor(root + `.querySelector('.msg[data-role=assistant]:not(.streaming) .body')?.textContent.trim() === '` + sessionstest.GuardedMessage + `'`)
 	if n := p.count(".msg[data-role=assistant]", "Let me look"); n != 0 {
 		t.Fatalf("what streamed before the block is still shown:\n%s", p.transcript())
+	}
+}
+
+// A message a budget refuses before its turn is marked not sent too,
+// with the budget's sentence; it is not left "sending…".
+func TestBudgetRefusalInBrowser(t *testing.T) {
+	browser := startBrowser(t)
+	g := newGateway(t)
+	g.mgr.SetSpending(&sessions.Spending{Budgets: []sessions.Budget{
+		{Scope: switchboard.ScopePerson, Period: switchboard.PeriodDay, Tokens: 1},
+	}})
+	p := openPage(t, browser, g.url+"/")
+	p.say("first")
+	p.waitFor(root + `.querySelector('.msg[data-role=assistant]:not(.streaming)') !== null`)
+	p.say("second")
+	p.waitFor(`[...` + root + `.querySelectorAll('.notice')].some(n => n.textContent.toLowerCase().includes('budget'))`)
+	p.waitFor(`(() => { const m = [...` + root + `.querySelectorAll('.msg[data-role=user]')].pop();
+		return m.querySelector('.body').textContent === 'second' && m.dataset.pending === 'failed' && m.querySelector('.sending').textContent === 'not sent'; })()`)
+	if n := len(g.llm.Requests()); n != 1 {
+		t.Fatalf("the model was called %d times, want once: the second message was refused", n)
 	}
 }

@@ -916,10 +916,13 @@ form.compose textarea { flex: 1; resize: none; height: 42px; max-height: 120px; 
         this.notice(d.message || d.code || this.t("error"));
         return;
       }
-      if ((d.code === "busy" || d.code === "forbidden" || d.code === "file_refused" || d.code === "guardrail_blocked") && this.attached) {
+      if ((d.code === "busy" || d.code === "forbidden" || d.code === "file_refused" || d.code === "guardrail_blocked" || d.code === "budget_exceeded") && this.attached) {
         // Refused, not taken (a tool call waits for approval, a full
-        // queue, the guide's guardrails): the oldest message sent is the
-        // one refused. It is not sent again by itself; the notice says why.
+        // queue, the guide's guardrails, a budget reached): the oldest
+        // message sent is the one refused. It is not sent again by
+        // itself; the notice says why. (A budget reached during a turn
+        // tells its writer too: their message was taken by then, so none
+        // waits, or the next one does, which the budget refuses as well.)
         const i = this.pending.findIndex((p) => p.sent);
         if (i >= 0) this.failPending(i);
       }
