@@ -305,6 +305,9 @@ type TurnWrite struct {
 	// that stores what a user was told was sent: it then survives a power
 	// cut, not only a crash of the process.
 	Durable bool
+	// Guide, when not empty, is the session's guide from this write on
+	// (a handoff: stored with the step that made it).
+	Guide string
 	// Summary, when not nil, replaces the session's summary: it covers
 	// every message but the last Summary.Keep (those of this write
 	// included), which stay the model's context after it.

@@ -470,7 +470,7 @@ func (s *session) setResult(ctx context.Context, p *pendingTurn, i int, content 
 // one transaction, with the turn's progress (the waiting state, if any,
 // gives way to it).
 func (s *session) finishStep(ctx context.Context, t *turn, p *pendingTurn) error {
-	evs := s.handOff(ctx, t, p) // handoff.go: before the results are copied, which it may change
+	to, h, evs := s.handOff(ctx, t, p) // handoff.go: before the results are copied, which it may change
 	msgs := make([]switchboard.Message, 0, 1+len(p.Results))
 	msgs = append(msgs, p.Assistant)
 	for _, r := range p.Results {
@@ -480,6 +480,9 @@ func (s *session) finishStep(ctx context.Context, t *turn, p *pendingTurn) error
 	if len(evs) > 0 {
 		w.Published = s.onCommit
 	}
+	if to != nil {
+		w.Guide = to.Name // the handoff is stored with its step
+	}
 	next := *t
 	next.Iteration++
 	w.Turn = running(next)
@@ -487,6 +490,9 @@ func (s *session) finishStep(ctx context.Context, t *turn, p *pendingTurn) error
 		return fmt.Errorf("sessions: store tool step: %w", err)
 	}
 	s.remember(msgs...)
+	if to != nil {
+		s.passTo(ctx, t, *to, h)
+	}
 	return nil
 }
 

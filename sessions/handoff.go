@@ -31,6 +31,7 @@ import (
 	"strings"
 
 	"github.com/switchboard-gw/switchboard"
+	"github.com/switchboard-gw/switchboard/guides"
 	"github.com/switchboard-gw/switchboard/providers"
 	"github.com/switchboard-gw/switchboard/tools"
 )
@@ -136,52 +137,51 @@ func (t *turn) guides(current string) []string {
 	return t.Guides
 }
 
-// handOff makes the step's accepted handoff, if any, take effect as the
-// step is stored: the session's guide is stored as the new one and used
-// from the next model call on, the turn notes it passed, and the
-// EventHandoff returned goes in the step's write. A handoff that cannot
-// be made now (the guide went in a reload while the step waited, or the
-// change could not be stored) turns its call's result into an error the
-// model reads, and the turn goes on with this guide. The guide is stored
-// just before the step's write (SetSessionGuide is a write of its own): a
-// crash between the two leaves the new guide to run the turn again from
-// before the step, without the handoff in its history or its event.
-func (s *session) handOff(ctx context.Context, t *turn, p *pendingTurn) []switchboard.Event {
+// handOff makes the step's accepted handoff, if any, as the step is
+// stored: it returns the guide passed to and the EventHandoff, which go
+// in the step's write (TurnWrite.Guide, with its messages), so that a
+// crash leaves either the step and the new guide stored or neither. The
+// turn notes it passed (t.Guides, stored with its progress in the same
+// write); once the write is made, passTo runs the new guide. A handoff
+// that cannot be made now (the guide went in a reload while the step
+// waited) turns its call's result into an error the model reads, and the
+// turn goes on with this guide.
+func (s *session) handOff(ctx context.Context, t *turn, p *pendingTurn) (*guides.Guide, *handoffTo, []switchboard.Event) {
 	h := p.Handoff
 	if h == nil {
-		return nil
+		return nil, nil, nil
 	}
 	p.Handoff = nil
-	fail := func(why, msg string) []switchboard.Event {
-		s.traceHandoff(ctx, t, h.Guide, why)
-		if r := p.Results[h.CallIndex]; r != nil {
-			r.Content, r.IsError = msg, true
-		}
-		return nil
-	}
 	g, ok := s.m.cfg.Guides.Get(h.Guide)
 	if !ok {
-		return fail("missing", fmt.Sprintf("Refused: the assistant %s is not available now. Answer the person yourself.", h.Guide))
-	}
-	if err := s.m.cfg.Store.SetSessionGuide(ctx, s.id, g.Name); err != nil {
-		s.log.Error("handoff not stored: the turn goes on with the guide it has", "to", g.Name, "err", err)
-		return fail("not_stored", fmt.Sprintf("The conversation could not be passed to %s just now. Answer the person yourself.", h.Guide))
+		s.traceHandoff(ctx, t, h.Guide, "missing")
+		if r := p.Results[h.CallIndex]; r != nil {
+			r.Content, r.IsError = fmt.Sprintf("Refused: the assistant %s is not available now. Answer the person yourself.", h.Guide), true
+		}
+		return nil, nil, nil
 	}
 	from := s.guide.Name
 	t.Guides = append(t.guides(from), g.Name)
+	ev, ok := s.event(switchboard.EventHandoff, switchboard.HandoffData{From: from, To: g.Name, Reason: h.Reason})
+	if !ok {
+		return &g, h, nil
+	}
+	ev.Agent = g.Name // from this event on, the other guide speaks
+	return &g, h, []switchboard.Event{ev}
+}
+
+// passTo runs the guide a stored handoff passed the conversation to:
+// its prompt, tools and policies from the next model call on.
+func (s *session) passTo(ctx context.Context, t *turn, g guides.Guide, h *handoffTo) {
+	from := s.guide.Name
 	s.useGuide(ctx, g)
 	s.rec.Guide = g.Name
 	s.log.Info("conversation handed off", "from", from, "to", g.Name, "handoffs_this_turn", len(t.Guides)-1)
 	s.traceHandoffTo(ctx, t, from, h.Reason)
-	ev, ok := s.event(switchboard.EventHandoff, switchboard.HandoffData{From: from, To: g.Name, Reason: h.Reason})
-	if !ok {
-		return nil
-	}
-	return []switchboard.Event{ev}
 }
 
 // traceHandoff records a handoff refused (why: cycle, depth, not_listed,
-// self, twice, invalid, missing, not_stored), never its reason's words.
+// self, twice, invalid, missing), never its reason's words.
 func (s *session) traceHandoff(ctx context.Context, t *turn, to, why string) {
 	if tr := s.m.cfg.Tracer; tr != nil {
 		tr.Mark(t.under(ctx), Step{Kind: StepHandoff, Session: s.id, Turn: t.ID, Guide: s.guide.Name,

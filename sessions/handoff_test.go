@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/switchboard-gw/switchboard"
@@ -379,5 +380,55 @@ func TestHandoffsAreTraced(t *testing.T) {
 		if len(events) != 2 || events[0]["switchboard.handoff.to"] != "billing" || events[1]["switchboard.handoff.refused"] != "cycle" {
 			t.Fatalf("the turn's span %q has handoff events %v", turn.Name, events)
 		}
+	}
+}
+
+// writesSeen is a store that keeps a copy of every turn write.
+type writesSeen struct {
+	sessions.Store
+	mu     sync.Mutex
+	writes []switchboard.TurnWrite
+}
+
+func (w *writesSeen) WriteTurn(ctx context.Context, sessionID string, tw switchboard.TurnWrite) (bool, error) {
+	w.mu.Lock()
+	w.writes = append(w.writes, tw)
+	w.mu.Unlock()
+	return w.Store.WriteTurn(ctx, sessionID, tw)
+}
+
+// A handoff is stored in the write of the step that made it, the new
+// guide with the step's messages and its event: a crash leaves both or
+// neither, never a new guide without the step (or the step without it).
+func TestAHandoffIsStoredWithItsStep(t *testing.T) {
+	h := newHarness(t, withHelpDesk(t))
+	seen := &writesSeen{}
+	h.wrap = func(s sessions.Store) sessions.Store { seen.Store = s; return seen }
+	h.restart()
+	h.llm.Push(
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{handoffCall("h1", "billing", "invoices")}},
+		openaitest.Reply{Text: []string{"Billing here."}},
+	)
+	c := h.newSession(alice)
+	c.say("Was my invoice paid?")
+	c.reply()
+	c.idle()
+	seen.mu.Lock()
+	defer seen.mu.Unlock()
+	var with []switchboard.TurnWrite
+	for _, w := range seen.writes {
+		if w.Guide != "" {
+			with = append(with, w)
+		}
+	}
+	if len(with) != 1 {
+		t.Fatalf("%d writes changed the guide, want the step's one", len(with))
+	}
+	w := with[0]
+	hasResult := slices.ContainsFunc(w.Messages, func(m switchboard.Message) bool { return m.ToolCallID == "h1" })
+	hasEvent := slices.ContainsFunc(w.Events, func(ev switchboard.Event) bool { return ev.Type == switchboard.EventHandoff && ev.Agent == "billing" })
+	if w.Guide != "billing" || !hasResult || !hasEvent || w.Turn == nil {
+		t.Errorf("the guide's write: guide %q, the call's result %v, the handoff event %v, the turn's progress %v; want all in one",
+			w.Guide, hasResult, hasEvent, w.Turn != nil)
 	}
 }

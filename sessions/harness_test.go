@@ -117,6 +117,9 @@ type harness struct {
 	m      *sessions.Manager
 	stop   context.CancelFunc
 	cfg    sessions.Config
+	// wrap, when set, stands between the manager and the store from the
+	// next start on (a test that watches the writes).
+	wrap func(sessions.Store) sessions.Store
 }
 
 type option func(*sessions.Config)
@@ -231,6 +234,9 @@ func (h *harness) start() {
 	h.db = db
 	cfg := h.cfg
 	cfg.Store = db
+	if h.wrap != nil {
+		cfg.Store = h.wrap(db)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.stop = cancel
 	h.m = sessions.NewManager(ctx, cfg)

@@ -110,6 +110,9 @@ func (db *DB) LoadPending(ctx context.Context, sessionID string) ([]byte, error)
 
 const setAllowed = `UPDATE sessions SET allowed_tools = ? WHERE id = ?`
 
+// setGuide is a handoff's guide, stored with its step (TurnWrite.Guide).
+const setGuide = `UPDATE sessions SET guide = ? WHERE id = ?`
+
 // saveSummary keeps a session's summary through the message before its
 // last Keep (?2) messages: the summary covers everything but them.
 const saveSummary = `INSERT INTO summaries (session_id, through_id, text)
@@ -215,6 +218,11 @@ func (db *DB) WriteTurn(ctx context.Context, sessionID string, w switchboard.Tur
 		}
 		if w.Allowed != nil {
 			if _, err := db.execWrite(ctx, tx, setAllowed, allowedJSON(w.Allowed), sessionID); err != nil {
+				return err
+			}
+		}
+		if w.Guide != "" {
+			if _, err := db.execWrite(ctx, tx, setGuide, w.Guide, sessionID); err != nil {
 				return err
 			}
 		}

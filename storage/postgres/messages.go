@@ -112,6 +112,7 @@ const (
 	savePending = `INSERT INTO pending_turns (session_id, data, updated_at) VALUES ($1, $2, $3)
 		ON CONFLICT (session_id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at`
 	setAllowed = `UPDATE sessions SET allowed_tools = $1 WHERE id = $2`
+	setGuide   = `UPDATE sessions SET guide = $1 WHERE id = $2`
 	// saveSummary keeps a session's summary through the message before its
 	// last Keep ($2) messages: the summary covers everything but them.
 	saveSummary = `INSERT INTO summaries (session_id, through_id, text)
@@ -199,6 +200,9 @@ func (db *DB) WriteTurn(ctx context.Context, sessionID string, w switchboard.Tur
 		}
 		if w.Allowed != nil {
 			s.exec(setAllowed, allowedJSON(w.Allowed), sessionID)
+		}
+		if w.Guide != "" {
+			s.exec(setGuide, w.Guide, sessionID)
 		}
 		if w.Summary != nil {
 			s.exec(saveSummary, sessionID, w.Summary.Keep, w.Summary.Text)

@@ -235,3 +235,32 @@ func testSessionsOf(t *testing.T, db Store) {
 		t.Errorf("SessionsOf a stranger: %+v, %v", got, err)
 	}
 }
+
+// A handoff's guide is stored with the step that made it: all of the
+// write or none of it (a duplicate write changes no guide).
+func testGuideStoredWithTheTurn(t *testing.T, db Store) {
+	ctx := context.Background()
+	NewSession(t, db, "s1", "")
+	step := []switchboard.Message{{Role: switchboard.RoleAssistant, ToolCalls: []switchboard.ToolCall{{ID: "c1", Name: "handoff", Args: []byte(`{}`)}}},
+		{Role: switchboard.RoleTool, ToolCallID: "c1", ToolName: "handoff", Content: "Passed."}}
+	if _, err := db.WriteTurn(ctx, "s1", switchboard.TurnWrite{ClientID: "step-1", Messages: step, Guide: "billing"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := db.Session(ctx, "s1"); err != nil || got.Guide != "billing" {
+		t.Fatalf("guide after the step: %q, %v; want billing", got.Guide, err)
+	}
+	dup, err := db.WriteTurn(ctx, "s1", switchboard.TurnWrite{ClientID: "step-1", Guide: "support"})
+	if err != nil || !dup {
+		t.Fatalf("the same write again: dup %v, %v", dup, err)
+	}
+	if got, _ := db.Session(ctx, "s1"); got.Guide != "billing" {
+		t.Fatalf("a write not made changed the guide to %q", got.Guide)
+	}
+	// A write without Guide leaves it alone.
+	if _, err := db.WriteTurn(ctx, "s1", switchboard.TurnWrite{Usage: switchboard.Usage{TotalTokens: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := db.Session(ctx, "s1"); got.Guide != "billing" {
+		t.Fatalf("after an unrelated write: %q", got.Guide)
+	}
+}

@@ -111,6 +111,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"Members", testMembers},
 		{"SessionsOf", testSessionsOf},
 		{"AllowedToolsStoredWithTheTurn", testAllowedToolsStoredWithTheTurn},
+		{"GuideStoredWithTheTurn", testGuideStoredWithTheTurn},
 
 		{"EventsFromManySessionsLandInOrder", testEventsFromManySessionsLandInOrder},
 		{"EventsAfterPagesAndRoundTrips", testEventsAfterPagesAndRoundTrips},
