@@ -52,9 +52,9 @@ type Rule struct {
 	det     detector
 }
 
-// MaxPatternMatch bounds what a pattern rule may match, in bytes: a
-// stream holds back as much text (Stream), and a longer match is not
-// masked.
+// MaxPatternMatch is what a pattern rule is taken to match at most, in
+// bytes: a stream holds back as much text (Stream), and a longer match
+// may be shown in part.
 const MaxPatternMatch = 256
 
 // Compile makes a rule from its spec; n numbers it among its side's rules

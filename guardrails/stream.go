@@ -9,12 +9,13 @@ import (
 // before any of it is shown: Write takes a piece and returns what may be
 // shown now; Close returns the rest, or the block's message.
 //
-// It holds back the last MaxPatternMatch bytes (or the longest match its
-// rules can make, when shorter) of what arrived: a match cannot start in
+// It holds back as many bytes of what arrived as the longest match its
+// rules can make (a detector's bound, MaxPatternMatch for a pattern): a
+// match cannot start in
 // what was shown and end in what is still to come, so every mask applies
 // whole and a blocked phrase is never shown, not even in part. The cost
 // is latency: the text people see runs that many bytes behind the model
-// (about 60 tokens for a guide with a pattern rule; see
+// (64 tokens for a pattern rule, 86 for e-mail addresses; see
 // docs/guardrails.md), and the held-back rest comes at the end.
 //
 // A block found once text before it was shown cannot unshow it: Blocked

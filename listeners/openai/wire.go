@@ -307,9 +307,9 @@ func textRole(role, param string) (switchboard.MessageRole, error) {
 	case "assistant":
 		return switchboard.RoleAssistant, nil
 	case "":
-		return "", bad(param+".role", "Each message needs a role: system, developer, user or assistant.")
+		return "", bad(param+".role", "Each message needs a role: system, developer, user or assistant (tool results answer the assistant's tool calls).")
 	default:
-		return "", bad(param+".role", "Unknown role %q: want system, developer, user or assistant.", clip(role))
+		return "", bad(param+".role", "Unknown role %q: want system, developer, user or assistant (tool results answer the assistant's tool calls).", clip(role))
 	}
 }
 
